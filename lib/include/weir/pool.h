@@ -39,18 +39,22 @@ struct weir_buf {
 };
 
 /*
- * A chunk is a reference to bytes in a buffer: it owns one reference to
- * buf. Chunks are values; copying one does not take a reference.
+ * A chunk is a reference to bytes: `len` bytes at `data`, inside `buf` when
+ * the bytes live in a pool buffer (then the chunk owns one reference to
+ * buf), or with buf == NULL for memory the producer keeps alive by other
+ * means (a constant, a caller's array). Chunks are values: copying one does
+ * not take a reference; weir_chunk_ref and weir_chunk_unref do.
  */
 struct weir_chunk {
     struct weir_buf *buf;
-    uint32_t off;
+    uint8_t *data;
     uint32_t len;
 };
 
-static inline uint8_t *weir_chunk_data(const struct weir_chunk *c)
+/* The chunk of the first `len` bytes of a freshly taken buffer. */
+static inline struct weir_chunk weir_chunk_of(struct weir_buf *b, uint32_t len)
 {
-    return c->buf->data + c->off;
+    return (struct weir_chunk){.buf = b, .data = b->data, .len = len};
 }
 
 struct weir_pool_options {
@@ -119,6 +123,21 @@ static inline void weir_buf_unref(struct weir_buf *b, unsigned self)
     if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1 ||
         atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
         weir_pool_free_(b, self);
+}
+
+/* Any thread holding the chunk. Takes one more reference (for sharing). */
+static inline void weir_chunk_ref(const struct weir_chunk *c)
+{
+    if (c->buf)
+        weir_buf_ref(c->buf);
+}
+
+/* Any thread holding the chunk; `self` is the caller's thread slot. Drops
+ * the chunk's reference, if it has one. */
+static inline void weir_chunk_unref(const struct weir_chunk *c, unsigned self)
+{
+    if (c->buf)
+        weir_buf_unref(c->buf, self);
 }
 
 /* Any thread. Reads the counters; exact on the owner after reclaim,

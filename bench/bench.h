@@ -1,0 +1,38 @@
+/*
+ * bench.h - what every weir-bench suite shares: the clock and the output
+ * line. A suite prints one line per case, `<suite> <params>: <rate>`, so
+ * runs of weir and of its peers can be lined up by their text.
+ */
+#ifndef WEIR_BENCH_H
+#define WEIR_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+static inline uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Prints `<suite> <params>: <ops per second>` and returns the rate. */
+static inline double bench_report(const char *suite, const char *params,
+                                  uint64_t ops, uint64_t ns)
+{
+    double rate = ns ? (double)ops * 1e9 / (double)ns : 0.0;
+
+    printf("%s %s: %.0f\n", suite, params, rate);
+    fflush(stdout);
+    return rate;
+}
+
+/* One entry point per suite; argv[0] is the suite name. Returns an exit
+ * status. */
+typedef int (*bench_suite_fn)(int argc, char **argv);
+
+int bench_ring(int argc, char **argv);
+
+#endif /* WEIR_BENCH_H */

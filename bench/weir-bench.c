@@ -1,0 +1,54 @@
+/*
+ * weir-bench - runs one benchmark suite, or all of them.
+ *
+ *   weir-bench SUITE [ARGS...]
+ *   weir-bench all
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const struct {
+    const char *name;
+    bench_suite_fn run;
+    const char *what;
+} suites[] = {
+    {"ring", bench_ring, "SPSC ring transfer vs ck_ring and rte_ring"},
+};
+
+#define NSUITES (sizeof(suites) / sizeof(suites[0]))
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: weir-bench SUITE [ARGS...] | all\n\nsuites:\n");
+    for (size_t i = 0; i < NSUITES; i++)
+        fprintf(to, "  %-24s %s\n", suites[i].name, suites[i].what);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "all") == 0) {
+        int rc = 0;
+
+        for (size_t i = 0; i < NSUITES; i++) {
+            char *args[] = {(char *)suites[i].name, NULL};
+            rc |= suites[i].run(1, args);
+        }
+        return rc;
+    }
+    for (size_t i = 0; i < NSUITES; i++)
+        if (strcmp(argv[1], suites[i].name) == 0)
+            return suites[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "weir-bench: unknown suite '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -60,9 +60,8 @@ static uint32_t counter_get32(const _Atomic uint32_t *c)
 static void counter_inc64(_Atomic uint64_t *c)
 {
     /* Single writer: a load and a store, not an atomic increment. */
-    atomic_store_explicit(
-        c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-        memory_order_relaxed);
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 static void pool_release_memory(struct weir_pool *p)
@@ -83,8 +82,8 @@ int weir_pool_create(struct weir_pool **out,
                      const struct weir_pool_options *opts)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t buf_size = opts->buf_size ? opts->buf_size
-                                     : WEIR_POOL_DEFAULT_BUF_SIZE;
+    size_t buf_size =
+        opts->buf_size ? opts->buf_size : WEIR_POOL_DEFAULT_BUF_SIZE;
     struct weir_pool *p;
 
     if (opts->count == 0 || opts->threads == 0 ||

@@ -12,12 +12,13 @@ int weir_ring_create(struct weir_ring *r, uint32_t capacity)
 
     if (err)
         return err;
-    /* Slots on their own lines: neither side's index line is shared with
-     * the slot array's first or last entries. */
-    r->slots = aligned_alloc(WEIR_CACHELINE,
-                             ((size_t)capacity * sizeof(void *) +
-                              WEIR_CACHELINE - 1) &
-                                 ~(size_t)(WEIR_CACHELINE - 1));
+    /* The slot array on whole lines of its own, so no other object shares
+     * a line with its first or last entries. aligned_alloc wants the size
+     * to be a multiple of the alignment. */
+    size_t bytes = (size_t)capacity * sizeof(void *);
+    size_t lines = (bytes + WEIR_CACHELINE - 1) / WEIR_CACHELINE;
+
+    r->slots = aligned_alloc(WEIR_CACHELINE, lines * WEIR_CACHELINE);
     if (!r->slots)
         return -ENOMEM;
     r->owns_slots = true;

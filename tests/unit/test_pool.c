@@ -145,7 +145,7 @@ static void destroy_refuses_while_buffers_are_out(void **state)
  * its references. Buffers must keep coming back through the return ring,
  * since the pool is far smaller than the number of handoffs.
  */
-#define HANDOFFS 200000u
+#define HANDOFFS  200000u
 #define POOL_BUFS 16u
 
 struct handoff {

@@ -80,8 +80,8 @@ static void *consumer(void *arg)
                 got = 1;
             }
         } else if (mode == 1) {
-            got = weir_ring_pop_burst(&sh->ring, batch,
-                                      next_rand(&rnd) % 32 + 1);
+            got =
+                weir_ring_pop_burst(&sh->ring, batch, next_rand(&rnd) % 32 + 1);
         } else {
             /* Peek/commit: read in place, release afterwards. */
             uint32_t at;

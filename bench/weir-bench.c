@@ -15,6 +15,7 @@ static const struct {
     const char *what;
 } suites[] = {
     {"ring", bench_ring, "SPSC ring transfer vs ck_ring and rte_ring"},
+    {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
 };
 
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

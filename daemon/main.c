@@ -1,0 +1,142 @@
+/*
+ * main.c - the weir program.
+ *
+ *   weir [-v] [-c FILE]              run the pipelines of FILE (default: the
+ *                                    embedded demo) in the foreground
+ *   weir --check [-c FILE]           check FILE, run nothing
+ *   weir [--check] pipe SRC SINK...  one pipeline from the command line
+ *
+ * Exit status: 0; 64 (EX_USAGE) for a malformed command line; 78
+ * (EX_CONFIG) for any config error; what daemon_run returns otherwise.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "config.h"
+#include "demo.h"
+#include "log.h"
+#include "pipe_args.h"
+#include "run.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: weir [-v] [-c FILE]\n"
+        "       weir --check [-c FILE]\n"
+        "       weir [--check] pipe [options] SOURCE SINK [SINK...]\n"
+        "\n"
+        "  -c, --config FILE  the config (default: the embedded demo,\n"
+        "                     %s)\n"
+        "  -n, --check        check the config and exit: 0 when valid,\n"
+        "                     78 with every error as FILE:LINE: message\n"
+        "  -v, --verbose      log at debug level, whatever log_level says\n"
+        "  -h, --help         this text (weir pipe --help: pipe's options)\n"
+        "  -V, --version      print the version\n",
+        WEIR_DEMO_NAME);
+}
+
+/* For the demo: how to see each listening pipeline at work. */
+static void demo_hints(const struct weir_config *conf)
+{
+    log_info("no -c given: running the embedded demo, %s", WEIR_DEMO_NAME);
+    for (size_t i = 0; i < conf->npipelines; i++) {
+        const struct weir_pipeline *p = conf->pipelines[i];
+        for (size_t j = 0; j < p->nsinks; j++) {
+            const struct weir_address *s = p->sinks[j];
+            if (s->kind != ADDR_TCP_LISTEN || p->source->kind != ADDR_FILE)
+                continue;
+            log_info("try: nc %s %u | sha256sum   (compare: sha256sum %s)",
+                     s->host, s->port, p->source->path);
+        }
+    }
+}
+
+int main(int argc, char *argv[])
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check", no_argument, NULL, 'n'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *conffile = NULL;
+    bool check = false, verbose = false, pipe_mode = false;
+    struct weir_config *conf;
+    unsigned errors = 0;
+    int ch, r;
+
+    /* '+': stop at the first word, so `pipe` parses its own options. */
+    while ((ch = getopt_long(argc, argv, "+c:nvhV", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            conffile = optarg;
+            break;
+        case 'n':
+            check = true;
+            break;
+        case 'v':
+            verbose = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("weir %s\n", WEIR_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return EX_USAGE;
+        }
+    }
+    if (optind < argc && strcmp(argv[optind], "pipe") == 0)
+        pipe_mode = true;
+    if (pipe_mode && conffile != NULL) {
+        fprintf(stderr, "weir: pipe takes its pipeline from its arguments, "
+                        "not from -c\n");
+        return EX_USAGE;
+    }
+    if (optind < argc && !pipe_mode) {
+        fprintf(stderr, "weir: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return EX_USAGE;
+    }
+
+    /* A checked config, and `weir pipe`, talk to a person: plain lines. */
+    log_init(verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, !check && !pipe_mode);
+
+    if (pipe_mode) {
+        r = pipe_args_parse(argc, argv, optind + 1, &conf);
+        if (r != 0 || conf == NULL)
+            return r;
+    } else if (conffile != NULL) {
+        conf = config_load_file(conffile, &errors);
+    } else {
+        conf = config_load_string(weir_demo_conf, WEIR_DEMO_NAME, WEIR_DEMO_DIR,
+                                  &errors);
+    }
+    if (conf == NULL) {
+        log_errx("%u error%s in the configuration", errors,
+                 errors == 1 ? "" : "s");
+        return EX_CONFIG;
+    }
+
+    if (check) {
+        fprintf(stderr, "%s: configuration OK\n",
+                pipe_mode ? "weir pipe"
+                          : (conffile ? conffile : WEIR_DEMO_NAME));
+        config_free(conf);
+        return 0;
+    }
+    if (!verbose)
+        log_set_level(conf->daemon.log_level);
+    if (!pipe_mode && conffile == NULL)
+        demo_hints(conf);
+    return daemon_run(conf);
+}

@@ -1,0 +1,16 @@
+/*
+ * run.h - the plug point between the config and the data path.
+ */
+#ifndef WEIR_DAEMON_RUN_H
+#define WEIR_DAEMON_RUN_H
+
+#include "config.h"
+
+/*
+ * Runs the pipelines of a checked config until they end (conf->oneshot) or
+ * the daemon is told to stop. Returns the process's exit status. Takes
+ * ownership of conf.
+ */
+int daemon_run(struct weir_config *conf);
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * readable.c - readable streams: the controller side (enqueue, close,
+ * error, pull scheduling) and the reader side (default and BYOB reads,
+ * cancel).
+ *
+ * Pull scheduling follows the spec's pulling / pullAgain pair, as a loop:
+ * rs_pull_if_needed never calls pull while a pull is running; it sets
+ * pull_again instead, and the running loop pulls once more when the pull
+ * returns. A source that enqueues synchronously, and a consumer that reads
+ * again from inside its read callback, therefore alternate inside one loop
+ * instead of nesting.
+ *
+ * A read that finds the queue empty does not park first and wait to be
+ * woken, as the spec's promise does: it files itself as the "synchronous
+ * request" (sync_req), asks the source, and if the source enqueued in the
+ * meantime the chunk was handed to that request and the read returns it
+ * directly. Only when the source has nothing yet does the request move to
+ * the parked queue. The order of answers is the spec's: the synchronous
+ * request is always the oldest, since a read only takes that path when no
+ * request is parked.
+ *
+ * Mark and reap: public entry points that can run user callbacks hold the
+ * stream (busy) for their duration; weir_readable_destroy inside such a
+ * callback only marks the stream, and the outermost entry point frees it on
+ * the way out.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "stream_impl.h"
+
+#define CHUNK_SZ sizeof(struct weir_chunk)
+#define REQ_SZ   sizeof(struct read_req)
+
+/* Parked reads are rare and few: a small first allocation. */
+#define READS_FIRST 4u
+
+static void rs_drop_queue(struct weir_readable *rs)
+{
+    while (!weir_q_empty(&rs->queue))
+        weir_chunk_unref(weir_q_pop(&rs->queue, CHUNK_SZ), rs->slot);
+    rs->queued = 0;
+}
+
+static void rs_free(struct weir_readable *rs)
+{
+    rs_drop_queue(rs);
+    weir_q_fini(&rs->queue);
+    weir_q_fini(&rs->reads);
+    weir_core_free(rs);
+}
+
+static inline void rs_hold(struct weir_readable *rs)
+{
+    rs->busy++;
+}
+
+/* Ends a hold; frees a stream destroyed meanwhile. */
+static inline void rs_put(struct weir_readable *rs)
+{
+    if (--rs->busy == 0 && rs->doomed)
+        rs_free(rs);
+}
+
+static inline int64_t rs_desired(const struct weir_readable *rs)
+{
+    if (rs->hwm == WEIR_HWM_UNLIMITED)
+        return INT64_MAX;
+    return (int64_t)rs->hwm - (int64_t)rs->queued;
+}
+
+/* The spec's ReadableStreamDefaultControllerShouldCallPull. */
+static bool rs_should_pull(const struct weir_readable *rs)
+{
+    if (!rs->started || rs->close_requested || rs->state != RS_READABLE ||
+        !rs->ops || !rs->ops->pull)
+        return false;
+    return weir_rs_reads_waiting(rs) > 0 || rs_desired(rs) > 0;
+}
+
+static void rs_close_now(struct weir_readable *rs)
+{
+    rs->state = RS_CLOSED;
+    while (!weir_q_empty(&rs->reads)) {
+        struct read_req q = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+
+        q.cb(q.ctx, WEIR_DONE,
+             (struct weir_chunk){NULL, q.buf, (uint32_t)q.filled});
+    }
+    if (rs->watch.fn)
+        rs->watch.fn(rs->watch.ctx);
+}
+
+static void rs_error_now(struct weir_readable *rs, int err)
+{
+    rs->state = RS_ERRORED;
+    rs->err = err;
+    rs_drop_queue(rs);
+    while (!weir_q_empty(&rs->reads)) {
+        struct read_req q = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+
+        q.cb(q.ctx, err, (struct weir_chunk){0});
+    }
+    if (rs->watch.fn)
+        rs->watch.fn(rs->watch.ctx);
+}
+
+static void rs_pull_if_needed(struct weir_readable *rs)
+{
+    int rc;
+
+    if (!rs_should_pull(rs))
+        return;
+    if (rs->pulling) {
+        rs->pull_again = true;
+        return;
+    }
+    do {
+        rs->pulling = true;
+        rs->pull_again = false;
+        rc = rs->ops->pull(rs, rs->ctx);
+        if (rc == WEIR_PENDING)
+            return;
+        rs->pulling = false;
+        if (rc < 0) {
+            rs_error_now(rs, rc);
+            return;
+        }
+    } while (rs->pull_again && rs_should_pull(rs));
+}
+
+/* After a chunk left the queue: close if that was the last one of a
+ * closing stream, otherwise ask for more. */
+static void rs_after_dequeue(struct weir_readable *rs)
+{
+    if (rs->close_requested) {
+        if (weir_q_empty(&rs->queue))
+            rs_close_now(rs);
+        return;
+    }
+    rs_pull_if_needed(rs);
+}
+
+static size_t fill(struct read_req *q, struct weir_chunk *c)
+{
+    size_t n = q->len - q->filled;
+
+    if (n > c->len)
+        n = c->len;
+    memcpy(q->buf + q->filled, c->data, n);
+    q->filled += n;
+    c->data += n;
+    c->len -= (uint32_t)n;
+    return n;
+}
+
+/* Copies queued bytes into a BYOB request, as many as fit. */
+static void rs_fill_from_queue(struct weir_readable *rs, struct read_req *q)
+{
+    while (!weir_q_empty(&rs->queue) && q->filled < q->len) {
+        struct weir_chunk *c = weir_q_front(&rs->queue, CHUNK_SZ);
+
+        rs->queued -= fill(q, c);
+        if (c->len == 0)
+            weir_chunk_unref(weir_q_pop(&rs->queue, CHUNK_SZ), rs->slot);
+    }
+}
+
+static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
+{
+    struct weir_chunk *slot = weir_q_push(
+        &rs->queue, CHUNK_SZ, rs->hwm < 64 ? (uint32_t)rs->hwm + 1 : 64);
+
+    if (!slot) {
+        weir_chunk_unref(&chunk, rs->slot);
+        return -ENOMEM;
+    }
+    *slot = chunk;
+    rs->queued += weir_rs_weight(rs, &chunk);
+    return 0;
+}
+
+/*
+ * Byte streams: hands the bytes of `chunk` to waiting BYOB reads in order,
+ * and what is left to a default read or the queue.
+ */
+static int rs_deliver_bytes(struct weir_readable *rs, struct weir_chunk chunk)
+{
+    while (chunk.len > 0 && rs->state == RS_READABLE) {
+        struct read_req *q;
+
+        if (rs->sync_want) {
+            q = &rs->sync_req;
+            if (!q->buf) {
+                q->got = chunk;
+                rs->sync_want = false;
+                return 0;
+            }
+            fill(q, &chunk);
+            if (q->filled >= q->min)
+                rs->sync_want = false;
+            continue;
+        }
+        if (weir_q_empty(&rs->reads))
+            return rs_queue_chunk(rs, chunk);
+        q = weir_q_front(&rs->reads, REQ_SZ);
+        if (!q->buf) {
+            struct read_req r =
+                *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+            r.cb(r.ctx, 0, chunk);
+            return 0;
+        }
+        fill(q, &chunk);
+        if (q->filled >= q->min) {
+            struct read_req r =
+                *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+            r.cb(r.ctx, 0,
+                 (struct weir_chunk){NULL, r.buf, (uint32_t)r.filled});
+        }
+    }
+    weir_chunk_unref(&chunk, rs->slot);
+    return 0;
+}
+
+static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
+{
+    int rc = 0;
+
+    if (rs->byte_stream)
+        rc = rs_deliver_bytes(rs, chunk);
+    else if (rs->sync_want) {
+        rs->sync_req.got = chunk;
+        rs->sync_want = false;
+    } else if (!weir_q_empty(&rs->reads)) {
+        struct read_req r = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+
+        r.cb(r.ctx, 0, chunk);
+    } else {
+        rc = rs_queue_chunk(rs, chunk);
+    }
+    if (rc == 0)
+        rs_pull_if_needed(rs);
+    return rc;
+}
+
+int weir_readable_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
+{
+    int rc;
+
+    if (rs->close_requested || rs->state != RS_READABLE ||
+        (rs->byte_stream && chunk.len == 0)) {
+        weir_chunk_unref(&chunk, rs->slot);
+        return -EINVAL;
+    }
+    /* Fast path: nobody waiting, no pull to schedule after. */
+    if (!rs->sync_want && weir_q_empty(&rs->reads) && rs->pulling &&
+        weir_q_len(&rs->queue) < rs->queue.cap) {
+        *(struct weir_chunk *)weir_q_at(&rs->queue, CHUNK_SZ,
+                                        rs->queue.tail++) = chunk;
+        rs->queued += weir_rs_weight(rs, &chunk);
+        if (rs_desired(rs) > 0)
+            rs->pull_again = true;
+        return 0;
+    }
+    rs_hold(rs);
+    rc = rs_enqueue(rs, chunk);
+    rs_put(rs);
+    return rc;
+}
+
+int weir_readable_close(struct weir_readable *rs)
+{
+    if (rs->close_requested || rs->state != RS_READABLE)
+        return -EINVAL;
+    rs->close_requested = true;
+    if (weir_q_empty(&rs->queue)) {
+        rs_hold(rs);
+        rs_close_now(rs);
+        rs_put(rs);
+    }
+    return 0;
+}
+
+void weir_readable_error(struct weir_readable *rs, int err)
+{
+    if (rs->state != RS_READABLE)
+        return;
+    rs_hold(rs);
+    rs_error_now(rs, err);
+    rs_put(rs);
+}
+
+int64_t weir_readable_desired_size(const struct weir_readable *rs)
+{
+    if (rs->state == RS_ERRORED)
+        return WEIR_DESIRED_NONE;
+    if (rs->state == RS_CLOSED)
+        return 0;
+    return rs_desired(rs);
+}
+
+void weir_readable_start_done(struct weir_readable *rs, int rc)
+{
+    rs_hold(rs);
+    if (rc < 0)
+        weir_readable_error(rs, rc);
+    else {
+        rs->started = true;
+        rs_pull_if_needed(rs);
+    }
+    rs_put(rs);
+}
+
+void weir_readable_pull_done(struct weir_readable *rs, int rc)
+{
+    rs_hold(rs);
+    rs->pulling = false;
+    if (rc < 0)
+        weir_readable_error(rs, rc);
+    else if (rs->pull_again)
+        rs_pull_if_needed(rs);
+    rs_put(rs);
+}
+
+size_t weir_readable_queued(const struct weir_readable *rs)
+{
+    return rs->queued;
+}
+
+bool weir_readable_locked(const struct weir_readable *rs)
+{
+    return rs->locked;
+}
+
+bool weir_readable_closed(const struct weir_readable *rs)
+{
+    return rs->state == RS_CLOSED;
+}
+
+bool weir_readable_errored(const struct weir_readable *rs, int *err)
+{
+    if (rs->state != RS_ERRORED)
+        return false;
+    if (err)
+        *err = rs->err;
+    return true;
+}
+
+int weir_readable_create(struct weir_readable **out,
+                         const struct weir_source_ops *ops, void *ctx,
+                         const struct weir_readable_options *opts)
+{
+    struct weir_readable *rs = weir_core_zalloc(sizeof(*rs));
+    int rc = 0;
+
+    if (!rs)
+        return -ENOMEM;
+    rs->ops = ops;
+    rs->ctx = ctx;
+    if (opts) {
+        rs->hwm = opts->strategy.hwm;
+        rs->byte_stream = opts->byte_stream;
+        /* A byte stream's queue is measured in bytes, whatever the
+         * strategy says (the spec has no other size for it). */
+        rs->weigh_bytes = opts->strategy.bytes || opts->byte_stream;
+        rs->slot = opts->slot;
+    } else {
+        rs->hwm = 1;
+    }
+    rs->state = RS_READABLE;
+    *out = rs;
+    if (!ops || !ops->start) {
+        rs->started = true;
+        rs_pull_if_needed(rs);
+        return 0;
+    }
+    rs_hold(rs);
+    rc = ops->start(rs, ctx);
+    if (rc == 0) {
+        rs->started = true;
+        rs_pull_if_needed(rs);
+    } else if (rc < 0) {
+        rs_error_now(rs, rc);
+    }
+    rs_put(rs);
+    return 0;
+}
+
+void weir_readable_destroy(struct weir_readable *rs)
+{
+    if (!rs)
+        return;
+    if (rs->busy) {
+        rs->doomed = true;
+        return;
+    }
+    rs_free(rs);
+}
+
+int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs)
+{
+    if (rs->locked)
+        return -EBUSY;
+    rs->locked = true;
+    r->stream = rs;
+    return 0;
+}
+
+void weir_reader_release(struct weir_reader *r)
+{
+    struct weir_readable *rs = r->stream;
+
+    if (!rs)
+        return;
+    r->stream = NULL;
+    rs->locked = false;
+    rs_hold(rs);
+    while (!weir_q_empty(&rs->reads)) {
+        struct read_req q = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+
+        q.cb(q.ctx, -ECANCELED, (struct weir_chunk){0});
+    }
+    rs_put(rs);
+}
+
+/* Files `q` as a parked read, ahead of any parked during the synchronous
+ * attempt (it is older than they are). */
+static int rs_park(struct weir_readable *rs, const struct read_req *q,
+                   bool front)
+{
+    struct read_req *slot =
+        front ? weir_q_unshift(&rs->reads, REQ_SZ, READS_FIRST)
+              : weir_q_push(&rs->reads, REQ_SZ, READS_FIRST);
+
+    if (!slot)
+        return -ENOMEM;
+    *slot = *q;
+    return WEIR_PENDING;
+}
+
+/*
+ * Asks the source on behalf of the synchronous request rs->sync_req, and
+ * parks it when the source had nothing. Returns 0 when the request was
+ * answered, WEIR_DONE, the error, or rs_park's result.
+ */
+static int rs_read_slow(struct weir_readable *rs)
+{
+    int rc;
+
+    rs->sync_want = true;
+    rs_pull_if_needed(rs);
+    if (!rs->sync_want)
+        return 0;
+    rs->sync_want = false;
+    if (rs->state == RS_CLOSED)
+        return WEIR_DONE;
+    if (rs->state == RS_ERRORED)
+        return rs->err;
+    rc = rs_park(rs, &rs->sync_req, true);
+    return rc;
+}
+
+int weir_reader_read(struct weir_reader *r, struct weir_chunk *out,
+                     weir_read_cb cb, void *ctx)
+{
+    struct weir_readable *rs = r->stream;
+    int rc;
+
+    if (!rs)
+        return -EINVAL;
+    if (!weir_q_empty(&rs->queue)) {
+        *out = *(struct weir_chunk *)weir_q_pop(&rs->queue, CHUNK_SZ);
+        rs->queued -= weir_rs_weight(rs, out);
+        rs_hold(rs);
+        rs_after_dequeue(rs);
+        rs_put(rs);
+        return 0;
+    }
+    if (rs->state == RS_CLOSED)
+        return WEIR_DONE;
+    if (rs->state == RS_ERRORED)
+        return rs->err;
+    rs->sync_req = (struct read_req){.cb = cb, .ctx = ctx};
+    if (rs->sync_want || !weir_q_empty(&rs->reads)) {
+        /* Others wait already: take a place in line behind them. */
+        rc = rs_park(rs, &rs->sync_req, false);
+        rs_hold(rs);
+        rs_pull_if_needed(rs);
+        rs_put(rs);
+        return rc;
+    }
+    rs_hold(rs);
+    rc = rs_read_slow(rs);
+    if (rc == 0)
+        *out = rs->sync_req.got;
+    rs_put(rs);
+    return rc;
+}
+
+int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
+                          size_t min, struct weir_chunk *out, weir_read_cb cb,
+                          void *ctx)
+{
+    struct weir_readable *rs = r->stream;
+    struct read_req q = {
+        .cb = cb, .ctx = ctx, .buf = buf, .len = len, .min = min};
+    int rc;
+
+    if (!rs || !rs->byte_stream || min == 0 || min > len || len > UINT32_MAX)
+        return -EINVAL;
+    if (rs->state == RS_ERRORED)
+        return rs->err;
+    *out = (struct weir_chunk){NULL, buf, 0};
+    if (rs->state == RS_CLOSED)
+        return WEIR_DONE;
+    rs_hold(rs);
+    if (rs->sync_want || !weir_q_empty(&rs->reads)) {
+        rc = rs_park(rs, &q, false);
+        rs_pull_if_needed(rs);
+        rs_put(rs);
+        return rc;
+    }
+    rs_fill_from_queue(rs, &q);
+    if (q.filled >= min) {
+        out->len = (uint32_t)q.filled;
+        rs_after_dequeue(rs);
+        rs_put(rs);
+        return 0;
+    }
+    if (rs->close_requested) {
+        /* Closing, and the rest of the queue is short of min: the stream
+         * closes now and the read ends with the bytes there were. */
+        out->len = (uint32_t)q.filled;
+        rs_close_now(rs);
+        rs_put(rs);
+        return WEIR_DONE;
+    }
+    rs->sync_req = q;
+    rc = rs_read_slow(rs);
+    out->len = (uint32_t)rs->sync_req.filled;
+    rs_put(rs);
+    return rc;
+}
+
+int weir_reader_cancel(struct weir_reader *r, int reason)
+{
+    struct weir_readable *rs = r->stream;
+
+    if (!rs)
+        return -EINVAL;
+    if (rs->state == RS_CLOSED)
+        return 0;
+    if (rs->state == RS_ERRORED)
+        return rs->err;
+    rs_hold(rs);
+    rs_close_now(rs);
+    rs_drop_queue(rs);
+    if (rs->ops && rs->ops->cancel)
+        rs->ops->cancel(rs, rs->ctx, reason);
+    rs_put(rs);
+    return 0;
+}

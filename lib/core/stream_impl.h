@@ -1,0 +1,89 @@
+/*
+ * stream_impl.h - the insides of readable and writable streams, shared by
+ * the files of the stream core (pipe, tee and transform look at states and
+ * hook notifications that the public API does not expose).
+ */
+#ifndef WEIR_CORE_STREAM_IMPL_H
+#define WEIR_CORE_STREAM_IMPL_H
+
+#include "queue.h"
+#include "weir/stream.h"
+
+enum { RS_READABLE, RS_CLOSED, RS_ERRORED };
+enum { WS_WRITABLE, WS_CLOSED, WS_ERRORED };
+
+/* A read request: a default read (buf NULL) or a BYOB read. */
+struct read_req {
+    weir_read_cb cb;
+    void *ctx;
+    uint8_t *buf;
+    size_t len, min, filled;
+    struct weir_chunk got; /* the answer of a synchronous read */
+};
+
+/* Internal listener of state changes (pipe, tee): called after the stream
+ * errored or closed, from the stream's own thread. */
+struct weir_watch {
+    void (*fn)(void *ctx);
+    void *ctx;
+};
+
+struct weir_readable {
+    struct weir_q queue; /* struct weir_chunk */
+    size_t queued;       /* weight of the queue */
+    size_t hwm;
+    struct weir_q reads; /* parked struct read_req */
+    /* The read in progress inside weir_reader_read(_byob) while it asks
+     * the source: a request that has not parked (and may never need to). */
+    struct read_req sync_req;
+    const struct weir_source_ops *ops;
+    void *ctx;
+    struct weir_watch watch;
+    int err;
+    unsigned slot;
+    uint32_t busy; /* calls into the stream in progress (mark and reap) */
+    uint8_t state;
+    bool weigh_bytes, byte_stream;
+    bool started, pulling, pull_again, close_requested;
+    bool locked, sync_want, doomed;
+};
+
+struct write_req {
+    struct weir_chunk chunk;
+    weir_done_cb cb;
+    void *ctx;
+};
+
+struct weir_writable {
+    struct weir_q queue; /* struct write_req; the first in_flight are at the
+                            sink */
+    size_t queued;       /* weight of the queue, in-flight writes included */
+    size_t hwm;
+    const struct weir_sink_ops *ops;
+    void *ctx;
+    struct weir_watch watch;
+    weir_done_cb ready_cb, close_cb;
+    void *ready_ctx, *close_ctx;
+    int err;
+    int abort_reason; /* an abort waiting for the in-flight write */
+    unsigned slot;
+    uint32_t in_flight; /* writes the sink has and has not finished */
+    uint32_t busy;
+    uint8_t state;
+    bool weigh_bytes, started, close_requested, close_in_flight;
+    bool abort_pending, locked, doomed;
+};
+
+static inline size_t weir_rs_weight(const struct weir_readable *rs,
+                                    const struct weir_chunk *c)
+{
+    return rs->weigh_bytes ? c->len : 1;
+}
+
+/* Reads waiting for data: the synchronous one and the parked ones. */
+static inline uint32_t weir_rs_reads_waiting(const struct weir_readable *rs)
+{
+    return (uint32_t)rs->sync_want + weir_q_len(&rs->reads);
+}
+
+#endif /* WEIR_CORE_STREAM_IMPL_H */

@@ -1,0 +1,329 @@
+/*
+ * tee.c - one source, N branches, a full-queue policy per branch.
+ *
+ * The tee reads the source when a branch pulls and every live block branch
+ * can take a chunk (the slowest governs). A branch that pulls while another
+ * block branch is full gets nothing yet; that full branch pulls in turn
+ * when its consumer drains it, and that pull does the read. So the tee
+ * needs no timer and no queue of its own: the branches' queues are the
+ * only buffers, each bounded by its high-water mark.
+ *
+ * Reads of the source never nest: a read started while one is running
+ * (a branch's consumer reading again from inside its callback, which runs
+ * inside the distribution of the previous chunk) only sets read_again, and
+ * the running loop reads once more.
+ */
+#include <errno.h>
+
+#include "alloc.h"
+#include "stream_impl.h"
+
+#define CHUNK_SZ sizeof(struct weir_chunk)
+
+struct tee_branch {
+    struct weir_tee *tee;
+    struct weir_readable *rs;
+    enum weir_tee_policy policy;
+    uint64_t delivered, dropped;
+    bool gone; /* cancelled or disconnected */
+    bool disconnected;
+};
+
+struct weir_tee {
+    struct weir_reader reader;
+    uint64_t produced;
+    unsigned n, gone, slot;
+    uint32_t busy;
+    bool reading, read_again, doomed;
+    bool ready; /* every branch exists */
+    struct tee_branch b[];
+};
+
+static void tee_free(struct weir_tee *t)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        weir_readable_destroy(t->b[i].rs);
+    weir_reader_release(&t->reader);
+    weir_core_free(t);
+}
+
+static void tee_hold(struct weir_tee *t)
+{
+    t->busy++;
+}
+
+static void tee_put(struct weir_tee *t)
+{
+    if (--t->busy == 0 && t->doomed)
+        tee_free(t);
+}
+
+static bool branch_live(const struct tee_branch *b)
+{
+    return !b->gone && b->rs->state == RS_READABLE && !b->rs->close_requested;
+}
+
+/* Whether the branch has room: desired size > 0, or a read waiting. */
+static bool branch_room(const struct tee_branch *b)
+{
+    const struct weir_readable *rs = b->rs;
+
+    if (weir_rs_reads_waiting(rs) > 0 || rs->hwm == WEIR_HWM_UNLIMITED)
+        return true;
+    return (int64_t)rs->hwm - (int64_t)rs->queued > 0;
+}
+
+/* The block rule: every live block branch has room, and some live branch
+ * wants a chunk. */
+static bool tee_may_read(const struct weir_tee *t)
+{
+    bool wanted = false;
+
+    for (unsigned i = 0; i < t->n; i++) {
+        const struct tee_branch *b = &t->b[i];
+
+        if (!branch_live(b))
+            continue;
+        if (branch_room(b))
+            wanted = true;
+        else if (b->policy == WEIR_TEE_BLOCK)
+            return false;
+    }
+    return wanted;
+}
+
+static void branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
+{
+    if (b->gone)
+        return;
+    b->gone = true;
+    if (++t->gone == t->n)
+        weir_reader_cancel(&t->reader, reason);
+}
+
+/* What branch b does with the next chunk: take it (true) or not. */
+static bool branch_accepts(struct weir_tee *t, struct tee_branch *b)
+{
+    struct weir_readable *rs = b->rs;
+
+    if (!branch_live(b))
+        return false;
+    if (b->policy == WEIR_TEE_BLOCK || branch_room(b))
+        return true;
+    switch (b->policy) {
+    case WEIR_TEE_DROP_NEWEST:
+        b->dropped++;
+        return false;
+    case WEIR_TEE_DROP_OLDEST:
+        if (weir_q_empty(&rs->queue)) {
+            /* hwm 0 and nobody reading: the new chunk is the oldest. */
+            b->dropped++;
+            return false;
+        }
+        {
+            struct weir_chunk *old = weir_q_pop(&rs->queue, CHUNK_SZ);
+
+            rs->queued -= weir_rs_weight(rs, old);
+            weir_chunk_unref(old, rs->slot);
+        }
+        b->dropped++;
+        b->delivered--;
+        return true;
+    case WEIR_TEE_DISCONNECT:
+        b->disconnected = true;
+        weir_readable_error(rs, -ENOBUFS);
+        branch_gone(t, b, -ENOBUFS);
+        return false;
+    default:
+        return true;
+    }
+}
+
+static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
+{
+    bool take[t->n];
+    unsigned takers = 0;
+
+    t->produced++;
+    for (unsigned i = 0; i < t->n; i++) {
+        take[i] = branch_accepts(t, &t->b[i]);
+        takers += take[i];
+    }
+    if (takers == 0) {
+        weir_chunk_unref(&chunk, t->slot);
+        return;
+    }
+    /* One reference per taker: the read gave us one. */
+    for (unsigned i = 1; i < takers; i++)
+        weir_chunk_ref(&chunk);
+    for (unsigned i = 0; i < t->n; i++) {
+        if (!take[i])
+            continue;
+        t->b[i].delivered++;
+        /* A branch cancelled by an earlier branch's callback refuses
+         * and drops its reference itself. */
+        weir_readable_enqueue(t->b[i].rs, chunk);
+    }
+}
+
+static void tee_end(struct weir_tee *t, int rc)
+{
+    for (unsigned i = 0; i < t->n; i++) {
+        struct tee_branch *b = &t->b[i];
+
+        if (!branch_live(b))
+            continue;
+        if (rc == WEIR_DONE)
+            weir_readable_close(b->rs);
+        else
+            weir_readable_error(b->rs, rc);
+    }
+}
+
+static void tee_handle(struct weir_tee *t, int rc, struct weir_chunk chunk)
+{
+    if (rc == 0)
+        tee_distribute(t, chunk);
+    else
+        tee_end(t, rc);
+}
+
+static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk);
+
+static void tee_read(struct weir_tee *t)
+{
+    struct weir_chunk chunk;
+    int rc;
+
+    if (t->reading) {
+        t->read_again = true;
+        return;
+    }
+    while (t->ready && t->reader.stream && tee_may_read(t)) {
+        t->reading = true;
+        t->read_again = false;
+        rc = weir_reader_read(&t->reader, &chunk, tee_read_cb, t);
+        if (rc == WEIR_PENDING)
+            return;
+        tee_handle(t, rc, chunk);
+        t->reading = false;
+        if (!t->read_again || rc != 0)
+            return;
+    }
+}
+
+static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk)
+{
+    struct weir_tee *t = ctx;
+
+    tee_hold(t);
+    tee_handle(t, rc, chunk);
+    t->reading = false;
+    if (rc == 0 && t->read_again)
+        tee_read(t);
+    tee_put(t);
+}
+
+static int tee_pull(struct weir_readable *rs, void *ctx)
+{
+    struct tee_branch *b = ctx;
+    struct weir_tee *t = b->tee;
+
+    (void)rs;
+    tee_hold(t);
+    tee_read(t);
+    tee_put(t);
+    return 0;
+}
+
+static void tee_cancel(struct weir_readable *rs, void *ctx, int reason)
+{
+    struct tee_branch *b = ctx;
+    struct weir_tee *t = b->tee;
+
+    (void)rs;
+    tee_hold(t);
+    branch_gone(t, b, reason);
+    /* The branch that left may have been the one holding the others
+     * back. */
+    if (t->gone < t->n)
+        tee_read(t);
+    tee_put(t);
+}
+
+static const struct weir_source_ops tee_branch_ops = {
+    .pull = tee_pull,
+    .cancel = tee_cancel,
+};
+
+int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
+                    unsigned n, const struct weir_tee_branch_options *opts)
+{
+    struct weir_tee *t;
+
+    if (n == 0 || n > 1024)
+        return -EINVAL;
+    if (src->locked)
+        return -EBUSY;
+    t = weir_core_zalloc(sizeof(*t) + n * sizeof(t->b[0]));
+    if (!t)
+        return -ENOMEM;
+    t->n = n;
+    t->slot = src->slot;
+    weir_reader_acquire(&t->reader, src);
+    for (unsigned i = 0; i < n; i++) {
+        struct weir_readable_options ro = {
+            .strategy = {.hwm = 1},
+            .byte_stream = src->byte_stream,
+            .slot = src->slot,
+        };
+        struct tee_branch *b = &t->b[i];
+
+        b->tee = t;
+        if (opts) {
+            ro.strategy = opts[i].strategy;
+            b->policy = opts[i].policy;
+        }
+        if (weir_readable_create(&b->rs, &tee_branch_ops, b, &ro)) {
+            tee_free(t);
+            return -ENOMEM;
+        }
+    }
+    /* The branches pulled as they were created (their start finished at
+     * once, as the spec's does), before the tee could serve them. */
+    t->ready = true;
+    *out = t;
+    tee_hold(t);
+    tee_read(t);
+    tee_put(t);
+    return 0;
+}
+
+struct weir_readable *weir_tee_branch(struct weir_tee *t, unsigned i)
+{
+    return i < t->n ? t->b[i].rs : NULL;
+}
+
+void weir_tee_stats(const struct weir_tee *t, unsigned i,
+                    struct weir_tee_stats *st)
+{
+    st->delivered = t->b[i].delivered;
+    st->dropped = t->b[i].dropped;
+    st->disconnected = t->b[i].disconnected;
+}
+
+uint64_t weir_tee_produced(const struct weir_tee *t)
+{
+    return t->produced;
+}
+
+void weir_tee_destroy(struct weir_tee *t)
+{
+    if (!t)
+        return;
+    if (t->busy) {
+        t->doomed = true;
+        return;
+    }
+    tee_free(t);
+}

@@ -1,0 +1,242 @@
+/*
+ * transform.c - transform streams: a sink (the writable side) and a source
+ * (the readable side) sharing one transformer.
+ *
+ * `backpressure` is the spec's [[backpressure]]: true while the readable
+ * side would not pull (full and nobody reading). A write arriving then is
+ * held as `pending` and reported to the writable side as in flight; the
+ * readable side's next pull clears the flag and runs the held write. It
+ * starts true, as in the spec, so nothing is transformed before someone
+ * reads.
+ */
+#include <errno.h>
+
+#include "alloc.h"
+#include "stream_impl.h"
+
+enum { OP_NONE, OP_TRANSFORM, OP_FLUSH };
+
+struct weir_transform {
+    struct weir_readable *rs;
+    struct weir_writable *ws;
+    const struct weir_transformer_ops *ops;
+    void *ctx;
+    struct weir_chunk pending;
+    unsigned slot;
+    uint8_t op; /* the transformer's outstanding operation */
+    bool backpressure, has_pending;
+};
+
+/* The spec's ReadableStreamDefaultControllerHasBackpressure. */
+static bool tf_full(const struct weir_transform *tf)
+{
+    const struct weir_readable *rs = tf->rs;
+
+    if (weir_rs_reads_waiting(rs) > 0)
+        return false;
+    if (rs->hwm == WEIR_HWM_UNLIMITED)
+        return false;
+    return (int64_t)rs->hwm - (int64_t)rs->queued <= 0;
+}
+
+int weir_transform_enqueue(struct weir_transform *tf, struct weir_chunk chunk)
+{
+    int rc = weir_readable_enqueue(tf->rs, chunk);
+
+    if (rc == 0 && tf_full(tf))
+        tf->backpressure = true;
+    return rc;
+}
+
+/* Runs the transformer on one chunk; the writable side's write result. */
+static int tf_perform(struct weir_transform *tf, struct weir_chunk chunk)
+{
+    int rc;
+
+    if (!tf->ops || !tf->ops->transform)
+        return weir_transform_enqueue(tf, chunk);
+    tf->op = OP_TRANSFORM;
+    rc = tf->ops->transform(tf, tf->ctx, chunk);
+    if (rc == WEIR_PENDING)
+        return rc;
+    tf->op = OP_NONE;
+    if (rc < 0)
+        weir_readable_error(tf->rs, rc);
+    return rc;
+}
+
+static int tf_sink_write(struct weir_writable *ws, void *ctx,
+                         struct weir_chunk chunk)
+{
+    struct weir_transform *tf = ctx;
+
+    (void)ws;
+    if (tf->backpressure) {
+        tf->pending = chunk;
+        tf->has_pending = true;
+        return WEIR_PENDING;
+    }
+    return tf_perform(tf, chunk);
+}
+
+static int tf_finish_flush(struct weir_transform *tf, int rc)
+{
+    tf->op = OP_NONE;
+    if (rc < 0) {
+        weir_readable_error(tf->rs, rc);
+        return rc;
+    }
+    if (!tf->rs->close_requested && tf->rs->state == RS_READABLE)
+        weir_readable_close(tf->rs);
+    return 0;
+}
+
+static int tf_sink_close(struct weir_writable *ws, void *ctx)
+{
+    struct weir_transform *tf = ctx;
+    int rc = 0;
+
+    (void)ws;
+    if (tf->ops && tf->ops->flush) {
+        tf->op = OP_FLUSH;
+        rc = tf->ops->flush(tf, tf->ctx);
+        if (rc == WEIR_PENDING)
+            return rc;
+    }
+    return tf_finish_flush(tf, rc);
+}
+
+static void tf_sink_abort(struct weir_writable *ws, void *ctx, int reason)
+{
+    struct weir_transform *tf = ctx;
+
+    (void)ws;
+    weir_readable_error(tf->rs, reason);
+}
+
+static int tf_source_pull(struct weir_readable *rs, void *ctx)
+{
+    struct weir_transform *tf = ctx;
+    int rc;
+
+    (void)rs;
+    tf->backpressure = false;
+    if (!tf->has_pending)
+        return 0;
+    tf->has_pending = false;
+    rc = tf_perform(tf, tf->pending);
+    if (rc != WEIR_PENDING)
+        weir_writable_write_done(tf->ws, rc);
+    return 0;
+}
+
+static void tf_source_cancel(struct weir_readable *rs, void *ctx, int reason)
+{
+    struct weir_transform *tf = ctx;
+
+    (void)rs;
+    if (tf->ops && tf->ops->cancel)
+        tf->ops->cancel(tf, tf->ctx, reason);
+    weir_writable_error(tf->ws, reason);
+    if (tf->has_pending) {
+        /* The held write will never run: drop it and settle it. */
+        tf->has_pending = false;
+        weir_chunk_unref(&tf->pending, tf->slot);
+        weir_writable_write_done(tf->ws, reason);
+    }
+}
+
+static const struct weir_sink_ops tf_sink_ops = {
+    .write = tf_sink_write,
+    .close = tf_sink_close,
+    .abort = tf_sink_abort,
+};
+
+static const struct weir_source_ops tf_source_ops = {
+    .pull = tf_source_pull,
+    .cancel = tf_source_cancel,
+};
+
+int weir_transform_create(struct weir_transform **out,
+                          const struct weir_transformer_ops *ops, void *ctx,
+                          const struct weir_transform_options *opts)
+{
+    struct weir_transform *tf = weir_core_zalloc(sizeof(*tf));
+    struct weir_writable_options wo = {.strategy = {.hwm = 1}};
+    struct weir_readable_options ro = {.strategy = {.hwm = 0}};
+    int rc;
+
+    if (!tf)
+        return -ENOMEM;
+    if (opts) {
+        wo.strategy = opts->writable;
+        ro.strategy = opts->readable;
+        wo.slot = ro.slot = tf->slot = opts->slot;
+    }
+    tf->ops = ops;
+    tf->ctx = ctx;
+    tf->backpressure = true;
+    rc = weir_readable_create(&tf->rs, &tf_source_ops, tf, &ro);
+    if (rc == 0)
+        rc = weir_writable_create(&tf->ws, &tf_sink_ops, tf, &wo);
+    if (rc) {
+        weir_readable_destroy(tf->rs);
+        weir_core_free(tf);
+        return rc;
+    }
+    *out = tf;
+    return 0;
+}
+
+void weir_transform_destroy(struct weir_transform *tf)
+{
+    if (!tf)
+        return;
+    if (tf->has_pending)
+        weir_chunk_unref(&tf->pending, tf->slot);
+    weir_readable_destroy(tf->rs);
+    weir_writable_destroy(tf->ws);
+    weir_core_free(tf);
+}
+
+struct weir_readable *weir_transform_readable(struct weir_transform *tf)
+{
+    return tf->rs;
+}
+
+struct weir_writable *weir_transform_writable(struct weir_transform *tf)
+{
+    return tf->ws;
+}
+
+void weir_transform_done(struct weir_transform *tf, int rc)
+{
+    uint8_t op = tf->op;
+
+    tf->op = OP_NONE;
+    if (op == OP_TRANSFORM) {
+        if (rc < 0)
+            weir_readable_error(tf->rs, rc);
+        weir_writable_write_done(tf->ws, rc);
+    } else if (op == OP_FLUSH) {
+        weir_writable_close_done(tf->ws, tf_finish_flush(tf, rc));
+    }
+}
+
+void weir_transform_error(struct weir_transform *tf, int err)
+{
+    weir_readable_error(tf->rs, err);
+    weir_writable_error(tf->ws, err);
+}
+
+void weir_transform_terminate(struct weir_transform *tf)
+{
+    if (!tf->rs->close_requested && tf->rs->state == RS_READABLE)
+        weir_readable_close(tf->rs);
+    weir_writable_error(tf->ws, -EPIPE);
+}
+
+int64_t weir_transform_desired_size(const struct weir_transform *tf)
+{
+    return weir_readable_desired_size(tf->rs);
+}

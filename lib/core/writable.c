@@ -1,0 +1,458 @@
+/*
+ * writable.c - writable streams: the write queue, the sink's one
+ * outstanding operation, close, abort and error.
+ *
+ * The first `in_flight` entries of the queue are at the sink; their chunks
+ * belong to it already and stay in the queue only for their weight and
+ * completion callbacks, so the desired size counts them, as the spec's
+ * queue total does until a write settles.
+ *
+ * ws_advance is the one place that hands work to the sink; it loops while
+ * the sink finishes synchronously, so a long queue drains without
+ * recursion. Mark and reap as in readable.c: entry points that can run
+ * callbacks hold the stream.
+ */
+#include <errno.h>
+
+#include "alloc.h"
+#include "stream_impl.h"
+
+#define REQ_SZ sizeof(struct write_req)
+
+static void ws_free(struct weir_writable *ws)
+{
+    for (uint32_t i = ws->queue.head + ws->in_flight; i != ws->queue.tail; i++)
+        weir_chunk_unref(
+            &((struct write_req *)weir_q_at(&ws->queue, REQ_SZ, i))->chunk,
+            ws->slot);
+    weir_q_fini(&ws->queue);
+    weir_core_free(ws);
+}
+
+static inline void ws_hold(struct weir_writable *ws)
+{
+    ws->busy++;
+}
+
+static inline void ws_put(struct weir_writable *ws)
+{
+    if (--ws->busy == 0 && ws->doomed)
+        ws_free(ws);
+}
+
+static inline size_t ws_weight(const struct weir_writable *ws,
+                               const struct weir_chunk *c)
+{
+    return ws->weigh_bytes ? c->len : 1;
+}
+
+static inline int64_t ws_desired(const struct weir_writable *ws)
+{
+    if (ws->hwm == WEIR_HWM_UNLIMITED)
+        return INT64_MAX;
+    return (int64_t)ws->hwm - (int64_t)ws->queued;
+}
+
+static void ws_fire_ready(struct weir_writable *ws, int rc)
+{
+    weir_done_cb cb = ws->ready_cb;
+
+    if (!cb)
+        return;
+    ws->ready_cb = NULL;
+    cb(ws->ready_ctx, rc);
+}
+
+static void ws_fire_close(struct weir_writable *ws, int rc)
+{
+    weir_done_cb cb = ws->close_cb;
+
+    if (!cb)
+        return;
+    ws->close_cb = NULL;
+    cb(ws->close_ctx, rc);
+}
+
+static void ws_notify(struct weir_writable *ws)
+{
+    if (ws->watch.fn)
+        ws->watch.fn(ws->watch.ctx);
+}
+
+static void ws_error_now(struct weir_writable *ws, int err)
+{
+    uint32_t keep = ws->queue.head + ws->in_flight;
+
+    ws->state = WS_ERRORED;
+    ws->err = err;
+    /* Writes not yet at the sink fail now; the in-flight ones fail or
+     * succeed when the sink reports. */
+    while (ws->queue.tail != keep) {
+        struct write_req r = *(struct write_req *)weir_q_at(&ws->queue, REQ_SZ,
+                                                            --ws->queue.tail);
+
+        ws->queued -= ws_weight(ws, &r.chunk);
+        weir_chunk_unref(&r.chunk, ws->slot);
+        if (r.cb)
+            r.cb(r.ctx, err);
+    }
+    ws_fire_ready(ws, err);
+    ws_fire_close(ws, err);
+    ws_notify(ws);
+}
+
+/* The sink's abort, once nothing is in flight. */
+static void ws_run_abort(struct weir_writable *ws)
+{
+    ws->abort_pending = false;
+    if (ws->ops && ws->ops->abort)
+        ws->ops->abort(ws, ws->ctx, ws->abort_reason);
+}
+
+static void ws_close_complete(struct weir_writable *ws, int rc)
+{
+    ws->close_in_flight = false;
+    if (rc < 0) {
+        ws_error_now(ws, rc);
+        return;
+    }
+    ws->state = WS_CLOSED;
+    ws_fire_close(ws, 0);
+    ws_notify(ws);
+}
+
+static int ws_do_close(struct weir_writable *ws)
+{
+    int rc = 0;
+
+    ws->close_in_flight = true;
+    if (ws->ops && ws->ops->close)
+        rc = ws->ops->close(ws, ws->ctx);
+    if (rc != WEIR_PENDING)
+        ws_close_complete(ws, rc);
+    return rc;
+}
+
+/* The sink finished the in-flight batch with rc. */
+static void ws_complete(struct weir_writable *ws, int rc)
+{
+    uint32_t n = ws->in_flight;
+    bool was_full = ws_desired(ws) <= 0;
+
+    ws->in_flight = 0;
+    while (n--) {
+        struct write_req r =
+            *(struct write_req *)weir_q_pop(&ws->queue, REQ_SZ);
+
+        ws->queued -= ws_weight(ws, &r.chunk);
+        if (r.cb)
+            r.cb(r.ctx, rc);
+    }
+    if (ws->abort_pending) {
+        ws_run_abort(ws);
+        return;
+    }
+    if (ws->state != WS_WRITABLE)
+        return;
+    if (rc < 0) {
+        ws_error_now(ws, rc);
+        return;
+    }
+    if (was_full && ws_desired(ws) > 0)
+        ws_fire_ready(ws, 0);
+}
+
+static int ws_issue(struct weir_writable *ws)
+{
+    uint32_t n = weir_q_len(&ws->queue);
+    struct write_req *r = weir_q_front(&ws->queue, REQ_SZ);
+
+    if (n > 1 && ws->ops && ws->ops->writev) {
+        struct weir_chunk batch[WEIR_WRITEV_MAX];
+
+        if (n > WEIR_WRITEV_MAX)
+            n = WEIR_WRITEV_MAX;
+        for (uint32_t i = 0; i < n; i++)
+            batch[i] = ((struct write_req *)weir_q_at(&ws->queue, REQ_SZ,
+                                                      ws->queue.head + i))
+                           ->chunk;
+        ws->in_flight = n;
+        return ws->ops->writev(ws, ws->ctx, batch, n);
+    }
+    ws->in_flight = 1;
+    if (ws->ops && ws->ops->write)
+        return ws->ops->write(ws, ws->ctx, r->chunk);
+    weir_chunk_unref(&r->chunk, ws->slot);
+    return 0;
+}
+
+/* Hands queued work to the sink while it is idle and finishing at once. */
+static void ws_advance(struct weir_writable *ws)
+{
+    while (ws->started && ws->state == WS_WRITABLE && !ws->in_flight &&
+           !ws->close_in_flight) {
+        int rc;
+
+        if (weir_q_empty(&ws->queue)) {
+            if (ws->close_requested)
+                ws_do_close(ws);
+            return;
+        }
+        rc = ws_issue(ws);
+        if (rc == WEIR_PENDING)
+            return;
+        ws_complete(ws, rc);
+    }
+}
+
+int weir_writable_create(struct weir_writable **out,
+                         const struct weir_sink_ops *ops, void *ctx,
+                         const struct weir_writable_options *opts)
+{
+    struct weir_writable *ws = weir_core_zalloc(sizeof(*ws));
+    int rc;
+
+    if (!ws)
+        return -ENOMEM;
+    ws->ops = ops;
+    ws->ctx = ctx;
+    if (opts) {
+        ws->hwm = opts->strategy.hwm;
+        ws->weigh_bytes = opts->strategy.bytes;
+        ws->slot = opts->slot;
+    } else {
+        ws->hwm = 1;
+    }
+    ws->state = WS_WRITABLE;
+    *out = ws;
+    if (!ops || !ops->start) {
+        ws->started = true;
+        return 0;
+    }
+    ws_hold(ws);
+    rc = ops->start(ws, ctx);
+    if (rc < 0)
+        ws_error_now(ws, rc);
+    else if (rc == 0)
+        ws->started = true;
+    ws_put(ws);
+    return 0;
+}
+
+void weir_writable_destroy(struct weir_writable *ws)
+{
+    if (!ws)
+        return;
+    if (ws->busy) {
+        ws->doomed = true;
+        return;
+    }
+    ws_free(ws);
+}
+
+void weir_writable_error(struct weir_writable *ws, int err)
+{
+    if (ws->state != WS_WRITABLE)
+        return;
+    ws_hold(ws);
+    ws_error_now(ws, err);
+    ws_put(ws);
+}
+
+void weir_writable_start_done(struct weir_writable *ws, int rc)
+{
+    ws_hold(ws);
+    if (rc < 0) {
+        if (ws->state == WS_WRITABLE)
+            ws_error_now(ws, rc);
+    } else {
+        ws->started = true;
+        ws_advance(ws);
+    }
+    ws_put(ws);
+}
+
+void weir_writable_write_done(struct weir_writable *ws, int rc)
+{
+    ws_hold(ws);
+    ws_complete(ws, rc);
+    ws_advance(ws);
+    ws_put(ws);
+}
+
+void weir_writable_close_done(struct weir_writable *ws, int rc)
+{
+    ws_hold(ws);
+    ws_close_complete(ws, rc);
+    ws_put(ws);
+}
+
+int64_t weir_writable_desired_size(const struct weir_writable *ws)
+{
+    if (ws->state == WS_ERRORED)
+        return WEIR_DESIRED_NONE;
+    if (ws->state == WS_CLOSED)
+        return 0;
+    return ws_desired(ws);
+}
+
+size_t weir_writable_queued(const struct weir_writable *ws)
+{
+    return ws->queued;
+}
+
+bool weir_writable_locked(const struct weir_writable *ws)
+{
+    return ws->locked;
+}
+
+bool weir_writable_closed(const struct weir_writable *ws)
+{
+    return ws->state == WS_CLOSED;
+}
+
+bool weir_writable_errored(const struct weir_writable *ws, int *err)
+{
+    if (ws->state != WS_ERRORED)
+        return false;
+    if (err)
+        *err = ws->err;
+    return true;
+}
+
+int weir_writer_acquire(struct weir_writer *w, struct weir_writable *ws)
+{
+    if (ws->locked)
+        return -EBUSY;
+    ws->locked = true;
+    w->stream = ws;
+    return 0;
+}
+
+void weir_writer_release(struct weir_writer *w)
+{
+    if (!w->stream)
+        return;
+    w->stream->locked = false;
+    w->stream = NULL;
+}
+
+int weir_writer_write(struct weir_writer *w, struct weir_chunk chunk,
+                      weir_done_cb cb, void *ctx)
+{
+    struct weir_writable *ws = w->stream;
+    struct write_req *r;
+    int rc;
+
+    if (!ws || ws->state != WS_WRITABLE || ws->close_requested) {
+        weir_chunk_unref(&chunk, ws ? ws->slot : 0);
+        if (ws && ws->state == WS_ERRORED)
+            return ws->err;
+        return -EINVAL;
+    }
+    /* Fast path: the sink is idle and nothing waits before this chunk. */
+    if (!ws->in_flight && weir_q_empty(&ws->queue) && ws->started && ws->ops &&
+        ws->ops->write) {
+        rc = ws->ops->write(ws, ws->ctx, chunk);
+        if (rc == 0)
+            return 0;
+        if (rc < 0) {
+            weir_writable_error(ws, rc);
+            return rc;
+        }
+        r = weir_q_push(&ws->queue, REQ_SZ, 8);
+        if (!r) {
+            /* The sink has the chunk and will report; we cannot track
+             * it, so the stream fails rather than lose count. */
+            weir_writable_error(ws, -ENOMEM);
+            return -ENOMEM;
+        }
+        *r = (struct write_req){chunk, cb, ctx};
+        ws->in_flight = 1;
+        ws->queued += ws_weight(ws, &chunk);
+        return WEIR_PENDING;
+    }
+    r = weir_q_push(&ws->queue, REQ_SZ, 8);
+    if (!r) {
+        weir_chunk_unref(&chunk, ws->slot);
+        return -ENOMEM;
+    }
+    *r = (struct write_req){chunk, cb, ctx};
+    ws->queued += ws_weight(ws, &chunk);
+    ws_hold(ws);
+    ws_advance(ws);
+    ws_put(ws);
+    /* Even a write that ws_advance finished counts as pending: its
+     * callback has run. */
+    return WEIR_PENDING;
+}
+
+int weir_writer_ready(struct weir_writer *w, weir_done_cb cb, void *ctx)
+{
+    struct weir_writable *ws = w->stream;
+
+    if (!ws)
+        return -EINVAL;
+    if (ws->state == WS_ERRORED)
+        return ws->err;
+    if (ws->state == WS_CLOSED || ws->close_requested || ws_desired(ws) > 0)
+        return 0;
+    ws->ready_cb = cb;
+    ws->ready_ctx = ctx;
+    return WEIR_PENDING;
+}
+
+int weir_writer_close(struct weir_writer *w, weir_done_cb cb, void *ctx)
+{
+    struct weir_writable *ws = w->stream;
+    int rc;
+
+    if (!ws)
+        return -EINVAL;
+    if (ws->state == WS_ERRORED)
+        return ws->err;
+    if (ws->state == WS_CLOSED || ws->close_requested)
+        return -EINVAL;
+    ws->close_requested = true;
+    /* A writer waiting for room would wait forever: let it go. */
+    ws_hold(ws);
+    ws_fire_ready(ws, 0);
+    if (ws->started && !ws->in_flight && weir_q_empty(&ws->queue) &&
+        ws->state == WS_WRITABLE) {
+        rc = ws_do_close(ws);
+        if (rc == WEIR_PENDING) {
+            ws->close_cb = cb;
+            ws->close_ctx = ctx;
+        }
+        ws_put(ws);
+        return rc;
+    }
+    ws->close_cb = cb;
+    ws->close_ctx = ctx;
+    ws_put(ws);
+    return WEIR_PENDING;
+}
+
+int weir_writer_abort(struct weir_writer *w, int reason)
+{
+    struct weir_writable *ws = w->stream;
+
+    if (!ws)
+        return -EINVAL;
+    if (ws->state != WS_WRITABLE || ws->close_in_flight)
+        return 0;
+    ws_hold(ws);
+    ws->abort_reason = reason;
+    ws->abort_pending = true;
+    ws_error_now(ws, reason);
+    if (!ws->in_flight)
+        ws_run_abort(ws);
+    ws_put(ws);
+    return 0;
+}
+
+int64_t weir_writer_desired_size(const struct weir_writer *w)
+{
+    return w->stream ? weir_writable_desired_size(w->stream)
+                     : WEIR_DESIRED_NONE;
+}

@@ -1,0 +1,169 @@
+/*
+ * weir/readable.h - readable streams, their controller, readers and the
+ * iterator loop: the WHATWG ReadableStream in C.
+ *
+ * All functions: the stream's thread only (weir/stream_types.h), which
+ * also gives the result codes and the ownership of chunks.
+ *
+ * An underlying source fills the stream through the controller functions
+ * (weir_readable_enqueue, _close, _error, _desired_size); the controller is
+ * the stream itself. The stream calls the source's pull only after start
+ * has finished, only while the desired size is > 0 or a read is waiting,
+ * and never twice at once: a request that arrives during a pull sets a
+ * pull-again flag and the stream pulls once more when the pull finishes.
+ * That loop, not recursion, is what keeps a source that enqueues inside
+ * pull from growing the C stack.
+ *
+ * A read that finds a queued chunk returns it at once. One that finds the
+ * queue empty asks the source first (a source that enqueues synchronously
+ * answers within the same call, with no callback); only a read still
+ * unanswered parks, and its callback fires when data, close or error
+ * arrives.
+ */
+#ifndef WEIR_READABLE_H
+#define WEIR_READABLE_H
+
+#include "weir/stream_types.h"
+
+struct weir_readable;
+
+/* The underlying source. Every member may be NULL. */
+struct weir_source_ops {
+    /* Called once, by weir_readable_create. 0, WEIR_PENDING (then call
+     * weir_readable_start_done) or -errno (errors the stream). */
+    int (*start)(struct weir_readable *rs, void *ctx);
+    /* Asks for more: enqueue now or later. 0, WEIR_PENDING (then call
+     * weir_readable_pull_done) or -errno (errors the stream). */
+    int (*pull)(struct weir_readable *rs, void *ctx);
+    /* The consumer cancelled with `reason`; the queue is already gone. */
+    void (*cancel)(struct weir_readable *rs, void *ctx, int reason);
+};
+
+struct weir_readable_options {
+    struct weir_strategy strategy;
+    /* A byte stream (the spec's type: 'bytes') also serves BYOB reads. */
+    bool byte_stream;
+    /* The thread slot this stream drops chunk references on. */
+    unsigned slot;
+};
+
+/*
+ * Creates a readable stream and runs the source's start. `opts` NULL means
+ * the spec's defaults: count strategy, hwm 1, not a byte stream, slot 0.
+ * Allocates the stream only: queues materialise when something parks.
+ * *out is set before start runs, so start may enqueue. Returns 0 or
+ * -ENOMEM. The source's ops and ctx must outlive the stream.
+ */
+int weir_readable_create(struct weir_readable **out,
+                         const struct weir_source_ops *ops, void *ctx,
+                         const struct weir_readable_options *opts);
+
+/*
+ * Frees the stream, dropping queued chunks; parked reads are forgotten
+ * without their callbacks. It must not be locked by a pipe or tee still
+ * running. Safe inside the stream's own callbacks: the stream is then
+ * marked and freed when the outermost call into it returns.
+ */
+void weir_readable_destroy(struct weir_readable *rs);
+
+/* Controller. Queues `chunk` (or hands it straight to a waiting read).
+ * 0; -EINVAL when closed, close-requested or errored; -ENOMEM. The chunk
+ * is the stream's either way. */
+int weir_readable_enqueue(struct weir_readable *rs, struct weir_chunk chunk);
+
+/* Controller. No more chunks: the stream closes once its queue is read.
+ * 0, or -EINVAL when already closing, closed or errored. */
+int weir_readable_close(struct weir_readable *rs);
+
+/* Controller. Errors the stream with `err` (< 0): queued chunks are
+ * dropped and waiting reads fail with err. No effect unless readable. */
+void weir_readable_error(struct weir_readable *rs, int err);
+
+/* Controller. hwm - queued; 0 once closed, WEIR_DESIRED_NONE once
+ * errored. INT64_MAX for an unlimited hwm. */
+int64_t weir_readable_desired_size(const struct weir_readable *rs);
+
+/* Source. Finishes a start or a pull that returned WEIR_PENDING: rc 0,
+ * or -errno to error the stream. */
+void weir_readable_start_done(struct weir_readable *rs, int rc);
+void weir_readable_pull_done(struct weir_readable *rs, int rc);
+
+/* Total weight queued (chunks or bytes, by the strategy). */
+size_t weir_readable_queued(const struct weir_readable *rs);
+
+/* Whether a reader, pipe or tee holds the stream. */
+bool weir_readable_locked(const struct weir_readable *rs);
+
+/* Whether the stream has closed / errored (then *err, if given, is the
+ * error). */
+bool weir_readable_closed(const struct weir_readable *rs);
+bool weir_readable_errored(const struct weir_readable *rs, int *err);
+
+/*
+ * A reader: the exclusive right to read a stream. A plain value the caller
+ * keeps (on the stack is fine); acquiring one allocates nothing.
+ */
+struct weir_reader {
+    struct weir_readable *stream; /* NULL once released */
+};
+
+/* Locks `rs` to `r`. 0, or -EBUSY when the stream is already locked. */
+int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs);
+
+/* Unlocks. Reads still parked fail with -ECANCELED (their callbacks run
+ * now). */
+void weir_reader_release(struct weir_reader *r);
+
+/*
+ * Reads one chunk. 0 and *out set (the caller's chunk now); WEIR_DONE when
+ * the stream is closed; the stream's error; -EINVAL for a released reader;
+ * -ENOMEM when parking failed; or WEIR_PENDING and cb(ctx, ...) later.
+ */
+int weir_reader_read(struct weir_reader *r, struct weir_chunk *out,
+                     weir_read_cb cb, void *ctx);
+
+/*
+ * BYOB read: copies queued bytes into the caller's `buf` (len bytes) until
+ * at least `min` (1 <= min <= len) are there. 0 with *out = {NULL, buf,
+ * filled}, filled in [min, len]; WEIR_DONE when the stream closed, *out
+ * holding what was filled before the close (possibly nothing); the error;
+ * -EINVAL (not a byte stream, bad min, released reader); or WEIR_PENDING
+ * and cb later with the same meanings. `buf` is the stream's to write until
+ * the read completes.
+ */
+int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
+                          size_t min, struct weir_chunk *out, weir_read_cb cb,
+                          void *ctx);
+
+/*
+ * Cancels the stream with `reason` (< 0): it closes, waiting reads finish
+ * with WEIR_DONE, queued chunks are dropped, the source's cancel runs.
+ * 0 (also when already closed), or the error of an errored stream.
+ */
+int weir_reader_cancel(struct weir_reader *r, int reason);
+
+/*
+ * The iterator loop, the C form of `for await (const chunk of stream)`:
+ * calls each(ctx, chunk) for every chunk, in order, handing it over. each
+ * returns 0 to go on or anything else to stop; stopping cancels the stream
+ * (-ECANCELED), like breaking out of the loop. The caller keeps the
+ * struct alive until the loop ends; it allocates nothing.
+ */
+typedef int (*weir_iter_each_fn)(void *ctx, struct weir_chunk chunk);
+
+struct weir_iter {
+    struct weir_reader reader;
+    weir_iter_each_fn each;
+    weir_done_cb done;
+    void *ctx;
+};
+
+/*
+ * Runs the loop over `rs` (locking it). 0 when the loop ended at once
+ * (stream closed, or each stopped); the stream's error; -EBUSY when
+ * locked; or WEIR_PENDING and done(ctx, rc) when it ends later.
+ */
+int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
+                  weir_iter_each_fn each, weir_done_cb done, void *ctx);
+
+#endif /* WEIR_READABLE_H */

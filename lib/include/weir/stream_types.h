@@ -1,0 +1,85 @@
+/*
+ * weir/stream_types.h - what every part of the stream core shares: result
+ * codes, queuing strategies, the completion callback shapes, and the allocation
+ * counters.
+ *
+ * Threading rule, stated once: a stream and everything attached to it
+ * (readers, writers, pipes, tees, transforms) belong to one thread, "the
+ * stream's thread", and every function of the core may only be called
+ * there. The core has no locks and no threads; moving chunks between
+ * threads is the io layer's channel. The one exception is a chunk's buffer,
+ * whose reference may be dropped on any thread (weir/pool.h).
+ *
+ * Promises in C: an operation that may finish later takes a callback and a
+ * context. It returns 0 (or WEIR_DONE) when it finished at once, and then
+ * the callback is never called; it returns WEIR_PENDING when it parked,
+ * and then the callback is called exactly once, later, with the result; it
+ * returns -errno when it failed at once. The same codes flow the other way:
+ * an underlying source's or sink's callback returns 0 when it finished,
+ * WEIR_PENDING when it will report completion later through the matching
+ * *_done function, or -errno to error the stream.
+ *
+ * Ownership of chunks: a chunk handed to a stream (enqueue, write) is the
+ * stream's from then on, even when the call fails (then the stream drops
+ * it); a chunk handed out (read, a sink's write) is the receiver's, which
+ * must drop it with weir_chunk_unref or pass it on. A stream drops the
+ * chunks it discards (cancel, error, drop policies) with weir_chunk_unref
+ * on its thread slot.
+ */
+#ifndef WEIR_STREAM_TYPES_H
+#define WEIR_STREAM_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/pool.h"
+
+/* Positive result codes; negative ones are -errno. */
+#define WEIR_PENDING 1 /* parked: the callback reports the result later */
+#define WEIR_DONE    2 /* a read found the stream closed: no more chunks */
+
+/* A high-water mark without limit: the queue grows as needed. */
+#define WEIR_HWM_UNLIMITED SIZE_MAX
+
+/* A desired size that does not exist: the stream errored (the spec's
+ * null). */
+#define WEIR_DESIRED_NONE INT64_MIN
+
+/*
+ * Queuing strategy: how full a queue may get before it pushes back.
+ * Count: every chunk weighs 1. Bytes: a chunk weighs its length. The
+ * desired size is hwm - (total weight queued), as the Streams Standard
+ * defines it; it may go negative, since enqueueing past the mark is allowed
+ * and only signals backpressure. hwm 0 means "hold nothing, pass through
+ * only what is asked for".
+ */
+struct weir_strategy {
+    size_t hwm; /* in chunks or bytes; WEIR_HWM_UNLIMITED for none */
+    bool bytes; /* weigh chunks by length instead of counting them */
+};
+
+/* Completion of a read: rc is 0 with a chunk (the reader's now), WEIR_DONE
+ * when the stream closed (a BYOB read still gets the bytes it had filled,
+ * possibly none), or -errno when the stream errored or the read was
+ * released. */
+typedef void (*weir_read_cb)(void *ctx, int rc, struct weir_chunk chunk);
+
+/* Completion of a write, a close, a ready wait, a pipe: rc is 0 or
+ * -errno. */
+typedef void (*weir_done_cb)(void *ctx, int rc);
+
+/*
+ * Allocation counters of the core. Every allocation the stream core makes
+ * goes through one wrapper that counts it, so a test can show that a
+ * steady flow of chunks allocates nothing. Any thread; relaxed snapshot.
+ */
+struct weir_core_alloc_stats {
+    uint64_t allocs; /* successful allocations, including reallocations */
+    uint64_t frees;
+    uint64_t bytes; /* bytes requested by those allocations */
+};
+
+void weir_core_alloc_stats(struct weir_core_alloc_stats *st);
+
+#endif /* WEIR_STREAM_TYPES_H */

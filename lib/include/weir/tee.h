@@ -1,0 +1,72 @@
+/*
+ * weir/tee.h - one readable stream into N branches, each with its own
+ * policy for when it is full.
+ *
+ * All functions: the stream's thread only (weir/stream_types.h).
+ *
+ * Why not the spec's tee: the WHATWG tee reads the source as fast as the
+ * fastest branch asks, so a slow branch's queue grows without bound
+ * (whatwg/streams #1233 and friends). Here each branch chooses:
+ *   WEIR_TEE_BLOCK        (default) the slowest governs: the source is read
+ *                         only when every live block branch has room
+ *                         (desired size > 0) or a read waiting, so no block
+ *                         branch's queue passes its high-water mark by more
+ *                         than the one chunk that answers a waiting read;
+ *   WEIR_TEE_DROP_NEWEST  a full branch skips the new chunk;
+ *   WEIR_TEE_DROP_OLDEST  a full branch drops its oldest queued chunk to
+ *                         make room for the new one;
+ *   WEIR_TEE_DISCONNECT   a full branch errors with -ENOBUFS and leaves.
+ * Chunks are shared, not copied: each branch that takes a chunk holds one
+ * reference to its buffer. The source is cancelled only when every branch
+ * has cancelled (or disconnected), with the last reason.
+ */
+#ifndef WEIR_TEE_H
+#define WEIR_TEE_H
+
+#include "weir/readable.h"
+
+struct weir_tee;
+
+enum weir_tee_policy {
+    WEIR_TEE_BLOCK = 0,
+    WEIR_TEE_DROP_NEWEST,
+    WEIR_TEE_DROP_OLDEST,
+    WEIR_TEE_DISCONNECT,
+};
+
+struct weir_tee_branch_options {
+    struct weir_strategy strategy;
+    enum weir_tee_policy policy;
+};
+
+/* Per-branch counters. Every chunk the tee read from the source ends, for
+ * each branch that was live, either delivered or dropped. */
+struct weir_tee_stats {
+    uint64_t delivered; /* queued to the branch and not dropped from it */
+    uint64_t dropped;   /* skipped (newest) or evicted (oldest) */
+    bool disconnected;
+};
+
+/*
+ * Tees `src` (locking it) into n >= 1 branches. opts: n entries, or NULL
+ * for the spec's branch defaults (count strategy, hwm 1) with the block
+ * policy. A byte-stream source gives byte-stream branches. Branches drop
+ * references on the source's thread slot. Returns 0, -EINVAL, -EBUSY when
+ * src is locked, -ENOMEM.
+ */
+int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
+                    unsigned n, const struct weir_tee_branch_options *opts);
+
+/* Branch i (< n): a readable stream owned by the tee. */
+struct weir_readable *weir_tee_branch(struct weir_tee *t, unsigned i);
+
+/* Counters of branch i; and the number of chunks read from the source. */
+void weir_tee_stats(const struct weir_tee *t, unsigned i,
+                    struct weir_tee_stats *st);
+uint64_t weir_tee_produced(const struct weir_tee *t);
+
+/* Frees the tee and its branches and unlocks the source (which stays the
+ * caller's). Safe inside the branches' callbacks (marked and reaped). */
+void weir_tee_destroy(struct weir_tee *t);
+
+#endif /* WEIR_TEE_H */

@@ -1,0 +1,132 @@
+/*
+ * weir/writable.h - writable streams, their controller and writers: the
+ * WHATWG WritableStream in C.
+ *
+ * All functions: the stream's thread only (weir/stream_types.h, which also
+ * gives the result codes and the ownership of chunks).
+ *
+ * Writes reach the underlying sink one at a time, in order: the sink never
+ * has more than one write (or one writev batch) outstanding. A write that
+ * arrives while the sink is idle goes straight to it, so a sink that
+ * finishes synchronously costs one call per chunk and no queueing. Writes
+ * that arrive while the sink is busy queue, and when the sink finishes, all
+ * of them go to its writev at once (up to WEIR_WRITEV_MAX), when it has
+ * one. The queue, in-flight writes included, counts against the
+ * high-water mark: desired size = hwm - queued.
+ */
+#ifndef WEIR_WRITABLE_H
+#define WEIR_WRITABLE_H
+
+#include "weir/stream_types.h"
+
+struct weir_writable;
+
+/* Most chunks handed to one writev call. */
+#define WEIR_WRITEV_MAX 64u
+
+/* The underlying sink. Every member may be NULL (a NULL write drops the
+ * chunk). */
+struct weir_sink_ops {
+    /* Called once, by weir_writable_create. 0, WEIR_PENDING (then call
+     * weir_writable_start_done) or -errno. */
+    int (*start)(struct weir_writable *ws, void *ctx);
+    /* Takes `chunk` (the sink's now, even on failure). 0, WEIR_PENDING
+     * (then call weir_writable_write_done once) or -errno, which errors
+     * the stream. */
+    int (*write)(struct weir_writable *ws, void *ctx, struct weir_chunk chunk);
+    /* Takes n >= 2 queued chunks at once (the array is only valid during
+     * the call). Same results; one write_done completes the batch. */
+    int (*writev)(struct weir_writable *ws, void *ctx,
+                  const struct weir_chunk *chunks, unsigned n);
+    /* Every write has finished; no more will come. 0, WEIR_PENDING (then
+     * call weir_writable_close_done) or -errno. */
+    int (*close)(struct weir_writable *ws, void *ctx);
+    /* The producer aborted with `reason`; no write is outstanding. */
+    void (*abort)(struct weir_writable *ws, void *ctx, int reason);
+};
+
+struct weir_writable_options {
+    struct weir_strategy strategy;
+    unsigned slot; /* the thread slot chunk references are dropped on */
+};
+
+/*
+ * Creates a writable stream and runs the sink's start. `opts` NULL means
+ * the spec's defaults: count strategy, hwm 1, slot 0. Returns 0 or -ENOMEM.
+ * The sink's ops and ctx must outlive the stream.
+ */
+int weir_writable_create(struct weir_writable **out,
+                         const struct weir_sink_ops *ops, void *ctx,
+                         const struct weir_writable_options *opts);
+
+/* Frees the stream, dropping queued chunks without calling their
+ * callbacks. Not while a pipe still uses it. Safe inside the stream's own
+ * callbacks (marked, freed on the way out). */
+void weir_writable_destroy(struct weir_writable *ws);
+
+/* Controller. Errors the stream (the sink found a fault): queued writes
+ * fail with err. No effect unless writable. */
+void weir_writable_error(struct weir_writable *ws, int err);
+
+/* Sink. Finishes a start, write(v) or close that returned WEIR_PENDING:
+ * rc 0, or -errno to error the stream. */
+void weir_writable_start_done(struct weir_writable *ws, int rc);
+void weir_writable_write_done(struct weir_writable *ws, int rc);
+void weir_writable_close_done(struct weir_writable *ws, int rc);
+
+/* hwm - queued; 0 once closed; WEIR_DESIRED_NONE once errored. */
+int64_t weir_writable_desired_size(const struct weir_writable *ws);
+
+/* Total weight queued, in-flight writes included. */
+size_t weir_writable_queued(const struct weir_writable *ws);
+
+bool weir_writable_locked(const struct weir_writable *ws);
+bool weir_writable_closed(const struct weir_writable *ws);
+bool weir_writable_errored(const struct weir_writable *ws, int *err);
+
+/* A writer: the exclusive right to write a stream; a plain value. */
+struct weir_writer {
+    struct weir_writable *stream; /* NULL once released */
+};
+
+/* Locks `ws` to `w`. 0, or -EBUSY. */
+int weir_writer_acquire(struct weir_writer *w, struct weir_writable *ws);
+
+/* Unlocks; queued writes stay queued. */
+void weir_writer_release(struct weir_writer *w);
+
+/*
+ * Writes `chunk` (the stream's now). 0 when the sink already finished it;
+ * WEIR_PENDING when it is queued or in flight, and cb(ctx, rc) (cb may be
+ * NULL) when the sink finishes; -EINVAL when closing or closed; the error
+ * of an errored stream; -ENOMEM.
+ */
+int weir_writer_write(struct weir_writer *w, struct weir_chunk chunk,
+                      weir_done_cb cb, void *ctx);
+
+/*
+ * Waits for backpressure to lift. 0 when the desired size is > 0 now (or
+ * the stream is closing or closed); the error; or WEIR_PENDING and cb(ctx,
+ * rc) once the desired size turns positive or the stream errors. One
+ * waiter at a time: a second call replaces the first's callback.
+ */
+int weir_writer_ready(struct weir_writer *w, weir_done_cb cb, void *ctx);
+
+/*
+ * Closes: queued writes finish, then the sink's close runs. 0 when all of
+ * that finished now; WEIR_PENDING and cb(ctx, rc) later; -EINVAL when
+ * already closing or closed; the error of an errored stream.
+ */
+int weir_writer_close(struct weir_writer *w, weir_done_cb cb, void *ctx);
+
+/*
+ * Aborts with `reason` (< 0): the stream errors with it at once, queued
+ * writes fail with it, and the sink's abort runs as soon as no write is in
+ * flight. 0 (also when already closed or errored).
+ */
+int weir_writer_abort(struct weir_writer *w, int reason);
+
+/* The stream's desired size (see weir_writable_desired_size). */
+int64_t weir_writer_desired_size(const struct weir_writer *w);
+
+#endif /* WEIR_WRITABLE_H */

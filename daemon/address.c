@@ -448,7 +448,7 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
         return -ENOMEM;
     }
     if (*text == '\0') {
-        snprintf(err, errlen, "empty address");
+        snprintf(err, errlen, "needs a value: an address like file:PATH");
         r = -EINVAL;
     } else {
         r = parse_into(a, base_dir, err, errlen);

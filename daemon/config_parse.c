@@ -450,7 +450,9 @@ static int on_key(void *user, const char *section, const char *name,
                         section_label(p->section));
         return 1;
     }
-    if (*value == '\0') {
+    /* source and sink take even an empty value, so the pipeline counts
+     * them and does not also report "no source". */
+    if (*value == '\0' && k->set != key_source && k->set != key_sink) {
         PARSE_ERROR(p, "'%s' needs a value", name);
         return 1;
     }

@@ -1,0 +1,592 @@
+/*
+ * test_check.c - `weir --check` and `weir pipe` argument checking, driving
+ * the real binary (WEIR_BIN): every bad config exits 78 and names the right
+ * FILE:LINE for each of its errors, nothing else; good configs exit 0;
+ * nothing dies of a signal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+extern char **environ;
+
+#define EX_USAGE  64
+#define EX_CONFIG 78
+
+static char tmpdir[] = "/tmp/weir-check-XXXXXX";
+static const char *weir_bin;
+
+struct run {
+    int status;
+    char out[65536]; /* stdout and stderr together */
+};
+
+/* Runs weir with argv (argv[0] is replaced by WEIR_BIN), capturing its
+ * output; the child's stdin is /dev/null. */
+static void run_weir(char *argv[], struct run *r)
+{
+    posix_spawn_file_actions_t fa;
+    int fds[2];
+    pid_t pid;
+    size_t n = 0;
+    ssize_t got;
+
+    argv[0] = (char *)weir_bin;
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    assert_int_equal(posix_spawn(&pid, weir_bin, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    while ((got = read(fds[0], r->out + n, sizeof(r->out) - 1 - n)) > 0)
+        n += (size_t)got;
+    r->out[n] = '\0';
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &r->status, 0), pid);
+    if (WIFSIGNALED(r->status))
+        fail_msg("weir died of signal %d; output:\n%s", WTERMSIG(r->status),
+                 r->out);
+    assert_true(WIFEXITED(r->status));
+}
+
+static void expect_exit(const struct run *r, int code)
+{
+    if (WEXITSTATUS(r->status) != code)
+        fail_msg("exit %d, expected %d; output:\n%s", WEXITSTATUS(r->status),
+                 code, r->out);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* How many output lines start with `prefix`. */
+static unsigned count_lines(const char *out, const char *prefix)
+{
+    unsigned n = 0;
+    size_t len = strlen(prefix);
+
+    for (const char *l = out; *l;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+        if (strncmp(l, prefix, len) == 0)
+            n++;
+    return n;
+}
+
+/* Appended to cases whose own lines define no pipeline, which would be an
+ * error of its own. */
+#define OK_PIPELINE "[pipeline ok]\nsource = file:data.txt\nsink = null\n"
+
+struct bad_case {
+    const char *name;
+    const char *text;
+    unsigned lines[4];  /* the error lines expected, 0-terminated */
+    const char *needle; /* a part of the first error's message */
+};
+
+/*
+ * Each config is written to its own file in the temporary directory, where
+ * data.txt exists; relative paths resolve against that directory.
+ */
+static const struct bad_case bad_cases[] = {
+    {"unknown_section",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\n"
+     "[pipelines b]\n",
+     {4},
+     "unknown section '[pipelines b]'"},
+    {"key_outside_section",
+     "workers = 2\n[daemon]\n" OK_PIPELINE,
+     {1},
+     "outside a section"},
+    {"unknown_pipeline_key",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\nspeed = 10\n",
+     {4},
+     "unknown key 'speed'"},
+    {"unknown_daemon_key",
+     "[daemon]\nthreads = 4\n" OK_PIPELINE,
+     {2},
+     "unknown key 'threads'"},
+    {"key_in_wrong_section",
+     "[daemon]\nsource = file:data.txt\n" OK_PIPELINE,
+     {2},
+     "belongs in [pipeline]"},
+    {"misspelt_key_case",
+     "[pipeline a]\nsource = file:data.txt\nSink = null\n",
+     {1, 3},
+     "did you mean 'sink'"},
+    {"repeated_source",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\nsource = stdin\n",
+     {4},
+     "'source' is already set at line 2"},
+    {"repeated_daemon_key",
+     "[daemon]\nworkers = 1\n\nworkers = 2\n" OK_PIPELINE,
+     {4},
+     "already set at line 2"},
+    {"no_source",
+     "[pipeline a]\n; nothing\nsink = null\n",
+     {1},
+     "has no source"},
+    {"no_sink",
+     "[pipeline lonely]\nsource = file:data.txt\n",
+     {1},
+     "pipeline 'lonely' has no sink"},
+    {"duplicate_pipeline",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\n"
+     "[pipeline a]\nsource = file:data.txt\nsink = null\n",
+     {4},
+     "already defined at line 1"},
+    {"source_missing_file",
+     "[pipeline a]\nsource = file:missing.txt\nsink = null\n",
+     {2},
+     "cannot open"},
+    {"source_is_directory",
+     "[pipeline a]\nsource = file:sub\nsink = null\n",
+     {2},
+     "is a directory"},
+    {"duplicate_listen",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp-listen:127.0.0.1:7000\n"
+     "[pipeline b]\nsource = file:data.txt\nsink = "
+     "tcp-listen:127.0.0.1:7000\n",
+     {6},
+     "already listened on by a sink at line 3"},
+    {"listen_wildcard_overlap",
+     "[pipeline a]\nsource = tcp-listen:0.0.0.0:7000\nsink = null\n"
+     "[pipeline b]\nsource = file:data.txt\nsink = tcp-listen:[::1]:7000\n",
+     {6},
+     "already listened on by a source at line 2"},
+    {"listen_source_and_sink_unix",
+     "[pipeline a]\nsource = unix-listen:s.sock\nsink = null\n"
+     "[pipeline b]\nsource = file:data.txt\nsink = unix-listen:s.sock\n",
+     {6},
+     "already listened on"},
+    {"stdin_as_sink",
+     "[pipeline a]\nsource = file:data.txt\nsink = stdin\n",
+     {3},
+     "stdin cannot be a sink"},
+    {"null_as_source",
+     "[pipeline a]\nsource = null\nsink = stdout\n",
+     {2},
+     "null cannot be a source"},
+    {"stdout_as_source",
+     "[pipeline a]\nsource = stdout\nsink = null\n",
+     {2},
+     "stdout cannot be a source"},
+    {"two_stdin_sources",
+     "[pipeline a]\nsource = stdin\nsink = null\n"
+     "[pipeline b]\nsource = stdin\nsink = null\n",
+     {5},
+     "stdin is already read at line 2"},
+    {"hwm_zero",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\nhigh_water_mark = "
+     "0\n",
+     {4},
+     "out of range"},
+    {"hwm_absurd",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\nhigh_water_mark = "
+     "1TiB\n",
+     {4},
+     "out of range"},
+    {"hwm_decimal_unit",
+     "[pipeline a]\nsource = file:data.txt\nsink = null,high_water_mark=4MB\n",
+     {3},
+     "write 4MiB"},
+    {"size_garbage",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\nchunk_size = big\n",
+     {4},
+     "not a size"},
+    {"chunk_too_small",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\nchunk_size = 16\n",
+     {4},
+     "chunk_size"},
+    {"port_zero",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:127.0.0.1:0\n",
+     {3},
+     "bad port '0'"},
+    {"port_too_big",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp-listen:[::1]:65536\n",
+     {3},
+     "bad port '65536'"},
+    {"port_missing",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:host\n",
+     {3},
+     "has no port"},
+    {"ipv6_without_brackets",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:::1:9000\n",
+     {3},
+     "needs brackets"},
+    {"bad_ipv4",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:300.1.2.3:9000\n",
+     {3},
+     "not an IPv4 address"},
+    {"bad_ipv6",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:[::g]:9000\n",
+     {3},
+     "not an IPv6 address"},
+    {"unknown_kind",
+     "[pipeline a]\nsource = file:data.txt\nsink = udp:127.0.0.1:9000\n",
+     {3},
+     "unknown address kind 'udp'"},
+    {"path_without_kind",
+     "[pipeline a]\nsource = /etc/hostname\nsink = null\n",
+     {2},
+     "write file:/etc/hostname"},
+    {"unknown_option",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:127.0.0.1:9,nodelay=1\n",
+     {3},
+     "unknown option 'nodelay'"},
+    {"option_wrong_role",
+     "[pipeline a]\nsource = file:data.txt,append=yes\nsink = null\n",
+     {2},
+     "applies to a file sink"},
+    {"option_wrong_kind",
+     "[pipeline a]\nsource = file:data.txt\nsink = "
+     "tcp:127.0.0.1:9,max_clients=5\n",
+     {3},
+     "applies to tcp-listen"},
+    {"bad_policy",
+     "[pipeline a]\nsource = file:data.txt\nsink = null,on_full=sometimes\n",
+     {3},
+     "not a policy"},
+    {"option_twice",
+     "[pipeline a]\nsource = file:data.txt\nsink = "
+     "file:out.txt,append=yes,append=no\n",
+     {3},
+     "given twice"},
+    {"unknown_transform",
+     "[pipeline a]\nsource = file:data.txt\ntransform = uppercase\nsink = "
+     "null\n",
+     {3},
+     "unknown transform 'uppercase'"},
+    {"bad_workers", "[daemon]\nworkers = many\n" OK_PIPELINE, {2}, "workers"},
+    {"bad_log_level",
+     "[daemon]\nlog_level = verbose\n" OK_PIPELINE,
+     {2},
+     "not a level"},
+    {"bad_drain_timeout",
+     "[daemon]\ndrain_timeout = soon\n" OK_PIPELINE,
+     {2},
+     "not a duration"},
+    {"metrics_port_clash",
+     "[daemon]\nmetrics = 127.0.0.1:9464\n[pipeline a]\nsource = "
+     "file:data.txt\nsink = tcp-listen:0.0.0.0:9464\n",
+     {5},
+     "already listened on by metrics at line 2"},
+    {"syntax_no_equals",
+     "[pipeline a]\nsource = file:data.txt\nsink null\n",
+     {1, 3},
+     "has no sink"},
+    {"section_unclosed",
+     "[pipeline a\nsource = file:data.txt\n" OK_PIPELINE,
+     {1},
+     "missing ']'"},
+    {"empty_value",
+     "[pipeline a]\nsource =\nsink = null\n" OK_PIPELINE,
+     {2},
+     "needs a value"},
+    {"pipeline_without_name",
+     "[pipeline]\nsource = stdin\n" OK_PIPELINE,
+     {1},
+     "needs a name"},
+    {"pipeline_bad_name",
+     "[pipeline a/b]\nsource = stdin\n" OK_PIPELINE,
+     {1},
+     "bad pipeline name"},
+    {"duplicate_daemon",
+     "[daemon]\nworkers = 1\n[daemon]\n" OK_PIPELINE,
+     {3},
+     "[daemon] is already defined"},
+    {"follow_on_tcp",
+     "[pipeline a]\nsource = tcp:127.0.0.1:9000\nsink = null\nfollow = yes\n",
+     {4},
+     "follow applies to a file source"},
+    {"follow_contradiction",
+     "[pipeline a]\nsource = file:data.txt,follow=no\nsink = null\nfollow = "
+     "yes\n",
+     {2},
+     "contradicts"},
+    {"unix_path_too_long",
+     "[pipeline a]\nsource = file:data.txt\nsink = "
+     "unix:/run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\n",
+     {3},
+     "longer than 107 bytes"},
+    {"sink_dir_missing",
+     "[pipeline a]\nsource = file:data.txt\nsink = file:nodir/out.txt\n",
+     {3},
+     "nodir"},
+    {"sink_is_source",
+     "[pipeline a]\nsource = file:data.txt\nsink = file:./data.txt\n",
+     {3},
+     "own source"},
+    {"same_file_sink_twice",
+     "[pipeline a]\nsource = file:data.txt\nsink = file:out.txt\n"
+     "[pipeline b]\nsource = stdin\nsink = file:out.txt,append=yes\n",
+     {6},
+     "already written by the sink at line 3"},
+    {"stdout_twice",
+     "[pipeline a]\nsource = file:data.txt\nsink = stdout\nsink = stdout\n",
+     {4},
+     "stdout is already written"},
+    {"no_pipeline",
+     "; only a comment\n[daemon]\nworkers = auto\n",
+     {1},
+     "no pipeline"},
+    /* Line numbers stay right after comments, blank lines, CRLF, indented
+     * lines (continuations are off), inline comments, a byte-order mark
+     * and a line longer than inih's own 200-byte buffer. */
+    {"line_numbers_survive",
+     "\xEF\xBB\xBF; a comment\r\n"
+     "# another comment\r\n"
+     "\r\n"
+     "[pipeline a] ; inline\r\n"
+     "; ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+     "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+     "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+     "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\r\n"
+     "source = file:data.txt ; the input\r\n"
+     "   sink = null\r\n"
+     "  more = data\r\n"
+     "high_water_mark = 1 MiB\r\n"
+     "chunk_size = 1 TiB\r\n",
+     {8, 10},
+     "unknown key 'more'"},
+    {"three_errors",
+     "[daemon]\nworkers = none\n\n[pipeline a]\nsource = file:data.txt\n"
+     "sink = tcp:localhost:http\nfollow = perhaps\n",
+     {2, 6, 7},
+     "workers"},
+};
+
+#define NBAD (sizeof(bad_cases) / sizeof(bad_cases[0]))
+
+static void test_bad_config(void **state)
+{
+    const struct bad_case *c = *state;
+    char path[256], prefix[300], *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+    unsigned expected = 0;
+
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/%s.conf", tmpdir, c->name);
+    write_file(path, c->text);
+    run_weir(argv, r);
+    expect_exit(r, EX_CONFIG);
+    for (; expected < 4 && c->lines[expected] != 0; expected++) {
+        snprintf(prefix, sizeof(prefix), "%s:%u: ", path, c->lines[expected]);
+        if (strstr(r->out, prefix) == NULL)
+            fail_msg("no error at line %u; output:\n%s", c->lines[expected],
+                     r->out);
+    }
+    snprintf(prefix, sizeof(prefix), "%s:", path);
+    if (count_lines(r->out, prefix) != expected)
+        fail_msg("%u errors expected; output:\n%s", expected, r->out);
+    if (strstr(r->out, c->needle) == NULL)
+        fail_msg("'%s' not in the output:\n%s", c->needle, r->out);
+    free(r);
+}
+
+static void check_ok(const char *name, const char *text)
+{
+    char path[256], *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/%s.conf", tmpdir, name);
+    write_file(path, text);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    assert_non_null(strstr(r->out, "configuration OK"));
+    free(r);
+}
+
+static void test_good_configs(void **state)
+{
+    (void)state;
+    check_ok("minimal", "[pipeline a]\nsource = file:data.txt\nsink = null\n");
+    check_ok("everything",
+             "; every key and option the parser knows\n"
+             "[daemon]\n"
+             "workers = 2\n"
+             "log_level = debug\n"
+             "drain_timeout = 1500ms\n"
+             "metrics = [::1]:9464\n"
+             "\n"
+             "[pipeline serve]\n"
+             "source = file:data.txt,follow=yes\n"
+             "sink = tcp-listen:127.0.0.1:7000,max_clients=50,backlog=128,"
+             "on_full=disconnect,high_water_mark=256KiB\n"
+             "sink = file:copy.txt, append = yes , on_full = drop-oldest\n"
+             "high_water_mark = 4 MiB\n"
+             "chunk_size = 128KiB\n"
+             "follow = yes\n"
+             "\n"
+             "[pipeline proxy.v6]\n"
+             "source = tcp-listen:[::1]:7001,max_clients=10\n"
+             "sink = tcp:localhost:9000,on_full=block\n"
+             "sink = unix:relay.sock,on_full=drop-newest\n"
+             "sink = stdout\n"
+             "\n"
+             "[pipeline unix-in]\n"
+             "source = unix-listen:in.sock,backlog=4\n"
+             "sink = null,high_water_mark=1\n"
+             "\n"
+             "[pipeline stdin]\n"
+             "source = STDIN\n"
+             "sink = unix-listen:out.sock\n"
+             "sink = file:/dev/null\n");
+    /* Two listeners on one port but different specific hosts are fine. */
+    check_ok("two_hosts",
+             "[pipeline a]\nsource = file:data.txt\nsink = "
+             "tcp-listen:127.0.0.1:7000\nsink = tcp-listen:127.0.0.2:7000\n");
+}
+
+/* Without -c, weir checks the demo it carries. */
+static void test_embedded_demo(void **state)
+{
+    char *argv[] = {NULL, "--check", NULL};
+    struct run *r = calloc(1, sizeof(*r));
+
+    (void)state;
+    assert_non_null(r);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    assert_non_null(strstr(r->out, "demo.conf: configuration OK"));
+    free(r);
+}
+
+/* A file that cannot be read is an error of its own, not a crash. */
+static void test_missing_config(void **state)
+{
+    char path[256], *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+
+    (void)state;
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/absent.conf", tmpdir);
+    run_weir(argv, r);
+    expect_exit(r, EX_CONFIG);
+    assert_non_null(strstr(r->out, "No such file"));
+    free(r);
+}
+
+static void expect_pipe(int code, const char *needle, ...)
+{
+    char *argv[16] = {NULL, "--check", "pipe"};
+    struct run *r = calloc(1, sizeof(*r));
+    va_list ap;
+    int n = 3;
+
+    assert_non_null(r);
+    va_start(ap, needle);
+    while (n < 15 && (argv[n] = va_arg(ap, char *)) != NULL)
+        n++;
+    va_end(ap);
+    run_weir(argv, r);
+    expect_exit(r, code);
+    if (needle != NULL && strstr(r->out, needle) == NULL)
+        fail_msg("'%s' not in the output:\n%s", needle, r->out);
+    free(r);
+}
+
+static void test_pipe_arguments(void **state)
+{
+    char data[300];
+
+    (void)state;
+    snprintf(data, sizeof(data), "file:%s/data.txt", tmpdir);
+    /* argv: weir --check pipe SRC SINK...: SRC is argument 3. */
+    expect_pipe(0, "configuration OK", data, "tcp:[::1]:9000", "null", NULL);
+    expect_pipe(0, "configuration OK", "--chunk-size=1MiB", "-f", data,
+                "--high-water-mark", "2MiB", "stdout", NULL);
+    expect_pipe(EX_CONFIG, "argument 4: sink: ", data, "tcp:nowhere", NULL);
+    expect_pipe(EX_CONFIG, "argument 3: source: cannot open",
+                "file:/nonexistent", "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 4: unknown transform 'gzip'", "-t", "gzip",
+                data, "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 4: sink: stdin cannot be a sink", data,
+                "stdin", NULL);
+    expect_pipe(EX_CONFIG, "argument 3: high_water_mark", "--high-water-mark=0",
+                data, "null", NULL);
+    expect_pipe(EX_USAGE, "missing SINK", data, NULL);
+    expect_pipe(EX_USAGE, "missing SOURCE", NULL);
+    expect_pipe(EX_USAGE, "unknown option '--frobnicate'", "--frobnicate", data,
+                "null", NULL);
+    expect_pipe(EX_USAGE, "--transform needs a value", data, "null", "-t",
+                NULL);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    char path[300];
+
+    (void)state;
+    weir_bin = getenv("WEIR_BIN");
+    if (weir_bin == NULL) {
+        fprintf(stderr, "WEIR_BIN is not set\n");
+        return -1;
+    }
+    if (mkdtemp(tmpdir) == NULL)
+        return -1;
+    snprintf(path, sizeof(path), "%s/data.txt", tmpdir);
+    write_file(path, "some data\n");
+    snprintf(path, sizeof(path), "%s/sub", tmpdir);
+    return mkdir(path, 0700);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+    static const struct CMUnitTest fixed[] = {
+        cmocka_unit_test(test_good_configs),
+        cmocka_unit_test(test_embedded_demo),
+        cmocka_unit_test(test_missing_config),
+        cmocka_unit_test(test_pipe_arguments),
+    };
+    size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
+    struct CMUnitTest *tests = calloc(NBAD + nfixed, sizeof(*tests));
+    int failed;
+
+    if (tests == NULL)
+        return 1;
+    for (size_t i = 0; i < NBAD; i++) {
+        tests[i] = (struct CMUnitTest)cmocka_unit_test_prestate(
+            test_bad_config, (void *)&bad_cases[i]);
+        tests[i].name = bad_cases[i].name;
+    }
+    memcpy(tests + NBAD, fixed, sizeof(fixed));
+    failed =
+        _cmocka_run_group_tests("check", tests, NBAD + nfixed, setup, teardown);
+    free(tests);
+    return failed;
+}

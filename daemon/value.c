@@ -103,6 +103,13 @@ int value_size(const char *s, uint64_t min, uint64_t max, uint64_t *out,
     uint64_t v;
     int r = scaled(s, size_units, &v, &unit);
 
+    if (r == -ENOENT && s[strspn(s, "0123456789")] == '.') {
+        snprintf(err, errlen,
+                 "'%s': fractions are not accepted, use a "
+                 "smaller unit",
+                 s);
+        return -EINVAL;
+    }
     if (r == -ENOENT) {
         const char *rest = s + strspn(s, "0123456789 \t");
         const struct unit *amb = find_unit(ambiguous_units, rest);

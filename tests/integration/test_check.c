@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <setjmp.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,9 +34,13 @@ struct run {
     char out[65536]; /* stdout and stderr together */
 };
 
-/* Runs weir with argv (argv[0] is replaced by WEIR_BIN), capturing its
- * output; the child's stdin is /dev/null. */
-static void run_weir(char *argv[], struct run *r)
+/*
+ * Runs weir with argv (argv[0] is replaced by WEIR_BIN), capturing its
+ * output; the child's stdin is /dev/null. With `journal`, the child finds
+ * JOURNAL_STREAM naming its stderr, as under systemd with
+ * StandardError=journal.
+ */
+static void run_weir_env(char *argv[], struct run *r, bool journal)
 {
     posix_spawn_file_actions_t fa;
     int fds[2];
@@ -45,12 +50,21 @@ static void run_weir(char *argv[], struct run *r)
 
     argv[0] = (char *)weir_bin;
     assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    if (journal) {
+        struct stat st;
+        char value[64];
+        assert_int_equal(fstat(fds[1], &st), 0);
+        snprintf(value, sizeof(value), "%lu:%lu", (unsigned long)st.st_dev,
+                 (unsigned long)st.st_ino);
+        setenv("JOURNAL_STREAM", value, 1);
+    }
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     assert_int_equal(posix_spawn(&pid, weir_bin, &fa, NULL, argv, environ), 0);
     posix_spawn_file_actions_destroy(&fa);
+    unsetenv("JOURNAL_STREAM");
     close(fds[1]);
     while ((got = read(fds[0], r->out + n, sizeof(r->out) - 1 - n)) > 0)
         n += (size_t)got;
@@ -61,6 +75,11 @@ static void run_weir(char *argv[], struct run *r)
         fail_msg("weir died of signal %d; output:\n%s", WTERMSIG(r->status),
                  r->out);
     assert_true(WIFEXITED(r->status));
+}
+
+static void run_weir(char *argv[], struct run *r)
+{
+    run_weir_env(argv, r, false);
 }
 
 static void expect_exit(const struct run *r, int code)
@@ -534,6 +553,40 @@ static void test_pipe_arguments(void **state)
                 NULL);
 }
 
+/*
+ * The same errors under journald start with the sd-daemon prefix <3>
+ * (error); when weir runs a config rather than checking it, they carry a
+ * timestamp and the level's name instead.
+ */
+static void test_log_formats(void **state)
+{
+    char path[256], *check[] = {NULL, "--check", "-c", path, NULL};
+    char *start[] = {NULL, "-c", path, NULL}, want[300];
+    struct run *r = calloc(1, sizeof(*r));
+    int year, mon, day, h, m, sec, ms, n = 0;
+
+    (void)state;
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/journal.conf", tmpdir);
+    write_file(path, "[daemon]\nworkers = -1\n" OK_PIPELINE);
+    run_weir_env(check, r, true);
+    expect_exit(r, EX_CONFIG);
+    snprintf(want, sizeof(want), "<3>%s:2: workers", path);
+    if (strncmp(r->out, want, strlen(want)) != 0)
+        fail_msg("expected '%s...', got:\n%s", want, r->out);
+    assert_int_equal(count_lines(r->out, "<3>"), count_lines(r->out, ""));
+
+    run_weir(start, r);
+    expect_exit(r, EX_CONFIG);
+    assert_int_equal(sscanf(r->out, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%*[+-]%*4d %n",
+                            &year, &mon, &day, &h, &m, &sec, &ms, &n),
+                     7);
+    snprintf(want, sizeof(want), "error: %s:2: workers", path);
+    if (n == 0 || strncmp(r->out + n, want, strlen(want)) != 0)
+        fail_msg("expected a timestamp and '%s...', got:\n%s", want, r->out);
+    free(r);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag,
                         struct FTW *ftw)
 {
@@ -572,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_embedded_demo),
         cmocka_unit_test(test_missing_config),
         cmocka_unit_test(test_pipe_arguments),
+        cmocka_unit_test(test_log_formats),
     };
     size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(NBAD + nfixed, sizeof(*tests));

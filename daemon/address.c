@@ -302,7 +302,11 @@ int address_parse_hostport(const char *s, char **host, bool *ipv6,
         snprintf(err, errlen, "'%s' is not an IPv4 address", buf);
         return -EINVAL;
     }
-    if (!*ipv6 && !valid_hostname(buf)) {
+    /* Literals in canonical form ([0::1] is [::1]), so that comparing two
+     * listen addresses compares the addresses. */
+    if (*ipv6 || strspn(buf, "0123456789.") == hlen)
+        inet_ntop(*ipv6 ? AF_INET6 : AF_INET, bin, buf, sizeof(buf));
+    else if (!valid_hostname(buf)) {
         snprintf(err, errlen, "'%s' is not a host name or address", buf);
         return -EINVAL;
     }

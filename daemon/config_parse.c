@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "address.h"
 #include "transforms.h"
@@ -499,6 +500,7 @@ struct weir_config *config_load_file(const char *path, unsigned *errors)
 {
     char *copy = strdup(path), *dir, real[PATH_MAX];
     struct weir_config *conf = NULL;
+    struct stat st;
     FILE *in;
 
     *errors = 1;
@@ -510,6 +512,9 @@ struct weir_config *config_load_file(const char *path, unsigned *errors)
     in = fopen(path, "re");
     if (in == NULL) {
         log_errx("%s: %s", path, strerror(errno));
+    } else if (fstat(fileno(in), &st) == 0 && S_ISDIR(st.st_mode)) {
+        log_errx("%s: %s", path, strerror(EISDIR));
+        fclose(in);
     } else if (realpath(dir, real) == NULL) {
         log_errx("%s: %s", dir, strerror(errno));
         fclose(in);

@@ -75,6 +75,10 @@ static void run_weir_env(char *argv[], struct run *r, bool journal)
         fail_msg("weir died of signal %d; output:\n%s", WTERMSIG(r->status),
                  r->out);
     assert_true(WIFEXITED(r->status));
+    /* UBSan reports and carries on unless told otherwise: catch it here. */
+    if (strstr(r->out, "runtime error:") != NULL ||
+        strstr(r->out, "Sanitizer") != NULL)
+        fail_msg("sanitizer report:\n%s", r->out);
 }
 
 static void run_weir(char *argv[], struct run *r)

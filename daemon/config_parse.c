@@ -12,7 +12,7 @@
  * or overlong lines came before it. Continuation lines are turned off: an
  * indented line is a line of its own, never a hidden extra value.
  */
-#include "config.h"
+#include "config_parser.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,40 +25,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "address.h"
-#include "transforms.h"
 
 /* Longer lines are an error; inih's buffer may grow to hold this much. */
 #define MAX_LINE 8192
-
-enum section {
-    SECTION_NONE, /* before the first header */
-    SECTION_DAEMON,
-    SECTION_PIPELINE,
-    SECTION_IGNORED, /* after a bad header: its keys are not checked */
-};
-
-struct parser {
-    struct weir_config *conf;
-    struct conf_diag diag;
-    FILE *in;
-    char *line; /* the physical line being handed to inih */
-    size_t cap, len, off;
-    unsigned lineno;
-    enum section section;
-    struct weir_pipeline *pipeline;
-};
-
-static struct conf_loc here(const struct parser *p)
-{
-    return (struct conf_loc){p->conf->file, p->lineno};
-}
-
-#define PARSE_ERROR(p, ...)                                                    \
-    do {                                                                       \
-        struct conf_loc loc_ = here(p);                                        \
-        config_error(&(p)->diag, &loc_, __VA_ARGS__);                          \
-    } while (0)
 
 static bool valid_name(const char *s)
 {
@@ -221,191 +190,6 @@ static char *read_line(char *buf, int size, void *stream)
     return buf;
 }
 
-/* True the first time a single-valued key is set; reports the repeat. */
-static bool first_time(struct parser *p, struct conf_loc *slot, const char *key)
-{
-    if (conf_loc_set(slot)) {
-        PARSE_ERROR(p, "'%s' is already set at line %u", key, slot->line);
-        return false;
-    }
-    *slot = here(p);
-    return true;
-}
-
-static void key_source(struct parser *p, const char *value)
-{
-    struct weir_pipeline *pl = p->pipeline;
-    struct conf_loc loc = here(p);
-    char err[512];
-    int r;
-
-    if (!first_time(p, &pl->source_loc, "source"))
-        return;
-    r = address_parse(value, ADDR_SOURCE, p->conf->base_dir, &loc, &pl->source,
-                      err, sizeof(err));
-    if (r < 0)
-        PARSE_ERROR(p, "source: %s", err);
-}
-
-static void key_sink(struct parser *p, const char *value)
-{
-    struct weir_pipeline *pl = p->pipeline;
-    struct weir_address *a;
-    struct conf_loc loc = here(p);
-    char err[512];
-
-    pl->sink_keys++;
-    if (pl->nsinks == CONF_MAX_SINKS) {
-        PARSE_ERROR(p, "more than %d sinks", CONF_MAX_SINKS);
-        return;
-    }
-    if (address_parse(value, ADDR_SINK, p->conf->base_dir, &loc, &a, err,
-                      sizeof(err)) < 0) {
-        PARSE_ERROR(p, "sink: %s", err);
-        return;
-    }
-    if (pipeline_add_sink(pl, a) < 0) {
-        address_free(a);
-        PARSE_ERROR(p, "out of memory");
-    }
-}
-
-static void key_transform(struct parser *p, const char *value)
-{
-    struct conf_loc loc = here(p);
-    char err[256];
-
-    if (p->pipeline->ntransforms == CONF_MAX_TRANSFORMS) {
-        PARSE_ERROR(p, "more than %d transforms", CONF_MAX_TRANSFORMS);
-        return;
-    }
-    if (transform_check(value, err, sizeof(err)) < 0)
-        PARSE_ERROR(p, "%s", err);
-    else if (pipeline_add_transform(p->pipeline, value, &loc) < 0)
-        PARSE_ERROR(p, "out of memory");
-}
-
-static void key_hwm(struct parser *p, const char *value)
-{
-    struct weir_pipeline *pl = p->pipeline;
-    char err[256];
-
-    if (first_time(p, &pl->high_water_mark_loc, "high_water_mark") &&
-        value_size(value, CONF_MIN_HWM, CONF_MAX_HWM, &pl->high_water_mark, err,
-                   sizeof(err)) < 0)
-        PARSE_ERROR(p, "high_water_mark: %s", err);
-}
-
-static void key_chunk_size(struct parser *p, const char *value)
-{
-    struct weir_pipeline *pl = p->pipeline;
-    char err[256];
-
-    if (first_time(p, &pl->chunk_size_loc, "chunk_size") &&
-        value_size(value, CONF_MIN_CHUNK, CONF_MAX_CHUNK, &pl->chunk_size, err,
-                   sizeof(err)) < 0)
-        PARSE_ERROR(p, "chunk_size: %s", err);
-}
-
-static void key_follow(struct parser *p, const char *value)
-{
-    struct weir_pipeline *pl = p->pipeline;
-    char err[256];
-
-    if (first_time(p, &pl->follow_loc, "follow") &&
-        value_bool(value, &pl->follow, err, sizeof(err)) < 0)
-        PARSE_ERROR(p, "follow: %s", err);
-}
-
-static void key_workers(struct parser *p, const char *value)
-{
-    struct weir_daemon_conf *d = &p->conf->daemon;
-    uint64_t n;
-    char err[256];
-
-    if (!first_time(p, &d->workers_loc, "workers"))
-        return;
-    if (strcmp(value, "auto") == 0)
-        d->workers = 0;
-    else if (value_uint(value, 1, CONF_MAX_WORKERS, &n, err, sizeof(err)) < 0)
-        PARSE_ERROR(p, "workers: '%s' is neither auto nor a count from 1 to %d",
-                    value, CONF_MAX_WORKERS);
-    else
-        d->workers = (unsigned)n;
-}
-
-static void key_log_level(struct parser *p, const char *value)
-{
-    struct weir_daemon_conf *d = &p->conf->daemon;
-
-    if (first_time(p, &d->log_level_loc, "log_level") &&
-        log_level_parse(value, &d->log_level) < 0)
-        PARSE_ERROR(p,
-                    "log_level: '%s' is not a level: use error, warning, "
-                    "info or debug",
-                    value);
-}
-
-static void key_drain_timeout(struct parser *p, const char *value)
-{
-    struct weir_daemon_conf *d = &p->conf->daemon;
-    char err[256];
-
-    if (first_time(p, &d->drain_timeout_loc, "drain_timeout") &&
-        value_duration_ms(value, 0, CONF_MAX_DRAIN_MS, &d->drain_timeout_ms,
-                          err, sizeof(err)) < 0)
-        PARSE_ERROR(p, "drain_timeout: %s", err);
-}
-
-static void key_metrics(struct parser *p, const char *value)
-{
-    struct weir_daemon_conf *d = &p->conf->daemon;
-    struct weir_address *a;
-    struct conf_loc loc = here(p);
-    char err[256];
-
-    if (d->metrics != NULL) {
-        PARSE_ERROR(p, "'metrics' is already set at line %u",
-                    d->metrics->loc.line);
-        return;
-    }
-    a = calloc(1, sizeof(*a));
-    if (a == NULL || (a->text = strdup(value)) == NULL) {
-        free(a);
-        PARSE_ERROR(p, "out of memory");
-        return;
-    }
-    a->kind = ADDR_TCP_LISTEN;
-    a->loc = loc;
-    if (address_parse_hostport(value, &a->host, &a->ipv6, &a->port, err,
-                               sizeof(err)) < 0) {
-        PARSE_ERROR(p, "metrics: %s", err);
-        address_free(a);
-        return;
-    }
-    d->metrics = a;
-}
-
-struct key_def {
-    enum section section;
-    const char *name;
-    void (*set)(struct parser *p, const char *value);
-};
-
-static const struct key_def keys[] = {
-    {SECTION_DAEMON, "workers", key_workers},
-    {SECTION_DAEMON, "log_level", key_log_level},
-    {SECTION_DAEMON, "drain_timeout", key_drain_timeout},
-    {SECTION_DAEMON, "metrics", key_metrics},
-    {SECTION_PIPELINE, "source", key_source},
-    {SECTION_PIPELINE, "sink", key_sink},
-    {SECTION_PIPELINE, "transform", key_transform},
-    {SECTION_PIPELINE, "high_water_mark", key_hwm},
-    {SECTION_PIPELINE, "chunk_size", key_chunk_size},
-    {SECTION_PIPELINE, "follow", key_follow},
-    {SECTION_NONE, NULL, NULL},
-};
-
 static const char *section_label(enum section s)
 {
     return s == SECTION_DAEMON ? "[daemon]" : "[pipeline]";
@@ -431,7 +215,7 @@ static int on_key(void *user, const char *section, const char *name,
                     name);
         return 1;
     }
-    for (k = keys; k->name != NULL; k++) {
+    for (k = config_keys; k->name != NULL; k++) {
         if (strcmp(k->name, name) == 0 && k->section == p->section)
             break;
         if (strcasecmp(k->name, name) == 0)
@@ -451,9 +235,7 @@ static int on_key(void *user, const char *section, const char *name,
                         section_label(p->section));
         return 1;
     }
-    /* source and sink take even an empty value, so the pipeline counts
-     * them and does not also report "no source". */
-    if (*value == '\0' && k->set != key_source && k->set != key_sink) {
+    if (*value == '\0' && !k->takes_empty) {
         PARSE_ERROR(p, "'%s' needs a value", name);
         return 1;
     }

@@ -1,0 +1,96 @@
+#!/bin/sh
+# compare-core.sh - weir's chunk core against Node's WHATWG streams, side by
+# side, on the workloads of Node's benchmark/webstreams.
+#
+#   bench/compare-core.sh [WEIR_BENCH] [SUITE...]
+#
+# WEIR_BENCH defaults to build/bench/weir-bench. Runs each suite through
+# weir-bench and through bench/peers/node/webstreams.mjs, then prints one row
+# per case, matched by the text before the colon:
+#
+#   case | weir ops/s | node ops/s | weir/node
+#
+# tee-memory reports peak queued bytes of the slow branch instead of a rate
+# (lower is better), and is paired by suite name alone if the two sides
+# chose different parameters. A case only one side printed shows "-".
+#
+# For testing the table without running anything: WEIR_OUTPUT=FILE and/or
+# NODE_OUTPUT=FILE take that side's lines from a file instead.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+bench=build/bench/weir-bench
+if [ $# -gt 0 ] && [ "${1#*/}" != "$1" ]; then
+    bench=$1
+    shift
+fi
+suites=${*:-pipe-to readable-read readable-read-buffered tee \
+    readable-async-iterator lifecycle creation tee-memory}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+if [ -n "${WEIR_OUTPUT:-}" ]; then
+    cp "$WEIR_OUTPUT" "$tmp/weir"
+else
+    : >"$tmp/weir"
+    for s in $suites; do
+        # A suite weir-bench does not have yet leaves its rows empty.
+        "$bench" "$s" >>"$tmp/weir" 2>"$tmp/weir.err" ||
+            echo "compare-core: weir-bench $s failed:" \
+                "$(head -n 1 "$tmp/weir.err")" >&2
+    done
+fi
+
+if [ -n "${NODE_OUTPUT:-}" ]; then
+    cp "$NODE_OUTPUT" "$tmp/node"
+else
+    # shellcheck disable=SC2086 # suites is a word list
+    node "$here/peers/node/webstreams.mjs" $suites >"$tmp/node"
+fi
+
+echo "node $(node --version 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs"
+awk -F': ' '
+function suite(k,    parts) { split(k, parts, " "); return parts[1] }
+function num(v) { sub(/[^0-9.eE+-].*$/, "", v); return v + 0 }
+/^[^ ]+ [^:]*: / || /^[^ :]+: / {
+    if (FILENAME == ARGV[1]) { weir[$1] = $2; worder[++nw] = $1 }
+    else { node[$1] = $2; norder[++nn] = $1 }
+}
+END {
+    # Rows in the Node script order (the canonical list), then any case
+    # only weir printed.
+    for (i = 1; i <= nn; i++) order[++n] = norder[i]
+    for (i = 1; i <= nw; i++) if (!(worder[i] in node)) order[++n] = worder[i]
+    # Pair leftovers that are the only unmatched row of their suite on each
+    # side (tee-memory, whose parameters each side picks).
+    for (i = 1; i <= n; i++) {
+        k = order[i]
+        if ((k in weir) && !(k in node)) { wl[suite(k)]++; wk[suite(k)] = k }
+        if ((k in node) && !(k in weir)) { nl[suite(k)]++; nk[suite(k)] = k }
+    }
+    for (s in wl)
+        if (wl[s] == 1 && nl[s] == 1) {
+            weir[nk[s]] = weir[wk[s]]; skip[wk[s]] = 1
+            note = note "  " s ": weir ran \"" wk[s] "\", node \"" nk[s] "\"\n"
+        }
+    printf "%-56s | %14s | %14s | %9s\n", "case", "weir ops/s", "node ops/s", "weir/node"
+    for (i = 1; i <= n; i++) {
+        k = order[i]
+        if (k in skip) continue
+        w = (k in weir) ? weir[k] : "-"
+        d = (k in node) ? node[k] : "-"
+        r = "-"
+        if (w != "-" && d != "-" && num(d) > 0 && w ~ /^[0-9]/)
+            r = sprintf(suite(k) == "tee-memory" ? "%.4f" : "%.1f", num(w) / num(d))
+        if (suite(k) == "tee-memory") {
+            k = "tee-memory: slow branch peak queued bytes"
+            mem = 1
+        }
+        printf "%-56s | %14s | %14s | %9s\n", k, w, d, r
+    }
+    if (mem)
+        printf "tee-memory is bytes, not a rate: lower is better.\n"
+    if (note)
+        printf "paired by suite name:\n%s", note
+}' "$tmp/weir" "$tmp/node"

@@ -32,12 +32,19 @@ struct xfer_params {
     uint64_t chunks;  /* how many to send */
     uint32_t len_min; /* chunk length range, bytes, >= 9 */
     uint32_t len_max;
-    uint32_t batch_max;   /* chunks per push, 1..XFER_MAX_BATCH */
-    uint32_t pop_max;     /* chunks per pop, 1..XFER_MAX_BATCH */
-    uint32_t capacity;    /* ring slots */
-    uint64_t hwm;         /* bytes */
-    uint32_t burst_max;   /* chunks per burst; 0: no bursts */
-    uint64_t gap_max_ns;  /* idle gap after a burst, 0..gap_max_ns */
+    uint32_t batch_max;  /* chunks per push, 1..XFER_MAX_BATCH */
+    uint32_t pop_max;    /* chunks per pop, 1..XFER_MAX_BATCH */
+    uint32_t capacity;   /* ring slots */
+    uint64_t hwm;        /* bytes */
+    uint32_t burst_max;  /* chunks per burst; 0: no bursts */
+    uint64_t gap_max_ns; /* idle gap after a burst, 0..gap_max_ns */
+    /* Lockstep bursts: the consumer acknowledges the first chunk of each
+     * burst (a task posted back), and the producer sends no next burst
+     * before that. A lost wakeup then stalls the run for good instead of
+     * being covered by the next burst, so the watchdog sees it; and the
+     * next burst goes out while the consumer is still busy with the
+     * previous one, racing its last look before it sleeps. */
+    bool lockstep;
     unsigned c_pause_pct; /* chance the consumer pauses after a pop */
     uint64_t c_pause_ns;
     int close_err;         /* producer closes with this error ... */
@@ -55,10 +62,15 @@ struct xfer {
     /* Producer side, worker p only. */
     struct weir_task p_start;
     struct weir_timer p_gap;
+    struct weir_task p_ack; /* posted by the consumer, lockstep mode */
     uint64_t rng_p;
     uint64_t sent;
     uint64_t sent_sum;
     uint32_t burst_left;
+    uint64_t bursts;  /* bursts started */
+    bool burst_fresh; /* no chunk of the current burst pushed yet */
+    bool p_wait_ack;
+    _Atomic uint64_t acked; /* written by the consumer */
     int64_t min_desired;
     uint64_t p_bad;
     int p_result;
@@ -113,10 +125,12 @@ static inline uint8_t xfer_pattern(uint64_t seq, uint32_t i)
     return (uint8_t)(seq * 31 + i * 7);
 }
 
-static void xfer_fill(struct weir_buf *b, uint64_t seq, uint32_t len)
+static void xfer_fill(struct weir_buf *b, uint64_t seq, uint32_t len,
+                      bool first_of_burst)
 {
-    /* len >= 9: the number, then the pattern in the last byte. */
+    /* The number, the end-of-burst mark, the pattern in the last byte. */
     memcpy(b->data, &seq, 8);
+    b->data[8] = first_of_burst;
     b->data[len - 1] = xfer_pattern(seq, len);
 }
 
@@ -138,6 +152,21 @@ static void xfer_p_finish(struct xfer *x, int err)
     x->p_result = err;
     weir_channel_close(x->ch, err);
     xfer_side_done(x);
+}
+
+/* Producer, between bursts: true when an idle gap started (the timer goes
+ * on), false to go on at once. Half the gaps are none at all. */
+static bool xfer_gap(struct xfer *x)
+{
+    uint64_t gap = xfer_rand(&x->rng_p) & 1
+                       ? 0
+                       : xfer_range(&x->rng_p, 0, x->prm.gap_max_ns);
+
+    if (!gap)
+        return false;
+    x->p_in_gap = true;
+    weir_loop_timer_start(weir_loop_current(), &x->p_gap, gap);
+    return true;
 }
 
 static void xfer_produce(struct xfer *x)
@@ -172,7 +201,8 @@ static void xfer_produce(struct xfer *x)
                 n = i;
                 break;
             }
-            xfer_fill(b, x->sent + i, len);
+            xfer_fill(b, x->sent + i, len,
+                      x->prm.lockstep && i == 0 && x->burst_fresh);
             batch[i] = weir_chunk_of(b, len);
         }
         pushed = weir_channel_push(x->ch, batch, n);
@@ -193,18 +223,26 @@ static void xfer_produce(struct xfer *x)
         atomic_store_explicit(&x->progress, x->sent, memory_order_relaxed);
         if (weir_channel_desired(x->ch) < x->min_desired)
             x->min_desired = weir_channel_desired(x->ch);
-        if (x->prm.burst_max) {
+        if (x->prm.burst_max && pushed > 0) {
+            if (x->burst_fresh)
+                x->bursts++;
+            x->burst_fresh = false;
             x->burst_left -= (uint32_t)pushed;
             if (x->burst_left == 0) {
-                uint64_t gap = xfer_range(&x->rng_p, 0, x->prm.gap_max_ns);
-
                 x->burst_left =
                     (uint32_t)xfer_range(&x->rng_p, 1, x->prm.burst_max);
-                if (gap) {
+                x->burst_fresh = true;
+                /* Acquire pairs with the consumer's release store. */
+                if (x->prm.lockstep &&
+                    atomic_load_explicit(&x->acked, memory_order_acquire) <
+                        x->bursts) {
+                    /* xfer_p_acked goes on. */
+                    x->p_wait_ack = true;
                     x->p_in_gap = true;
-                    weir_loop_timer_start(weir_loop_current(), &x->p_gap, gap);
                     return;
                 }
+                if (xfer_gap(x))
+                    return;
             }
         }
     }
@@ -228,6 +266,21 @@ static void xfer_p_gap_done(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     x->p_in_gap = false;
     xfer_produce(x);
+}
+
+static void xfer_p_acked(struct weir_task *t)
+{
+    struct xfer *x = (struct xfer *)((char *)t - offsetof(struct xfer, p_ack));
+
+    /* Acquire pairs with the consumer's release store of acked. The task
+     * may run for an acknowledgement nobody waits for yet. */
+    if (x->p_finished || !x->p_wait_ack ||
+        atomic_load_explicit(&x->acked, memory_order_acquire) < x->bursts)
+        return;
+    x->p_wait_ack = false;
+    x->p_in_gap = false;
+    if (!xfer_gap(x))
+        xfer_produce(x);
 }
 
 static void xfer_writable(struct weir_channel *ch, void *arg)
@@ -263,6 +316,14 @@ static void xfer_consume(struct xfer *x)
                 x->c_bad++;
             x->recv_sum += got[i].len;
             x->received++;
+            if (x->prm.lockstep && got[i].len >= 10 && got[i].data[8]) {
+                /* Release pairs with the producer's acquire loads. */
+                atomic_store_explicit(
+                    &x->acked,
+                    atomic_load_explicit(&x->acked, memory_order_relaxed) + 1,
+                    memory_order_release);
+                weir_workers_post(x->w, x->p, &x->p_ack);
+            }
             weir_chunk_unref(&got[i], self);
         }
         if (x->prm.cancel_after && x->received >= x->prm.cancel_after) {
@@ -334,6 +395,8 @@ static int xfer_run(struct xfer *x, const struct xfer_params *prm,
     x->rng_c = 0xd1b54a32d192ed03ull;
     x->min_desired = INT64_MAX;
     x->burst_left = prm->burst_max ? prm->burst_max : 0;
+    x->burst_fresh = true;
+    atomic_init(&x->acked, 0);
     atomic_init(&x->progress, 0);
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cond, NULL);
@@ -354,6 +417,7 @@ static int xfer_run(struct xfer *x, const struct xfer_params *prm,
     x->c_pause.op.fn = xfer_c_pause_done;
     weir_task_init(&x->p_start, xfer_p_start);
     weir_task_init(&x->c_start, xfer_c_start);
+    weir_task_init(&x->p_ack, xfer_p_acked);
     /* The posts order the setup above before either side runs. */
     weir_workers_post(x->w, x->c, &x->c_start);
     weir_workers_post(x->w, x->p, &x->p_start);

@@ -26,7 +26,7 @@ static struct xfer_params bursts(enum weir_doorbell bell)
         .workers = 2,
         .bell = bell,
         .chunks = 150000,
-        .len_min = 64,
+        .len_min = 16,
         .len_max = 1024,
         .batch_max = 8,
         .pop_max = 8,
@@ -34,6 +34,7 @@ static struct xfer_params bursts(enum weir_doorbell bell)
         .hwm = 8 * 1024, /* small, so the producer waits for credit too */
         .burst_max = 24,
         .gap_max_ns = 40000,
+        .lockstep = true,
         .c_pause_pct = 5,
         .c_pause_ns = 30000,
         .watchdog_s = 30,
@@ -55,8 +56,7 @@ static void run_bursts(enum weir_doorbell bell)
     assert_int_equal(x.c_result, -EPIPE);
     print_message("%llu chunks; consumer found it empty %llu times, "
                   "producer out of credit %llu times\n",
-                  (unsigned long long)x.received,
-                  (unsigned long long)x.c_waits,
+                  (unsigned long long)x.received, (unsigned long long)x.c_waits,
                   (unsigned long long)x.p_waits);
     /* The run exercised the handshake both ways: the consumer found the
      * channel empty and the producer ran out of credit, many times. */

@@ -1,0 +1,140 @@
+/*
+ * weir/xform.h - the transforms a pipeline may name: uppercase, gzip[:LEVEL],
+ * gunzip, zstd[:LEVEL], unzstd. Each is a stream-core transform
+ * (weir/transform.h) with a transformer that writes its output into buffers
+ * of a pool; pipe a readable into weir_xform_transform(x) and read the
+ * result from its readable side, like any other transform.
+ *
+ * All functions: the stream's thread only (weir/stream_types.h), which must
+ * also be the output pool's owner. weir_xform_check: any thread.
+ *
+ * What each transform does with its chunks:
+ *   uppercase  ASCII a-z to A-Z. In place when the chunk holds the only
+ *              reference to its pool buffer (the chunk itself goes on),
+ *              otherwise copied into pool buffers. Chunk boundaries are
+ *              kept; nothing is held back.
+ *   gzip       libdeflate, whole buffers: input accumulates to member_size
+ *              bytes, which become one gzip member (RFC 1952 allows a file
+ *              of several). The end of the stream flushes the partial
+ *              member; an empty stream still gives one (empty) member, so
+ *              the output is always a valid gzip file. Levels 1-9, default
+ *              6, as gzip(1).
+ *   gunzip     zlib inflate; reads any number of members. Anything that is
+ *              not a complete gzip member (bad header, bad CRC, trailing
+ *              garbage, a stream ending inside a member) errors the stream
+ *              with -EBADMSG; weir_xform_error gives the input offset.
+ *   zstd       libzstd streaming, one frame per stream. Levels 1-19,
+ *              default 3, as zstd(1) without --ultra.
+ *   unzstd     libzstd streaming; reads any number of frames. Corrupt or
+ *              truncated input: -EBADMSG with the offset, as gunzip.
+ * Compressors keep their last, partly filled output buffer until it fills
+ * or the stream ends; uppercase and the decompressors hand on what one
+ * input chunk gave before taking the next.
+ *
+ * When output cannot be placed, a transform parks rather than fails. Two
+ * things stop it:
+ *   - the pool is empty (every buffer is downstream or elsewhere);
+ *   - it has queued `burst` output buffers on its readable side in one run
+ *     while that side is full (a decompressor can turn one chunk into
+ *     thousands of buffers; this keeps one stream from taking the pool).
+ * It then keeps its place in the input, answers WEIR_PENDING to the core
+ * (so its writable side stays busy and backpressure reaches upstream),
+ * calls on_stall once, and waits for its owner to call weir_xform_resume.
+ * The owner does that after anything that may have freed a buffer or read
+ * from the transform (in the daemon: once per loop iteration, for every
+ * stalled transform of the worker); a resume that still finds no room
+ * parks again cheaply. The memory a transform stage holds is therefore
+ * bounded by its queues' high-water marks + `burst` + one partly filled
+ * buffer, plus its compressor's own state (gzip: member_size of input and
+ * a compress bound of output; zstd: the context of its level).
+ */
+#ifndef WEIR_XFORM_H
+#define WEIR_XFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/transform.h"
+
+struct weir_xform;
+
+struct weir_xform_options {
+    /* Where output buffers come from; owned by the stream's thread. */
+    struct weir_pool *pool;
+    /* The stream's thread slot (chunk references are dropped on it). */
+    unsigned slot;
+    /* The transform's two queues. A zero writable hwm means 1, the spec's
+     * default (0 would never accept a write); the readable side's zero
+     * means the spec's 0. */
+    struct weir_strategy writable, readable;
+    /* gzip: input bytes per member; 0 means WEIR_XFORM_MEMBER_DEFAULT.
+     * Between 4 KiB and 64 MiB. */
+    size_t member_size;
+    /* Output buffers one run may queue past a full readable side before
+     * parking; 0 means WEIR_XFORM_BURST_DEFAULT. */
+    uint32_t burst;
+    /* Called when the transform parks (may be NULL). Not a place to call
+     * weir_xform_resume: the core is in the middle of a write. */
+    void (*on_stall)(void *ctx, struct weir_xform *x);
+    void *stall_ctx;
+};
+
+#define WEIR_XFORM_MEMBER_DEFAULT (256u * 1024u)
+#define WEIR_XFORM_BURST_DEFAULT  16u
+
+/* Counters of one transform. */
+struct weir_xform_stats {
+    uint64_t in_bytes;  /* input consumed */
+    uint64_t out_bytes; /* output handed to the readable side */
+    uint64_t stalls;    /* times it parked (pool empty or no room) */
+};
+
+/*
+ * Any thread. 0 when `spec` names a transform with a valid level; else
+ * -EINVAL and one sentence in why (n bytes, may be 0), e.g. "gzip level
+ * 12 is out of range 1-9". A spec is NAME or NAME:LEVEL.
+ */
+int weir_xform_check(const char *spec, char *why, size_t n);
+
+/*
+ * Creates the transform `spec` names. Allocates the transform and its two
+ * sides; compressor state is allocated on the first chunk. Returns 0,
+ * -EINVAL (bad spec or options, or no pool), -ENOMEM.
+ */
+int weir_xform_create(struct weir_xform **out, const char *spec,
+                      const struct weir_xform_options *opts);
+
+/* Frees the transform, its core transform and whatever it still holds.
+ * Neither side may be locked by a running pipe. */
+void weir_xform_destroy(struct weir_xform *x);
+
+/* The core transform: pipe into it and read from it. Owned by x. */
+struct weir_transform *weir_xform_transform(struct weir_xform *x);
+
+/* The transform's name as given in the spec ("gzip"), and its level (0 for
+ * transforms without one). */
+const char *weir_xform_name(const struct weir_xform *x);
+int weir_xform_level(const struct weir_xform *x);
+
+/* Whether the transform is parked waiting for a buffer or for room. */
+bool weir_xform_stalled(const struct weir_xform *x);
+
+/*
+ * Retries parked work. 0 when nothing is parked any more (the work
+ * finished, or nothing was parked); WEIR_PENDING when it parked again;
+ * -errno when the work finished with that error (the stream is errored
+ * with it). The core's callbacks (the pipe's writes, a close) may run
+ * inside.
+ */
+int weir_xform_resume(struct weir_xform *x);
+
+/*
+ * The error the transform failed with (0 if none) and, for corrupt input
+ * (-EBADMSG), the offset of the input byte where it was found, counted from
+ * the start of the stream: the number for "corrupt gzip input at byte N".
+ */
+int weir_xform_error(const struct weir_xform *x, uint64_t *offset);
+
+void weir_xform_stats(const struct weir_xform *x, struct weir_xform_stats *st);
+
+#endif /* WEIR_XFORM_H */

@@ -1,0 +1,210 @@
+/*
+ * xform.c - the driver every kind shares: the transformer callbacks of the
+ * core transform, parking when output cannot be placed, and resuming.
+ *
+ * Parking is the core's own promise: the transform callback answers
+ * WEIR_PENDING, the core keeps the write in flight (so nothing more is
+ * written to us and the writer upstream sees backpressure), and
+ * weir_transform_done settles it when the work is finished. The
+ * alternatives were worse: failing on an empty pool turns a normal
+ * condition into a stream error, and allocating outside the pool breaks
+ * the memory bound the pool exists for.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xform_spec.h"
+
+/* Drops the input chunk, if the kind did not pass it on. */
+static void xf_drop_input(struct weir_xform *x)
+{
+    if (x->has_in) {
+        x->has_in = false;
+        weir_chunk_unref(&x->in, x->slot);
+    }
+}
+
+static bool xf_is_stall(int rc)
+{
+    return rc == XF_STALL_POOL || rc == XF_STALL_ROOM;
+}
+
+/* Runs the outstanding operation: WEIR_PENDING when it parked, else its
+ * result, with the operation over. */
+static int xf_run(struct weir_xform *x)
+{
+    int rc;
+
+    x->emitted = 0;
+    x->running = true;
+    rc = x->op == XF_OP_FLUSH ? x->kind->finish(x) : x->kind->step(x);
+    x->running = false;
+    if (xf_is_stall(rc) && !x->cancelled) {
+        x->stall = rc;
+        x->st.stalls++;
+        if (x->on_stall)
+            x->on_stall(x->stall_ctx, x);
+        return WEIR_PENDING;
+    }
+    if (xf_is_stall(rc))
+        rc = -ECANCELED;
+    x->stall = 0;
+    x->op = XF_OP_NONE;
+    xf_drop_input(x);
+    if (rc < 0 && !x->err)
+        x->err = rc;
+    return rc;
+}
+
+static int xf_transform(struct weir_transform *tf, void *ctx,
+                        struct weir_chunk chunk)
+{
+    struct weir_xform *x = ctx;
+
+    (void)tf;
+    x->in = chunk;
+    x->in_off = 0;
+    x->has_in = true;
+    x->op = XF_OP_CHUNK;
+    return xf_run(x);
+}
+
+static int xf_flush(struct weir_transform *tf, void *ctx)
+{
+    struct weir_xform *x = ctx;
+
+    (void)tf;
+    x->op = XF_OP_FLUSH;
+    return xf_run(x);
+}
+
+static void xf_cancel(struct weir_transform *tf, void *ctx, int reason)
+{
+    struct weir_xform *x = ctx;
+
+    x->cancelled = true;
+    if (x->running || x->op == XF_OP_NONE)
+        return;
+    /* Parked: nobody will resume work whose output has no reader.
+     * Settle the core's write now, with the reason. */
+    x->stall = 0;
+    x->op = XF_OP_NONE;
+    xf_drop_input(x);
+    weir_transform_done(tf, reason);
+}
+
+static const struct weir_transformer_ops xf_ops = {
+    .transform = xf_transform,
+    .flush = xf_flush,
+    .cancel = xf_cancel,
+};
+
+int weir_xform_create(struct weir_xform **out, const char *spec,
+                      const struct weir_xform_options *opts)
+{
+    const struct xf_kind *kind;
+    struct weir_transform_options to;
+    struct weir_xform *x;
+    int level, rc;
+
+    if (!opts || !opts->pool)
+        return -EINVAL;
+    rc = xf_spec_parse(spec, &kind, &level, NULL, 0);
+    if (rc)
+        return rc;
+    if (opts->member_size &&
+        (opts->member_size < 4096 || opts->member_size > (64u << 20)))
+        return -EINVAL;
+    x = calloc(1, sizeof(*x));
+    if (!x)
+        return -ENOMEM;
+    x->kind = kind;
+    x->level = level;
+    x->pool = opts->pool;
+    x->slot = opts->slot;
+    x->member_size =
+        opts->member_size ? opts->member_size : WEIR_XFORM_MEMBER_DEFAULT;
+    x->burst = opts->burst ? opts->burst : WEIR_XFORM_BURST_DEFAULT;
+    x->room = opts->readable.hwm ? opts->readable.hwm : 1;
+    x->on_stall = opts->on_stall;
+    x->stall_ctx = opts->stall_ctx;
+    x->ob_cap = (uint32_t)weir_pool_buf_size(opts->pool);
+    to = (struct weir_transform_options){
+        .writable = opts->writable,
+        .readable = opts->readable,
+        .slot = opts->slot,
+    };
+    if (to.writable.hwm == 0)
+        to.writable.hwm = 1;
+    rc = weir_transform_create(&x->tf, &xf_ops, x, &to);
+    if (rc) {
+        free(x);
+        return rc;
+    }
+    *out = x;
+    return 0;
+}
+
+void weir_xform_destroy(struct weir_xform *x)
+{
+    if (!x)
+        return;
+    weir_transform_destroy(x->tf);
+    xf_drop_input(x);
+    if (x->ob)
+        weir_buf_unref(x->ob, x->slot);
+    if (x->kind->fini)
+        x->kind->fini(x);
+    free(x);
+}
+
+struct weir_transform *weir_xform_transform(struct weir_xform *x)
+{
+    return x->tf;
+}
+
+const char *weir_xform_name(const struct weir_xform *x)
+{
+    return x->kind->name;
+}
+
+int weir_xform_level(const struct weir_xform *x)
+{
+    return x->kind->max_level ? x->level : 0;
+}
+
+bool weir_xform_stalled(const struct weir_xform *x)
+{
+    return x->stall != 0;
+}
+
+int weir_xform_resume(struct weir_xform *x)
+{
+    int rc;
+
+    if (!x->stall || x->running)
+        return 0;
+    /* Still no room and nobody has read: park again without running the
+     * kind (an empty pool is checked by the kind itself, which reclaims
+     * returned buffers as it asks). */
+    if (x->stall == XF_STALL_ROOM &&
+        weir_readable_queued(weir_transform_readable(x->tf)) >= x->room)
+        return WEIR_PENDING;
+    rc = xf_run(x);
+    if (rc == WEIR_PENDING)
+        return rc;
+    weir_transform_done(x->tf, rc);
+    return rc < 0 ? rc : 0;
+}
+
+int weir_xform_error(const struct weir_xform *x, uint64_t *offset)
+{
+    if (offset)
+        *offset = x->err == -EBADMSG ? x->err_offset : 0;
+    return x->err;
+}
+
+void weir_xform_stats(const struct weir_xform *x, struct weir_xform_stats *st)
+{
+    *st = x->st;
+}

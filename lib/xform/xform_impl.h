@@ -1,0 +1,120 @@
+/*
+ * xform_impl.h - what the transforms of lib/xform share: the transform
+ * object, the table entry each kind provides, and the output helpers that
+ * place bytes into pool buffers.
+ *
+ * A kind's step and finish work on x->in from x->in_off and may stop at any
+ * point with XF_STALL_POOL or XF_STALL_ROOM (from the output helpers); the
+ * driver (xform.c) parks and later calls the same function again, which
+ * must pick up where it stopped. Everything a kind needs to resume lives
+ * in its state, never on the C stack.
+ */
+#ifndef WEIR_XFORM_IMPL_H
+#define WEIR_XFORM_IMPL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weir/xform.h"
+
+/* Stall codes a step returns; both are "try again later", never errors
+ * seen by the core. */
+#define XF_STALL_POOL (-ENOBUFS)
+#define XF_STALL_ROOM (-EAGAIN)
+
+struct xf_kind {
+    const char *name;
+    int min_level, max_level, def_level; /* max_level 0: takes no level */
+    /* Consumes x->in from x->in_off to its end. 0 when done (the driver
+     * drops the input unless the kind took it: has_in false), a stall
+     * code, or -errno. */
+    int (*step)(struct weir_xform *x);
+    /* End of input: emit everything left. Same results. */
+    int (*finish)(struct weir_xform *x);
+    /* Frees the kind's state (x->state), if any. */
+    void (*fini)(struct weir_xform *x);
+};
+
+extern const struct xf_kind xf_uppercase, xf_gzip, xf_gunzip, xf_zstd,
+    xf_unzstd;
+
+struct weir_xform {
+    const struct xf_kind *kind;
+    struct weir_transform *tf;
+    struct weir_pool *pool;
+    void *state; /* the kind's, allocated on first use */
+    int level;
+    unsigned slot;
+    size_t member_size;
+    uint32_t burst;
+    size_t room; /* the readable side's hwm, at least 1 */
+    void (*on_stall)(void *ctx, struct weir_xform *x);
+    void *stall_ctx;
+
+    /* The input chunk being worked on. */
+    struct weir_chunk in;
+    uint32_t in_off;
+    bool has_in;
+
+    /* The output buffer being filled. */
+    struct weir_buf *ob;
+    uint32_t ob_len, ob_cap;
+    uint32_t emitted; /* buffers queued in this run */
+
+    uint8_t op;   /* XF_OP_*: the core's outstanding call */
+    int stall;    /* 0 or the stall code it parked with */
+    bool running; /* inside step/finish */
+    bool cancelled;
+    int err;
+    uint64_t err_offset;
+    struct weir_xform_stats st;
+};
+
+enum { XF_OP_NONE, XF_OP_CHUNK, XF_OP_FLUSH };
+
+/* Bytes of input left to consume. */
+static inline uint32_t xf_in_left(const struct weir_xform *x)
+{
+    return x->in.len - x->in_off;
+}
+
+static inline const uint8_t *xf_in_ptr(const struct weir_xform *x)
+{
+    return x->in.data + x->in_off;
+}
+
+/* Marks corrupt input at `offset` (from the stream's start). */
+static inline int xf_corrupt(struct weir_xform *x, uint64_t offset)
+{
+    x->err_offset = offset;
+    return -EBADMSG;
+}
+
+/*
+ * The output buffer's free space: takes a buffer when none is open.
+ * 0 with *p and *avail (> 0) set, XF_STALL_ROOM when this run has queued
+ * `burst` buffers and the readable side is full, XF_STALL_POOL when the
+ * pool is empty.
+ */
+int xf_out_space(struct weir_xform *x, uint8_t **p, uint32_t *avail);
+
+/* Accounts n bytes written into the space; a full buffer is queued. 0 or
+ * the enqueue's error. */
+int xf_out_commit(struct weir_xform *x, uint32_t n);
+
+/* Queues the open buffer if it holds anything. 0 or -errno. */
+int xf_out_emit(struct weir_xform *x);
+
+/* Copies from src (*done bytes of len already copied, advanced here).
+ * 0 when all of it is out, a stall code, or -errno. */
+int xf_out_copy(struct weir_xform *x, const uint8_t *src, size_t len,
+                size_t *done);
+
+/* Queues a chunk the transform passes on as it is (uppercase in place). */
+int xf_out_pass(struct weir_xform *x, struct weir_chunk c);
+
+/* ASCII a-z to A-Z from src to dst (equal, or not overlapping). */
+void xf_upper(uint8_t *dst, const uint8_t *src, size_t n);
+
+#endif /* WEIR_XFORM_IMPL_H */

@@ -1,0 +1,180 @@
+/*
+ * zstd.c - the zstd and unzstd transforms: libzstd's streaming API
+ * straight into pool buffers.
+ *
+ * zstd writes one frame per stream: ZSTD_e_continue while chunks come
+ * (libzstd gathers a block before it emits anything), ZSTD_e_end at the
+ * end, which also makes an empty stream a valid (empty) frame. unzstd
+ * reads frame after frame; ZSTD_decompressStream answers 0 exactly at a
+ * frame's end, so any other answer when the stream ends means truncated
+ * input.
+ */
+#include <stdlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "xform_impl.h"
+
+struct zs_state {
+    ZSTD_CCtx *c;
+    ZSTD_DCtx *d;
+    uint64_t consumed; /* unzstd: input bytes taken */
+    bool frame_open;   /* unzstd: inside a frame */
+    bool ended;        /* zstd: ZSTD_e_end has finished */
+};
+
+static int zs_state(struct weir_xform *x, bool compress, struct zs_state **out)
+{
+    struct zs_state *z = x->state;
+
+    if (!z) {
+        z = calloc(1, sizeof(*z));
+        if (!z)
+            return -ENOMEM;
+        x->state = z;
+        if (compress) {
+            z->c = ZSTD_createCCtx();
+            if (z->c && ZSTD_isError(ZSTD_CCtx_setParameter(
+                            z->c, ZSTD_c_compressionLevel, x->level)))
+                return -EINVAL;
+        } else {
+            z->d = ZSTD_createDCtx();
+        }
+    }
+    if (compress ? !z->c : !z->d)
+        return -ENOMEM;
+    *out = z;
+    return 0;
+}
+
+/* One compress call with `mode`. 0, a stall code or -errno; *left is what
+ * libzstd still has to flush (ZSTD_e_end: 0 once the frame is out). */
+static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
+                            ZSTD_EndDirective mode, size_t *left)
+{
+    ZSTD_inBuffer in = {xf_in_ptr(x), xf_in_left(x), 0};
+    ZSTD_outBuffer out;
+    uint8_t *p;
+    uint32_t avail;
+    int rc = xf_out_space(x, &p, &avail);
+    size_t r;
+
+    if (rc)
+        return rc;
+    if (mode == ZSTD_e_end)
+        in.size = 0;
+    out = (ZSTD_outBuffer){p, avail, 0};
+    r = ZSTD_compressStream2(z->c, &out, &in, mode);
+    if (ZSTD_isError(r))
+        return -EIO;
+    *left = r;
+    x->in_off += (uint32_t)in.pos;
+    x->st.in_bytes += in.pos;
+    return xf_out_commit(x, (uint32_t)out.pos);
+}
+
+static int zstd_step(struct weir_xform *x)
+{
+    struct zs_state *z;
+    size_t left;
+    int rc = zs_state(x, true, &z);
+
+    while (rc == 0 && xf_in_left(x))
+        rc = zs_compress_once(x, z, ZSTD_e_continue, &left);
+    return rc;
+}
+
+static int zstd_finish(struct weir_xform *x)
+{
+    struct zs_state *z;
+    size_t left = 1;
+    int rc = zs_state(x, true, &z);
+
+    while (rc == 0 && !z->ended) {
+        rc = zs_compress_once(x, z, ZSTD_e_end, &left);
+        if (rc == 0 && left == 0)
+            z->ended = true;
+    }
+    return rc ? rc : xf_out_emit(x);
+}
+
+/* One decompress call. As gunzip's: *full when the space was filled,
+ * *stuck when nothing moved. */
+static int zs_decompress_once(struct weir_xform *x, struct zs_state *z,
+                              bool *full, bool *stuck)
+{
+    ZSTD_inBuffer in = {xf_in_ptr(x), xf_in_left(x), 0};
+    ZSTD_outBuffer out;
+    uint8_t *p;
+    uint32_t avail;
+    int rc = xf_out_space(x, &p, &avail);
+    size_t r;
+
+    if (rc)
+        return rc;
+    out = (ZSTD_outBuffer){p, avail, 0};
+    r = ZSTD_decompressStream(z->d, &out, &in);
+    if (ZSTD_isError(r)) {
+        if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+            return -ENOMEM;
+        return xf_corrupt(x, z->consumed + in.pos);
+    }
+    x->in_off += (uint32_t)in.pos;
+    x->st.in_bytes += in.pos;
+    z->consumed += in.pos;
+    if (in.pos)
+        z->frame_open = true;
+    if (r == 0)
+        z->frame_open = false;
+    *full = out.pos == out.size;
+    *stuck = in.pos == 0 && out.pos == 0;
+    return xf_out_commit(x, (uint32_t)out.pos);
+}
+
+static int unzstd_step(struct weir_xform *x)
+{
+    struct zs_state *z;
+    bool full = true, stuck = false;
+    int rc = zs_state(x, false, &z);
+
+    while (rc == 0 && !stuck && (xf_in_left(x) || full))
+        rc = zs_decompress_once(x, z, &full, &stuck);
+    return rc ? rc : xf_out_emit(x);
+}
+
+static int unzstd_finish(struct weir_xform *x)
+{
+    struct zs_state *z = x->state;
+
+    if (z && z->frame_open)
+        return xf_corrupt(x, z->consumed);
+    return xf_out_emit(x);
+}
+
+static void zs_fini(struct weir_xform *x)
+{
+    struct zs_state *z = x->state;
+
+    if (!z)
+        return;
+    ZSTD_freeCCtx(z->c);
+    ZSTD_freeDCtx(z->d);
+    free(z);
+}
+
+const struct xf_kind xf_zstd = {
+    .name = "zstd",
+    .min_level = 1,
+    .max_level = 19,
+    .def_level = 3,
+    .step = zstd_step,
+    .finish = zstd_finish,
+    .fini = zs_fini,
+};
+
+const struct xf_kind xf_unzstd = {
+    .name = "unzstd",
+    .step = unzstd_step,
+    .finish = unzstd_finish,
+    .fini = zs_fini,
+};

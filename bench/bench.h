@@ -34,6 +34,7 @@ static inline double bench_report(const char *suite, const char *params,
 typedef int (*bench_suite_fn)(int argc, char **argv);
 
 int bench_ring(int argc, char **argv);
+int bench_e2e(int argc, char **argv);
 int bench_sendpath(int argc, char **argv);
 
 #endif /* WEIR_BENCH_H */

@@ -15,6 +15,7 @@ static const struct {
     const char *what;
 } suites[] = {
     {"ring", bench_ring, "SPSC ring transfer vs ck_ring and rte_ring"},
+    {"e2e", bench_e2e, "file to TCP socket vs socat, nc, sendfile, Node"},
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
 };
 

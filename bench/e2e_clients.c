@@ -1,0 +1,245 @@
+/*
+ * e2e_clients.c - the many-clients case of the `e2e` suite: a file server
+ * from e2e_servers, `clients` connections opened at once from one epoll
+ * loop, each reading the whole file into a shared scratch buffer. Reports
+ * the aggregate throughput (all bytes over the time from the first connect
+ * to the last byte) and the slowest client's connect-to-last-byte time;
+ * every client must receive exactly the file's size.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "e2e.h"
+
+#define SCRATCH     (1u << 20)
+#define STALL_NS    (120 * UINT64_C(1000000000))
+#define READY_TRIES 250 /* x 20 ms */
+
+struct client {
+    int fd;
+    uint64_t bytes;
+    uint64_t start_ns;
+    uint64_t end_ns; /* 0 while running */
+    int failed;
+};
+
+static struct sockaddr_in loopback(int port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port = htons((uint16_t)port);
+    return sin;
+}
+
+/* A port nobody listens on right now, for a server that needs one named. */
+static int free_port(void)
+{
+    struct sockaddr_in sin = loopback(0);
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = -1;
+
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+        port = ntohs(sin.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* Waits until the server serves: a first client connects and reads the
+ * whole file (which also warms the server up). Reading it to the end,
+ * rather than hanging up at once, spares the server a broken pipe. */
+static int wait_ready(pid_t pid, int port, char *scratch, int *status)
+{
+    struct sockaddr_in sin = loopback(port);
+
+    for (int i = 0; i < READY_TRIES; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int ok =
+            fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+
+        while (ok && recv(fd, scratch, SCRATCH, 0) > 0)
+            ;
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return 0;
+        if (waitpid(pid, status, WNOHANG) == pid)
+            return -1;
+        usleep(20000);
+    }
+    *status = -1;
+    return -1;
+}
+
+static void drain(struct client *c, char *scratch, uint64_t now)
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, scratch, SCRATCH, 0);
+        if (n > 0) {
+            c->bytes += (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        c->end_ns = now;
+        c->failed = n < 0;
+        close(c->fd);
+        c->fd = -1;
+        return;
+    }
+}
+
+/* Runs the clients against 127.0.0.1:port. Returns how many finished. */
+static int run_clients(struct client *cl, int n, int port, char *scratch)
+{
+    struct sockaddr_in sin = loopback(port);
+    struct epoll_event evs[256];
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int left = n;
+    uint64_t deadline;
+
+    if (ep < 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
+
+        cl[i].start_ns = bench_now_ns();
+        cl[i].fd =
+            socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ev.data.u32 = (uint32_t)i;
+        if (cl[i].fd < 0 ||
+            (connect(cl[i].fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 &&
+             errno != EINPROGRESS) ||
+            epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev) != 0) {
+            if (cl[i].fd >= 0)
+                close(cl[i].fd);
+            cl[i].fd = -1;
+            cl[i].failed = 1;
+            cl[i].end_ns = cl[i].start_ns;
+            left--;
+        }
+    }
+    deadline = bench_now_ns() + STALL_NS;
+    while (left > 0 && bench_now_ns() < deadline) {
+        int k = epoll_wait(ep, evs, 256, 1000);
+        uint64_t now = bench_now_ns();
+
+        for (int j = 0; j < k; j++) {
+            struct client *c = &cl[evs[j].data.u32];
+
+            if (c->fd < 0)
+                continue;
+            drain(c, scratch, now);
+            if (c->fd < 0)
+                left--;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (cl[i].fd >= 0) {
+            close(cl[i].fd);
+            cl[i].fd = -1;
+            cl[i].failed = 1;
+        }
+    close(ep);
+    return n - left;
+}
+
+static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
+                      const char *file, uint64_t size, const char *sizestr,
+                      int n, struct client *cl, char *scratch)
+{
+    char port[16];
+    int p = free_port(), status = 0, good = 0;
+    uint64_t first = UINT64_MAX, last = 0, slowest = 0;
+    pid_t pid;
+
+    snprintf(port, sizeof(port), "%d", p);
+    pid = p < 0 ? -1 : e2e_spawn(srv->argv, env, file, port);
+    if (pid < 0 || wait_ready(pid, p, scratch, &status) != 0) {
+        if (pid > 0 && status == -1) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            status = -1;
+        }
+        if (pid < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 127))
+            printf("e2e server=%s clients=%d size=%s: missing (%s cannot "
+                   "be run here)\n",
+                   srv->name, n, sizestr, srv->argv[0]);
+        else
+            printf("e2e server=%s clients=%d size=%s: FAILED (server did "
+                   "not listen on 127.0.0.1:%d)\n",
+                   srv->name, n, sizestr, p);
+        fflush(stdout);
+        return pid < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 127) ? 0
+                                                                            : 1;
+    }
+
+    memset(cl, 0, sizeof(*cl) * (size_t)n);
+    run_clients(cl, n, p, scratch);
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+
+    for (int i = 0; i < n; i++) {
+        if (!cl[i].failed && cl[i].bytes == size)
+            good++;
+        if (cl[i].start_ns < first)
+            first = cl[i].start_ns;
+        if (cl[i].end_ns > last)
+            last = cl[i].end_ns;
+        if (cl[i].end_ns - cl[i].start_ns > slowest)
+            slowest = cl[i].end_ns - cl[i].start_ns;
+    }
+    if (good != n) {
+        printf("e2e server=%s clients=%d size=%s: FAILED (%d of %d clients "
+               "received the whole file)\n",
+               srv->name, n, sizestr, good, n);
+        fflush(stdout);
+        return 1;
+    }
+    printf("e2e server=%s clients=%d size=%s: %.2f GB/s aggregate, "
+           "slowest client %.3f s\n",
+           srv->name, n, sizestr,
+           (double)size * n / (double)(last > first ? last - first : 1),
+           (double)slowest / 1e9);
+    fflush(stdout);
+    return 0;
+}
+
+int e2e_run_clients(const struct e2e_env *env, int clients,
+                    uint64_t client_size)
+{
+    char sizestr[32], path[128];
+    struct client *cl = calloc((size_t)clients, sizeof(*cl));
+    char *scratch = malloc(SCRATCH);
+    int rc = 0;
+
+    e2e_format_size(client_size, sizestr, sizeof(sizestr));
+    snprintf(path, sizeof(path), "/tmp/weir-bench-e2e-%s.bin", sizestr);
+    if (!cl || !scratch || e2e_make_file(path, client_size) != 0) {
+        fprintf(stderr, "e2e: cannot set up the clients case: %s\n",
+                strerror(errno));
+        free(cl);
+        free(scratch);
+        return 1;
+    }
+    for (size_t i = 0; i < e2e_nservers; i++)
+        rc |= run_server(&e2e_servers[i], env, path, client_size, sizestr,
+                         clients, cl, scratch);
+    free(cl);
+    free(scratch);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/*
+ * e2e_senders.c - who the `e2e` suite measures. Adding a sender or a server
+ * is adding a line here (the tokens are described in e2e.h).
+ */
+#include "e2e.h"
+
+const struct e2e_sender e2e_senders[] = {
+    /*
+     * weir goes here, first, when it exists: the first sender that runs is
+     * the reference of the ratios, and the goals are stated against weir.
+     * Planned entries:
+     *   {"weir-pipe", {"{builddir}/daemon/weir", "pipe", "file:{file}",
+     *                  "tcp:127.0.0.1:{port}"}},
+     *   {"weir-daemon", ...}: the daemon with a config whose pipeline has
+     *                  source file:{file} and sink tcp:127.0.0.1:{port}.
+     */
+    {"socat",
+     {"socat", "-u", "-b", "65536", "FILE:{file}", "TCP:127.0.0.1:{port}"}},
+    {"nc", {"nc", "-N", "127.0.0.1", "{port}", "<{file}"}},
+    {"sendfile", {"{bindir}/sendfile-send", "{file}", "{port}"}},
+    {"node", {"node", "{nodedir}/pipeline.mjs", "{file}", "{port}"}},
+};
+const size_t e2e_nsenders = sizeof(e2e_senders) / sizeof(e2e_senders[0]);
+
+/* File servers for the many-clients case: each serves {file} whole to
+ * every client that connects to 127.0.0.1:{port}. socat opens the file in
+ * each forked child (the listen address comes first, -U sends right to
+ * left), so every client reads from offset 0. */
+const struct e2e_sender e2e_servers[] = {
+    /* weir goes here, first, when the daemon exists: a pipeline with
+     * source file:{file} and sink tcp-listen:127.0.0.1:{port}. */
+    {"socat-fork",
+     {"socat", "-U", "-b", "65536",
+      "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,backlog=1024",
+      "OPEN:{file},rdonly"}},
+};
+const size_t e2e_nservers = sizeof(e2e_servers) / sizeof(e2e_servers[0]);

@@ -1,0 +1,159 @@
+/*
+ * endpoint_sink.c - the fd sink: each batch of queued chunks is one
+ * writev (sendmsg on a socket), with one batch in flight; a short write is
+ * resumed from where it stopped before the batch completes.
+ */
+#include <errno.h>
+#include <sys/socket.h>
+
+#include "endpoint_impl.h"
+
+int ep_sink_submit(struct weir_endpoint *ep)
+{
+    struct iovec *iov = ep->iov + ep->iov_at;
+    unsigned n = ep->niov - ep->iov_at;
+    int rc;
+
+    ep->wr_op.fn = ep_sink_done;
+    if (ep->is_socket) {
+        ep->msg = (struct msghdr){.msg_iov = iov, .msg_iovlen = n};
+        rc = weir_loop_sendmsg(ep->loop, &ep->wr_op, ep->fd, &ep->msg,
+                               MSG_NOSIGNAL);
+    } else {
+        rc = weir_loop_writev(ep->loop, &ep->wr_op, ep->fd, iov, n,
+                              (uint64_t)-1);
+    }
+    if (rc == 0)
+        ep_op_started(ep);
+    return rc;
+}
+
+static void sink_retry(struct weir_endpoint *ep)
+{
+    int rc = ep_sink_submit(ep);
+
+    if (rc == -EBUSY)
+        rc = ep_timer(ep, 1000 * 1000, sink_retry);
+    if (rc) {
+        ep_drop_batch(ep);
+        weir_writable_write_done(ep->ws, rc);
+    }
+}
+
+/* Skips n bytes of the batch; true when all of it went out. */
+static bool sink_advance(struct weir_endpoint *ep, size_t n)
+{
+    while (ep->iov_at < ep->niov && n >= ep->iov[ep->iov_at].iov_len) {
+        n -= ep->iov[ep->iov_at].iov_len;
+        ep->iov_at++;
+    }
+    if (ep->iov_at == ep->niov)
+        return true;
+    ep->iov[ep->iov_at].iov_base = (char *)ep->iov[ep->iov_at].iov_base + n;
+    ep->iov[ep->iov_at].iov_len -= n;
+    return false;
+}
+
+void ep_sink_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, wr_op);
+
+    (void)flags;
+    if (ep_op_done(ep))
+        return;
+    if (ep->conn == CONN_REPLAY) {
+        ep_replay_sent(ep, res);
+        return;
+    }
+    if (res == -EINTR || res == -EAGAIN) {
+        sink_retry(ep);
+        return;
+    }
+    if (res < 0 || (res == 0 && ep->is_socket)) {
+        if (res == 0)
+            res = -EPIPE;
+        if (ep->kind == EP_SOCKET_SINK && ep_socket_lost(ep, res))
+            return;
+        ep_drop_batch(ep);
+        weir_writable_write_done(ep->ws, res);
+        return;
+    }
+    ep_count(ep, (uint32_t)res);
+    ep->stream_sent += (uint32_t)res;
+    ep->conn_sent += (uint32_t)res;
+    if (!sink_advance(ep, (uint32_t)res)) {
+        sink_retry(ep);
+        return;
+    }
+    ep_drop_batch(ep);
+    weir_writable_write_done(ep->ws, 0);
+}
+
+int ep_sink_writev(struct weir_writable *ws, void *ctx,
+                   const struct weir_chunk *c, unsigned n)
+{
+    struct weir_endpoint *ep = ctx;
+    int rc;
+
+    (void)ws;
+    for (unsigned i = 0; i < n; i++) {
+        ep->chunks[i] = c[i];
+        ep->iov[i] = (struct iovec){c[i].data, c[i].len};
+    }
+    ep->niov = n;
+    ep->iov_at = 0;
+    ep->writing = true;
+    if (ep->kind == EP_SOCKET_SINK && ep->conn != CONN_UP)
+        return WEIR_PENDING; /* the reconnect sends it */
+    rc = ep_sink_submit(ep);
+    if (rc == -EBUSY)
+        rc = ep_timer(ep, 1000 * 1000, sink_retry);
+    if (rc) {
+        ep_drop_batch(ep);
+        return rc;
+    }
+    return WEIR_PENDING;
+}
+
+int ep_sink_write(struct weir_writable *ws, void *ctx, struct weir_chunk c)
+{
+    return ep_sink_writev(ws, ctx, &c, 1);
+}
+
+static int sink_close(struct weir_writable *ws, void *ctx)
+{
+    struct weir_endpoint *ep = ctx;
+
+    (void)ws;
+    /* The peer sees the end after the data; the fd closes on destroy. */
+    if (ep->is_socket && ep->fd >= 0)
+        shutdown(ep->fd, SHUT_WR);
+    return 0;
+}
+
+const struct weir_sink_ops ep_fd_sink_ops = {
+    .write = ep_sink_write,
+    .writev = ep_sink_writev,
+    .close = sink_close,
+};
+
+int weir_endpoint_fd_sink(struct weir_endpoint **out, struct weir_loop *loop,
+                          int fd, const struct weir_endpoint_options *o)
+{
+    struct weir_writable_options wo;
+    struct weir_endpoint *ep;
+    int rc = ep_new(&ep, EP_FD_SINK, loop, NULL, fd, o);
+
+    if (rc)
+        return rc;
+    ep->conn = CONN_UP;
+    wo = (struct weir_writable_options){
+        .strategy = {.hwm = ep->o.hwm, .bytes = true}, .slot = ep->slot};
+    rc = weir_writable_create(&ep->ws, &ep_fd_sink_ops, ep, &wo);
+    if (rc) {
+        ep_free_now(ep);
+        return rc;
+    }
+    *out = ep;
+    return 0;
+}

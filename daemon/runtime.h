@@ -1,0 +1,165 @@
+/*
+ * runtime.h - the daemon's run-time objects: the run, its pipelines, their
+ * listeners and streams. Shared by run.c (the main thread), listener.c,
+ * stream.c (the workers) and progress.c.
+ *
+ * Threads: the main thread runs its own loop (signals, accepts, stream
+ * bookkeeping); each stream's stages run on workers. A stream is created
+ * and freed by the main thread; its halves live on workers, and the last
+ * half to finish posts `done` back to the main loop.
+ */
+#ifndef WEIR_DAEMON_RUNTIME_H
+#define WEIR_DAEMON_RUNTIME_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "weir/channel_stream.h"
+#include "weir/endpoint.h"
+#include "weir/loop.h"
+#include "weir/pipe.h"
+#include "weir/tee.h"
+#include "weir/worker.h"
+
+struct run;
+struct stream;
+
+/* How a pipeline becomes streams. */
+enum pl_mode {
+    PL_ONCE,   /* one stream, started with the daemon */
+    PL_SERVE,  /* a listen sink: one stream per client, from the file */
+    PL_ACCEPT, /* a listen source: one stream per accepted connection */
+};
+
+struct listener {
+    struct pipeline_rt *pl;
+    const struct weir_address *addr;
+    int fd;
+    struct weir_op op;
+    struct sockaddr_storage peer;
+    socklen_t peerlen;
+    bool closing;
+};
+
+struct pipeline_rt {
+    struct run *run;
+    const struct weir_pipeline *p;
+    enum pl_mode mode;
+    struct listener *ls; /* one per listen address */
+    unsigned nls;
+    /* Resolved connect addresses: [i] for sink i, and the source's. */
+    struct sockaddr_storage *sink_addr;
+    socklen_t *sink_addrlen;
+    int *sink_file_fd; /* file sinks, opened once; -1 elsewhere */
+    unsigned clients;  /* live streams (main thread) */
+    uint64_t streams;  /* started so far */
+};
+
+/* Which pipe of a stream finished: idx -1 is the source's pipe into the
+ * channel, i >= 0 the pipe into sink i. */
+struct pipe_ctx {
+    struct half *h;
+    int idx;
+};
+
+/* One stage group on one worker. */
+struct half {
+    struct stream *s;
+    unsigned worker;
+    struct weir_loop *loop;
+    struct weir_task start;
+    struct weir_task stop;
+    struct weir_endpoint *src;    /* the source half only */
+    struct weir_chan_tx *tx;      /* the source half of a split stream */
+    struct weir_chan_rx *rx;      /* the sink half of a split stream */
+    struct weir_tee *tee;         /* several sinks */
+    struct weir_endpoint **sinks; /* the sink half (or the whole stream) */
+    unsigned pipes;               /* pipes still running */
+    bool has_sinks;
+    bool finished;
+};
+
+struct stream {
+    struct run *run;
+    struct pipeline_rt *pl;
+    uint64_t id;
+    char peer[80]; /* the client, for log lines; "" for PL_ONCE */
+    int src_fd;    /* handed to the source endpoint */
+    int sink_fd;   /* PL_SERVE: the client */
+    int replay_fd; /* a file source, for a reconnecting sink; or -1 */
+    bool src_regular;
+    struct half h[2]; /* [0] source side, [1] sink side when split */
+    bool split;
+    _Atomic unsigned halves_left;
+    struct weir_task done; /* posted to the main loop */
+    struct weir_task stop_ack;
+    bool done_seen, stop_posted, stop_acked; /* main thread */
+    /* Results, written by the workers before `done` is posted. */
+    int src_rc;   /* the source's pipe */
+    int *sink_rc; /* each sink's pipe */
+    uint64_t *sink_bytes;
+    struct pipe_ctx *pc; /* nsinks + 1: the source's pipe, then the sinks' */
+    _Atomic uint64_t bytes_in;
+    _Atomic uint64_t bytes_out; /* sink 0's */
+    struct stream *next, *prev; /* the run's live list */
+};
+
+struct run {
+    struct weir_config *conf;
+    struct weir_workers *workers;
+    unsigned nworkers;
+    struct weir_loop *main;
+    bool split; /* placement: source and sinks on different workers */
+    unsigned next_worker;
+    struct pipeline_rt *pls;
+    struct stream *live;
+    unsigned nlive;
+    unsigned failures;
+    bool stopping;
+    bool finished;
+    int exit_status;
+    /* Signals. */
+    int sigfd;
+    struct weir_op sig_op;
+    uint8_t siginfo[128];
+    struct weir_timer drain;
+    /* weir pipe. */
+    struct weir_timer progress;
+    bool tty;
+    int64_t t_start_ns;
+    uint64_t total;     /* source size when known, else 0 */
+    struct stream *one; /* the oneshot stream, kept for the summary */
+    const char *fail_reason;
+};
+
+/* stream.c */
+struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
+                          const char *peer);
+void stream_start(struct stream *s);
+void stream_stop(struct stream *s);
+void stream_free(struct stream *s);
+
+/* listener.c */
+int listener_open(struct listener *l);
+void listener_arm(struct listener *l);
+void listener_close(struct listener *l);
+
+/* sockaddr.c */
+int sockaddr_resolve(const struct weir_address *a, struct sockaddr_storage *ss,
+                     socklen_t *len);
+void sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf,
+                     size_t size);
+
+/* run.c: called on the main thread when a stream ended. */
+void run_stream_ended(struct stream *s);
+void run_check_finished(struct run *r);
+int64_t run_now_ns(void);
+
+/* progress.c */
+void progress_start(struct run *r);
+void progress_summary(struct run *r);
+
+#endif

@@ -1,0 +1,477 @@
+/*
+ * stream.c - one stream of a pipeline on the workers.
+ *
+ * A stream is core streams joined by core pipes: the source endpoint's
+ * readable, then either the sinks on the same worker (through a tee when
+ * there are several), or a channel whose writable is on the source's
+ * worker and whose readable feeds the sinks on another worker. Each half
+ * finishes when its pipes have; the last half posts `done` to the main
+ * loop, which logs the outcome and frees the stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+#define CONTAINER(ptr, type, member)                                           \
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+static struct pipe_ctx *pipe_ctx_of(struct stream *s, int idx)
+{
+    return &s->pc[idx + 1];
+}
+
+static unsigned stream_nsinks(const struct stream *s)
+{
+    return s->pl->mode == PL_SERVE ? 1 : (unsigned)s->pl->p->nsinks;
+}
+
+static void done_task(struct weir_task *t)
+{
+    struct stream *s = CONTAINER(t, struct stream, done);
+
+    s->done_seen = true;
+    run_stream_ended(s);
+    if (!s->stop_posted || s->stop_acked)
+        stream_free(s);
+}
+
+static void stop_ack_task(struct weir_task *t)
+{
+    struct stream *s = CONTAINER(t, struct stream, stop_ack);
+
+    s->stop_acked = true;
+    if (s->done_seen)
+        stream_free(s);
+}
+
+static void half_finish(struct half *h)
+{
+    struct stream *s = h->s;
+
+    h->finished = true;
+    if (h->tee)
+        weir_tee_destroy(h->tee);
+    for (unsigned i = 0; h->sinks && i < stream_nsinks(s); i++) {
+        if (!h->sinks[i])
+            continue;
+        s->sink_bytes[i] = weir_endpoint_bytes(h->sinks[i]);
+        weir_endpoint_destroy(h->sinks[i]);
+    }
+    if (h->src)
+        weir_endpoint_destroy(h->src);
+    if (h->tx)
+        weir_chan_tx_destroy(h->tx);
+    if (h->rx)
+        weir_chan_rx_destroy(h->rx);
+    h->tee = NULL;
+    h->src = NULL;
+    h->tx = NULL;
+    h->rx = NULL;
+    /* Acq_rel: the release half publishes this half's results (sink_rc,
+     * sink_bytes, src_rc) to the thread that makes the last decrement;
+     * the acquire half, on that thread, makes the other half's results
+     * visible before `done` is posted (and the post orders them for the
+     * main loop). */
+    if (atomic_fetch_sub_explicit(&s->halves_left, 1, memory_order_acq_rel) ==
+        1)
+        weir_loop_post(s->run->main, &s->done);
+}
+
+static void half_put(struct half *h)
+{
+    if (--h->pipes == 0)
+        half_finish(h);
+}
+
+static void pipe_done(void *ctx, int rc)
+{
+    struct pipe_ctx *pc = ctx;
+    struct stream *s = pc->h->s;
+
+    if (pc->idx < 0)
+        s->src_rc = rc;
+    else
+        s->sink_rc[pc->idx] = rc;
+    half_put(pc->h);
+}
+
+static void start_pipe(struct half *h, struct weir_readable *rs,
+                       struct weir_writable *ws, int idx)
+{
+    struct pipe_ctx *pc = pipe_ctx_of(h->s, idx);
+    int rc;
+
+    pc->h = h;
+    pc->idx = idx;
+    h->pipes++;
+    rc = weir_pipe_to(rs, ws, NULL, pipe_done, pc);
+    if (rc != WEIR_PENDING)
+        pipe_done(pc, rc);
+}
+
+static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
+                       uint64_t off)
+{
+    struct pipe_ctx *pc = arg;
+    struct stream *s = pc->h->s;
+    const struct weir_address *a = s->pl->p->sinks[pc->idx];
+    const char *name = s->pl->p->name;
+
+    switch (ev) {
+    case WEIR_EP_CONNECTED:
+        log_debug("pipeline %s: connected to %s", name, a->text);
+        break;
+    case WEIR_EP_CONNECT_FAIL:
+        log_warnx("pipeline %s: cannot connect to %s: %s; retrying", name,
+                  a->text, strerror(-err));
+        break;
+    case WEIR_EP_DISCONNECTED:
+        log_warnx("pipeline %s: lost %s (%s); the peer acknowledged %llu "
+                  "bytes; reconnecting",
+                  name, a->text, strerror(-err), (unsigned long long)off);
+        break;
+    case WEIR_EP_RESUMED:
+        log_info("pipeline %s: reconnected to %s, resending from byte %llu",
+                 name, a->text, (unsigned long long)off);
+        break;
+    }
+}
+
+static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->pl->p;
+    struct weir_pool *pool = weir_worker_pool();
+    const struct weir_address *a = p->sinks[i];
+    struct weir_endpoint_options o = {
+        .chunk_size = (uint32_t)p->chunk_size,
+        .hwm = a->high_water_mark ? a->high_water_mark : p->high_water_mark,
+        .own_fd = true,
+        .counter = i == 0 ? &s->bytes_out : NULL,
+    };
+    int fd;
+
+    (void)pool;
+    if (s->pl->mode == PL_SERVE) {
+        fd = s->sink_fd;
+        s->sink_fd = -1;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    }
+    switch (a->kind) {
+    case ADDR_FILE:
+        fd = fcntl(s->pl->sink_file_fd[i], F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    case ADDR_STDOUT:
+        fd = fcntl(1, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    case ADDR_NULL:
+        return weir_endpoint_null_sink(out, h->loop, &o);
+    case ADDR_TCP:
+    case ADDR_UNIX: {
+        struct weir_socket_sink_options so = {
+            .addr = s->pl->sink_addr[i],
+            .addrlen = s->pl->sink_addrlen[i],
+            /* A per-client proxy stream fails with its upstream; a
+             * pipeline's one stream keeps trying. */
+            .reconnect = s->pl->mode == PL_ONCE,
+            .replay_fd = s->replay_fd,
+            .on_event = sink_event,
+            .event_arg = pipe_ctx_of(s, (int)i),
+        };
+        return weir_endpoint_socket_sink(out, h->loop, &o, &so);
+    }
+    default:
+        return -EINVAL;
+    }
+}
+
+/* The sinks of the stream, fed by rs. */
+static void build_sinks(struct half *h, struct weir_readable *rs)
+{
+    struct stream *s = h->s;
+    unsigned n = stream_nsinks(s);
+    struct weir_tee_branch_options bo[CONF_MAX_SINKS] = {0};
+    int rc = 0;
+
+    h->sinks = calloc(n, sizeof(*h->sinks));
+    if (!h->sinks) {
+        s->sink_rc[0] = -ENOMEM;
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        pipe_ctx_of(s, (int)i)->h = h;
+        pipe_ctx_of(s, (int)i)->idx = (int)i;
+        rc = make_sink(h, i, &h->sinks[i]);
+        if (rc) {
+            s->sink_rc[i] = rc;
+            h->sinks[i] = NULL;
+            break;
+        }
+    }
+    if (rc)
+        return;
+    if (n == 1) {
+        start_pipe(h, rs, weir_endpoint_writable(h->sinks[0]), 0);
+        return;
+    }
+    /* Several sinks: the core's tee; the slowest sink governs (block) until
+     * per-sink policies arrive with the fan-out work. */
+    for (unsigned i = 0; i < n; i++)
+        bo[i] = (struct weir_tee_branch_options){
+            .strategy = {.hwm = s->pl->p->chunk_size, .bytes = true},
+            .policy = WEIR_TEE_BLOCK,
+        };
+    rc = weir_tee_create(&h->tee, rs, n, bo);
+    if (rc) {
+        s->sink_rc[0] = rc;
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        start_pipe(h, weir_tee_branch(h->tee, i),
+                   weir_endpoint_writable(h->sinks[i]), (int)i);
+}
+
+static int make_source(struct half *h)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->pl->p;
+    struct weir_endpoint_options o = {
+        .chunk_size = (uint32_t)p->chunk_size,
+        .follow = p->follow || p->source->follow,
+        .own_fd = true,
+        .counter = &s->bytes_in,
+    };
+    int fd = s->src_fd;
+
+    s->src_fd = -1;
+    if (s->src_regular)
+        return weir_endpoint_file_source(&h->src, h->loop, weir_worker_pool(),
+                                         fd, &o);
+    return weir_endpoint_fd_source(&h->src, h->loop, weir_worker_pool(), fd,
+                                   &o);
+}
+
+static void half_start(struct weir_task *t)
+{
+    struct half *h = CONTAINER(t, struct half, start);
+    struct stream *s = h->s;
+    struct weir_readable *rs = NULL;
+    struct weir_writable *ws;
+    int rc;
+
+    h->pipes = 1; /* held while building */
+    if (h == &s->h[0]) {
+        rc = make_source(h);
+        if (rc) {
+            s->src_rc = rc;
+            half_put(h);
+            return;
+        }
+        rs = weir_endpoint_readable(h->src);
+        if (s->split) {
+            rc = weir_chan_tx_open(h->tx, &ws);
+            if (rc)
+                s->src_rc = rc;
+            else
+                start_pipe(h, rs, ws, -1);
+        } else {
+            build_sinks(h, rs);
+        }
+    } else {
+        rc = weir_chan_rx_open(h->rx, &rs);
+        if (rc)
+            s->sink_rc[0] = rc;
+        else
+            build_sinks(h, rs);
+    }
+    half_put(h);
+}
+
+static void half_stop(struct weir_task *t)
+{
+    struct half *h = CONTAINER(t, struct half, stop);
+    struct stream *s = h->s;
+
+    /* A file that does not follow ends by itself: let it. */
+    if (!h->finished && h->src &&
+        !(s->src_regular && !(s->pl->p->follow || s->pl->p->source->follow)))
+        weir_endpoint_stop(h->src);
+    weir_loop_post(s->run->main, &s->stop_ack);
+}
+
+/* Main thread: the source's fd for a stream that is not an accepted
+ * client. */
+static int open_source(struct stream *s)
+{
+    const struct weir_address *a = s->pl->p->source;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    struct stat st;
+    int fd, rc;
+
+    switch (a->kind) {
+    case ADDR_FILE:
+        fd = open(a->path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        s->src_regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        if (s->src_regular && s->pl->mode == PL_ONCE)
+            s->replay_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (s->src_regular && s->run->conf->oneshot &&
+            !(s->pl->p->follow || a->follow))
+            s->run->total = (uint64_t)st.st_size;
+        return fd;
+    case ADDR_STDIN:
+        fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
+        return fd < 0 ? -errno : fd;
+    case ADDR_TCP:
+    case ADDR_UNIX:
+        /* A connecting source connects once, at start, on the main
+         * thread: a local peer answers at once, a remote one within the
+         * kernel's connect timeout. */
+        rc = sockaddr_resolve(a, &ss, &len);
+        if (rc)
+            return rc;
+        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
+            rc = -errno;
+            close(fd);
+            return rc;
+        }
+        return fd;
+    default:
+        return -EINVAL;
+    }
+}
+
+struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
+                          const char *peer)
+{
+    struct run *r = pl->run;
+    unsigned n = pl->mode == PL_SERVE ? 1 : (unsigned)pl->p->nsinks;
+    struct stream *s = calloc(1, sizeof(*s));
+    unsigned w;
+
+    if (!s)
+        return NULL;
+    s->sink_rc = calloc(n, sizeof(int));
+    s->sink_bytes = calloc(n, sizeof(uint64_t));
+    s->pc = calloc(n + 1, sizeof(*s->pc));
+    if (!s->sink_rc || !s->sink_bytes || !s->pc) {
+        free(s->sink_rc);
+        free(s->sink_bytes);
+        free(s->pc);
+        free(s);
+        return NULL;
+    }
+    s->run = r;
+    s->pl = pl;
+    s->id = ++pl->streams;
+    s->replay_fd = -1;
+    s->sink_fd = sink_fd;
+    snprintf(s->peer, sizeof(s->peer), "%s", peer ? peer : "");
+    if (src_fd >= 0) {
+        s->src_fd = src_fd;
+    } else {
+        int fd = open_source(s);
+
+        if (fd < 0) {
+            s->src_fd = -1;
+            s->src_rc = fd;
+        } else {
+            s->src_fd = fd;
+        }
+    }
+    s->split = r->split && r->nworkers >= 2;
+    w = r->next_worker++ % r->nworkers;
+    for (unsigned i = 0; i < 2; i++) {
+        s->h[i].s = s;
+        s->h[i].worker = (w + i) % r->nworkers;
+        s->h[i].loop = weir_workers_loop(r->workers, s->h[i].worker);
+        weir_task_init(&s->h[i].start, half_start);
+        weir_task_init(&s->h[i].stop, half_stop);
+    }
+    weir_task_init(&s->done, done_task);
+    weir_task_init(&s->stop_ack, stop_ack_task);
+    atomic_init(&s->halves_left, s->split ? 2 : 1);
+    atomic_init(&s->bytes_in, 0);
+    atomic_init(&s->bytes_out, 0);
+    return s;
+}
+
+void stream_start(struct stream *s)
+{
+    struct run *r = s->run;
+    int rc;
+
+    s->pl->clients++;
+    r->nlive++;
+    s->next = r->live;
+    if (r->live)
+        r->live->prev = s;
+    r->live = s;
+    if (s->src_fd < 0) {
+        /* The source could not be opened: the stream ends at once. */
+        atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
+        weir_loop_post(r->main, &s->done);
+        return;
+    }
+    if (s->split) {
+        rc = weir_chan_pair(&s->h[0].tx, &s->h[1].rx, s->h[0].loop,
+                            s->h[1].loop, s->pl->p->high_water_mark);
+        if (rc) {
+            s->split = false;
+            atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
+        }
+    }
+    weir_workers_post(r->workers, s->h[0].worker, &s->h[0].start);
+    if (s->split)
+        weir_workers_post(r->workers, s->h[1].worker, &s->h[1].start);
+}
+
+void stream_stop(struct stream *s)
+{
+    if (s->stop_posted || s->done_seen)
+        return;
+    s->stop_posted = true;
+    weir_workers_post(s->run->workers, s->h[0].worker, &s->h[0].stop);
+}
+
+void stream_free(struct stream *s)
+{
+    struct run *r = s->run;
+
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        r->live = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    r->nlive--;
+    s->pl->clients--;
+    if (s->src_fd >= 0)
+        close(s->src_fd);
+    if (s->sink_fd >= 0)
+        close(s->sink_fd);
+    if (s->replay_fd >= 0)
+        close(s->replay_fd);
+    free(s->h[0].sinks);
+    free(s->h[1].sinks);
+    free(s->sink_rc);
+    free(s->sink_bytes);
+    free(s->pc);
+    free(s);
+    run_check_finished(r);
+}

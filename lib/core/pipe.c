@@ -37,6 +37,7 @@ struct weir_pipe {
 };
 
 static void pipe_pump(struct weir_pipe *p);
+static void pipe_ready_cb(void *ctx, int rc);
 
 static inline struct weir_readable *src_of(struct weir_pipe *p)
 {
@@ -53,9 +54,11 @@ static void pipe_hold(struct weir_pipe *p)
     p->busy++;
 }
 
+/* Frees a finished pipe once no event is running in it and no write it
+ * issued can still call back (an abort leaves writes in flight). */
 static void pipe_put(struct weir_pipe *p)
 {
-    if (--p->busy == 0 && p->phase == PH_DONE)
+    if (--p->busy == 0 && p->phase == PH_DONE && p->writes == 0)
         weir_core_free(p);
 }
 
@@ -68,6 +71,8 @@ static void pipe_finalize(struct weir_pipe *p, int rc)
     p->result = rc;
     rs->watch = (struct weir_watch){0};
     ws->watch = (struct weir_watch){0};
+    if (ws->ready_cb == pipe_ready_cb && ws->ready_ctx == p)
+        ws->ready_cb = NULL;
     weir_writer_release(&p->writer);
     /* A read still parked comes back now with -ECANCELED; its callback
      * sees PH_DONE and ignores it. */

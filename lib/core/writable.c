@@ -133,17 +133,24 @@ static int ws_do_close(struct weir_writable *ws)
     return rc;
 }
 
-/* The sink finished the in-flight batch with rc. */
+/*
+ * The sink finished the in-flight batch with rc. Each entry leaves the
+ * in-flight count as it is popped, before its callback runs: a callback
+ * that writes again must see the rest of the batch still at the sink, or
+ * ws_advance would hand those chunks over a second time. After the last
+ * one, a callback may start the next batch; the loop stops at the n
+ * entries it was given.
+ */
 static void ws_complete(struct weir_writable *ws, int rc)
 {
-    uint32_t n = ws->in_flight;
     bool was_full = ws_desired(ws) <= 0;
+    uint32_t n = ws->in_flight;
 
-    ws->in_flight = 0;
     while (n--) {
         struct write_req r =
             *(struct write_req *)weir_q_pop(&ws->queue, REQ_SZ);
 
+        ws->in_flight--;
         ws->queued -= ws_weight(ws, &r.chunk);
         if (r.cb)
             r.cb(r.ctx, rc);

@@ -1,0 +1,351 @@
+/*
+ * test_stream_tee.c - tee into N branches: branches read in lockstep get
+ * the same data; the source is cancelled only when every branch cancelled;
+ * block never drops and bounds every branch by its high-water mark; the
+ * drop policies account for every chunk (dropped + delivered = produced);
+ * disconnect errors only the full branch; shared pool buffers come home.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_stream_util.h"
+
+static struct weir_readable *make_src(struct src *s, size_t hwm)
+{
+    struct weir_readable_options o = {.strategy = {.hwm = hwm}};
+    struct weir_readable *rs = NULL;
+
+    assert_int_equal(weir_readable_create(&rs, &src_ops, s, &o), 0);
+    return rs;
+}
+
+static struct weir_tee *make_tee(struct weir_readable *rs, unsigned n,
+                                 enum weir_tee_policy p0,
+                                 enum weir_tee_policy p1, size_t hwm)
+{
+    struct weir_tee_branch_options o[4] = {
+        {.strategy = {.hwm = hwm}, .policy = p0},
+        {.strategy = {.hwm = hwm}, .policy = p1},
+        {.strategy = {.hwm = hwm}, .policy = p1},
+        {.strategy = {.hwm = hwm}, .policy = p1},
+    };
+    struct weir_tee *t = NULL;
+
+    assert_int_equal(weir_tee_create(&t, rs, n, o), 0);
+    return t;
+}
+
+static void branches_in_lockstep_see_the_same_chunks(void **state)
+{
+    struct src s = {.total = 10000, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee *t;
+    struct weir_reader r[3];
+    struct weir_chunk c;
+    uint64_t sum[3] = {0};
+    int rc = 0;
+
+    (void)state;
+    assert_int_equal(weir_tee_create(&t, rs, 3, NULL), 0);
+    assert_true(weir_readable_locked(rs));
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(weir_reader_acquire(&r[i], weir_tee_branch(t, i)), 0);
+    for (;;) {
+        for (unsigned i = 0; i < 3; i++) {
+            rc = weir_reader_read(&r[i], &c, read_cb, NULL);
+            if (rc != 0)
+                break;
+            sum[i] = sum_chunk(sum[i], c);
+        }
+        if (rc != 0)
+            break;
+    }
+    assert_int_equal(rc, WEIR_DONE);
+    for (unsigned i = 0; i < 3; i++) {
+        assert_true(sum[i] == s.sum);
+        weir_reader_release(&r[i]);
+    }
+    assert_true(weir_tee_produced(t) == 10000);
+    weir_tee_destroy(t);
+    assert_false(weir_readable_locked(rs));
+    weir_readable_destroy(rs);
+}
+
+static void source_cancelled_only_when_every_branch_cancelled(void **state)
+{
+    struct src s = {.endless = true, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee *t = make_tee(rs, 3, WEIR_TEE_BLOCK, WEIR_TEE_BLOCK, 2);
+    struct weir_reader r[3];
+    struct weir_chunk c;
+
+    (void)state;
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(weir_reader_acquire(&r[i], weir_tee_branch(t, i)), 0);
+    assert_int_equal(weir_reader_cancel(&r[0], -ECANCELED), 0);
+    assert_int_equal(s.cancels, 0);
+    /* The others go on, no longer held back by branch 0. */
+    for (int k = 0; k < 10; k++) {
+        assert_int_equal(weir_reader_read(&r[1], &c, read_cb, NULL), 0);
+        assert_int_equal(weir_reader_read(&r[2], &c, read_cb, NULL), 0);
+    }
+    assert_int_equal(weir_reader_cancel(&r[1], -ECANCELED), 0);
+    assert_int_equal(s.cancels, 0);
+    assert_int_equal(weir_reader_cancel(&r[2], -ETIMEDOUT), 0);
+    assert_int_equal(s.cancels, 1);
+    assert_int_equal(s.cancel_reason, -ETIMEDOUT);
+    for (unsigned i = 0; i < 3; i++)
+        weir_reader_release(&r[i]);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+/* One fast branch reading whenever it can, one slow branch reading one
+ * chunk per `every` fast reads. Reads that park finish through side_cb. */
+struct side {
+    struct weir_reader r;
+    uint64_t sum;
+    uint32_t got;
+    bool parked, done;
+};
+
+static void side_take(struct side *sd, int rc, struct weir_chunk c)
+{
+    if (rc == 0) {
+        sd->sum = sum_chunk(sd->sum, c);
+        sd->got++;
+    } else if (rc != WEIR_PENDING) {
+        sd->done = true;
+    }
+    sd->parked = rc == WEIR_PENDING;
+}
+
+static void side_cb(void *ctx, int rc, struct weir_chunk c)
+{
+    side_take(ctx, rc, c);
+}
+
+static void side_read(struct side *sd)
+{
+    struct weir_chunk c;
+
+    side_take(sd, weir_reader_read(&sd->r, &c, side_cb, sd), c);
+}
+
+/* Returns the slow branch's peak queue. */
+static size_t run_fast_slow(struct weir_tee *t, int every, struct side *fast,
+                            struct side *slow)
+{
+    struct weir_readable *sb = weir_tee_branch(t, 1);
+    size_t peak = 0;
+
+    assert_int_equal(weir_reader_acquire(&fast->r, weir_tee_branch(t, 0)), 0);
+    assert_int_equal(weir_reader_acquire(&slow->r, sb), 0);
+    while (!fast->done || !slow->done) {
+        for (int k = 0; k < every && !fast->done && !fast->parked; k++) {
+            side_read(fast);
+            if (weir_readable_queued(sb) > peak)
+                peak = weir_readable_queued(sb);
+        }
+        if (!slow->done && !slow->parked)
+            side_read(slow);
+        /* Both waiting on each other would be a deadlock. */
+        assert_false(fast->parked && slow->parked);
+    }
+    weir_reader_release(&fast->r);
+    weir_reader_release(&slow->r);
+    return peak;
+}
+
+static void block_never_drops_and_bounds_every_branch(void **state)
+{
+    struct src s = {.total = 20000, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 0);
+    struct weir_tee *t = make_tee(rs, 2, WEIR_TEE_BLOCK, WEIR_TEE_BLOCK, 16);
+    struct weir_tee_stats st0, st1;
+    struct side fast = {0}, slow = {0};
+    size_t peak;
+
+    (void)state;
+    peak = run_fast_slow(t, 10, &fast, &slow);
+    assert_true(peak <= 16);
+    assert_int_equal(fast.got, 20000);
+    assert_int_equal(slow.got, 20000);
+    assert_true(fast.sum == s.sum && slow.sum == s.sum);
+    weir_tee_stats(t, 0, &st0);
+    weir_tee_stats(t, 1, &st1);
+    assert_true(st0.dropped == 0 && st1.dropped == 0);
+    assert_true(st0.delivered == 20000 && st1.delivered == 20000);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+static void drop_policy_accounts_for_every_chunk(void **state,
+                                                 enum weir_tee_policy p)
+{
+    struct src s = {.total = 20000, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 0);
+    /* Branch 0 blocks and reads fast; branch 1 drops and reads slowly. */
+    struct weir_tee *t = make_tee(rs, 2, WEIR_TEE_BLOCK, p, 16);
+    struct weir_tee_stats st;
+    struct side fast = {0}, slow = {0};
+    size_t peak;
+
+    (void)state;
+    peak = run_fast_slow(t, 10, &fast, &slow);
+    assert_true(peak <= 16);
+    assert_int_equal(fast.got, 20000);
+    assert_true(fast.sum == s.sum);
+    weir_tee_stats(t, 1, &st);
+    assert_true(st.dropped > 0);
+    assert_true(st.delivered == slow.got);
+    assert_true(st.dropped + st.delivered == weir_tee_produced(t));
+    assert_true(weir_tee_produced(t) == 20000);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+static void drop_newest_accounts_for_every_chunk(void **state)
+{
+    drop_policy_accounts_for_every_chunk(state, WEIR_TEE_DROP_NEWEST);
+}
+
+static void drop_oldest_accounts_for_every_chunk(void **state)
+{
+    drop_policy_accounts_for_every_chunk(state, WEIR_TEE_DROP_OLDEST);
+}
+
+static void drop_oldest_keeps_the_newest(void **state)
+{
+    struct src s = {.total = 100, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 0);
+    struct weir_tee *t =
+        make_tee(rs, 2, WEIR_TEE_BLOCK, WEIR_TEE_DROP_OLDEST, 4);
+    struct weir_reader r0, r1;
+    struct weir_chunk c;
+    uint32_t last = 0;
+
+    (void)state;
+    assert_int_equal(weir_reader_acquire(&r0, weir_tee_branch(t, 0)), 0);
+    assert_int_equal(weir_reader_acquire(&r1, weir_tee_branch(t, 1)), 0);
+    while (weir_reader_read(&r0, &c, NULL, NULL) == 0)
+        ;
+    /* Branch 1 holds the last four chunks. */
+    for (uint32_t i = 96; i < 100; i++) {
+        assert_int_equal(weir_reader_read(&r1, &c, NULL, NULL), 0);
+        assert_true(c.data == chunk_nr(i).data);
+        assert_int_equal(c.len, chunk_nr(i).len);
+        last = i;
+    }
+    assert_int_equal(last, 99);
+    assert_int_equal(weir_reader_read(&r1, &c, NULL, NULL), WEIR_DONE);
+    weir_reader_release(&r0);
+    weir_reader_release(&r1);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+static void disconnect_errors_only_the_full_branch(void **state)
+{
+    struct src s = {.total = 100, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 0);
+    struct weir_tee *t =
+        make_tee(rs, 2, WEIR_TEE_BLOCK, WEIR_TEE_DISCONNECT, 4);
+    struct weir_reader r0, r1;
+    struct weir_chunk c;
+    struct weir_tee_stats st;
+    uint64_t sum = 0;
+    int n = 0;
+
+    (void)state;
+    assert_int_equal(weir_reader_acquire(&r0, weir_tee_branch(t, 0)), 0);
+    assert_int_equal(weir_reader_acquire(&r1, weir_tee_branch(t, 1)), 0);
+    while (weir_reader_read(&r0, &c, NULL, NULL) == 0) {
+        sum = sum_chunk(sum, c);
+        n++;
+    }
+    assert_int_equal(n, 100);
+    assert_true(sum == s.sum);
+    assert_int_equal(weir_reader_read(&r1, &c, NULL, NULL), -ENOBUFS);
+    weir_tee_stats(t, 1, &st);
+    assert_true(st.disconnected);
+    assert_int_equal(s.cancels, 0);
+    weir_reader_release(&r0);
+    weir_reader_release(&r1);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+/* A source of pool buffers: the tee shares them by reference count. */
+struct pool_src {
+    struct weir_pool *pool;
+    uint32_t left;
+};
+
+static int pool_pull(struct weir_readable *rs, void *ctx)
+{
+    struct pool_src *p = ctx;
+    struct weir_buf *b;
+
+    if (p->left == 0)
+        return weir_readable_close(rs);
+    if (weir_pool_get(p->pool, &b))
+        return -ENOBUFS;
+    p->left--;
+    b->data[0] = (uint8_t)p->left;
+    return weir_readable_enqueue(rs, weir_chunk_of(b, 1));
+}
+
+static void shared_buffers_come_home(void **state)
+{
+    const struct weir_source_ops ops = {.pull = pool_pull};
+    struct weir_pool_options po = {.buf_size = 4096, .count = 64, .threads = 1};
+    struct pool_src ps = {.left = 1000};
+    struct weir_readable *rs;
+    struct weir_tee *t;
+    struct weir_reader r[2];
+    struct weir_chunk c;
+    struct weir_pool_stats st;
+
+    (void)state;
+    assert_int_equal(weir_pool_create(&ps.pool, &po), 0);
+    assert_int_equal(weir_readable_create(&rs, &ops, &ps, NULL), 0);
+    assert_int_equal(weir_tee_create(&t, rs, 2, NULL), 0);
+    for (unsigned i = 0; i < 2; i++)
+        assert_int_equal(weir_reader_acquire(&r[i], weir_tee_branch(t, i)), 0);
+    for (uint32_t k = 0; k < 1000; k++) {
+        for (unsigned i = 0; i < 2; i++) {
+            assert_int_equal(weir_reader_read(&r[i], &c, NULL, NULL), 0);
+            assert_int_equal(c.data[0], (uint8_t)(999 - k));
+            weir_chunk_unref(&c, 0);
+        }
+    }
+    weir_pool_stats(ps.pool, &st);
+    assert_int_equal(st.in_use, 0);
+    assert_true(st.peak <= 4);
+    for (unsigned i = 0; i < 2; i++)
+        weir_reader_release(&r[i]);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+    assert_int_equal(weir_pool_destroy(ps.pool), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(branches_in_lockstep_see_the_same_chunks),
+        cmocka_unit_test(source_cancelled_only_when_every_branch_cancelled),
+        cmocka_unit_test(block_never_drops_and_bounds_every_branch),
+        cmocka_unit_test(drop_newest_accounts_for_every_chunk),
+        cmocka_unit_test(drop_oldest_accounts_for_every_chunk),
+        cmocka_unit_test(drop_oldest_keeps_the_newest),
+        cmocka_unit_test(disconnect_errors_only_the_full_branch),
+        cmocka_unit_test(shared_buffers_come_home),
+    };
+
+    pattern_init();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

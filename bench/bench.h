@@ -36,5 +36,13 @@ typedef int (*bench_suite_fn)(int argc, char **argv);
 int bench_ring(int argc, char **argv);
 int bench_e2e(int argc, char **argv);
 int bench_sendpath(int argc, char **argv);
+int bench_core_pipe_to(int argc, char **argv);
+int bench_core_readable_read(int argc, char **argv);
+int bench_core_readable_read_buffered(int argc, char **argv);
+int bench_core_tee(int argc, char **argv);
+int bench_core_readable_async_iterator(int argc, char **argv);
+int bench_core_lifecycle(int argc, char **argv);
+int bench_core_creation(int argc, char **argv);
+int bench_core_tee_memory(int argc, char **argv);
 
 #endif /* WEIR_BENCH_H */

@@ -17,6 +17,17 @@ static const struct {
     {"ring", bench_ring, "SPSC ring transfer vs ck_ring and rte_ring"},
     {"e2e", bench_e2e, "file to TCP socket vs socat, nc, sendfile, Node"},
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
+    {"pipe-to", bench_core_pipe_to, "chunk core: pipeTo"},
+    {"readable-read", bench_core_readable_read, "chunk core: normal, BYOB"},
+    {"readable-read-buffered", bench_core_readable_read_buffered,
+     "chunk core: reads from a filled queue"},
+    {"tee", bench_core_tee, "chunk core: tee, branches in lockstep"},
+    {"readable-async-iterator", bench_core_readable_async_iterator,
+     "chunk core: the iterator loop"},
+    {"lifecycle", bench_core_lifecycle, "chunk core: a short stream's life"},
+    {"creation", bench_core_creation, "chunk core: constructing streams"},
+    {"tee-memory", bench_core_tee_memory,
+     "chunk core: slow tee branch's peak queue"},
 };
 
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

@@ -182,8 +182,9 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
             .addr = s->pl->sink_addr[i],
             .addrlen = s->pl->sink_addrlen[i],
             /* A per-client proxy stream fails with its upstream; a
-             * pipeline's one stream keeps trying. */
-            .reconnect = s->pl->mode == PL_ONCE,
+             * pipeline's one stream keeps trying; weir pipe reports
+             * the failure instead. */
+            .reconnect = s->pl->mode == PL_ONCE && !s->run->conf->oneshot,
             .replay_fd = s->replay_fd,
             .on_event = sink_event,
             .event_arg = pipe_ctx_of(s, (int)i),
@@ -418,6 +419,8 @@ void stream_start(struct stream *s)
 
     s->pl->clients++;
     r->nlive++;
+    if (r->conf->oneshot && !r->one)
+        r->one = s;
     s->next = r->live;
     if (r->live)
         r->live->prev = s;

@@ -13,6 +13,7 @@
 #define LIFE_N 50000u
 
 static uint8_t kib[1024];
+static const struct weir_chunk kib_chunk = {NULL, kib, sizeof(kib)};
 
 struct four {
     uint32_t i;
@@ -24,8 +25,7 @@ static int four_pull(struct weir_readable *rs, void *ctx)
     struct four *f = ctx;
 
     if (f->i++ < 4)
-        return weir_readable_enqueue(
-            rs, (struct weir_chunk){NULL, kib, sizeof(kib)});
+        return weir_readable_enqueue(rs, kib_chunk);
     return weir_readable_close(rs);
 }
 

@@ -13,14 +13,14 @@ struct pipe_case {
 };
 
 static uint8_t kib[1024];
+static const struct weir_chunk kib_chunk = {NULL, kib, sizeof(kib)};
 
 static int pt_pull(struct weir_readable *rs, void *ctx)
 {
     struct pipe_case *c = ctx;
 
     if (c->pulled++ < PIPE_N)
-        return weir_readable_enqueue(
-            rs, (struct weir_chunk){NULL, kib, sizeof(kib)});
+        return weir_readable_enqueue(rs, kib_chunk);
     return weir_readable_close(rs);
 }
 

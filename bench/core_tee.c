@@ -16,6 +16,8 @@ struct tee_case {
 };
 
 static uint8_t sixteen[16] = "aaaaaaaaaaaaaaa";
+static const struct weir_chunk chunk_a = {NULL, sixteen, 1};
+static const struct weir_chunk chunk_16 = {NULL, sixteen, 16};
 
 static int tee_pull(struct weir_readable *rs, void *ctx)
 {
@@ -23,8 +25,7 @@ static int tee_pull(struct weir_readable *rs, void *ctx)
 
     if (c->pulled++ >= TEE_N)
         return weir_readable_close(rs);
-    return weir_readable_enqueue(
-        rs, (struct weir_chunk){NULL, sixteen, c->bytes ? 16 : 1});
+    return weir_readable_enqueue(rs, c->bytes ? chunk_16 : chunk_a);
 }
 
 static const struct weir_source_ops tee_source = {.pull = tee_pull};
@@ -96,7 +97,8 @@ int bench_core_tee(int argc, char **argv)
 #define MEM_SIZE  1024u
 #define MEM_EVERY 100u
 
-static uint8_t mem_chunk[MEM_SIZE];
+static uint8_t mem_bytes[MEM_SIZE];
+static const struct weir_chunk mem_chunk = {NULL, mem_bytes, MEM_SIZE};
 
 struct mem_case {
     uint32_t pulled, nf, ns;
@@ -109,8 +111,7 @@ static int mem_pull(struct weir_readable *rs, void *ctx)
 
     if (m->pulled++ >= MEM_N)
         return weir_readable_close(rs);
-    return weir_readable_enqueue(
-        rs, (struct weir_chunk){NULL, mem_chunk, MEM_SIZE});
+    return weir_readable_enqueue(rs, mem_chunk);
 }
 
 static const struct weir_source_ops mem_source = {.pull = mem_pull};

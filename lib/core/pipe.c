@@ -235,8 +235,7 @@ static void pipe_run(struct weir_pipe *p)
     while (p->phase == PH_RUN && !p->reading) {
         if (pipe_check(p))
             return;
-        if (ws->hwm != WEIR_HWM_UNLIMITED &&
-            (int64_t)ws->hwm - (int64_t)ws->queued <= 0) {
+        if (weir_ws_desired(ws) <= 0) {
             if (weir_writer_ready(&p->writer, pipe_ready_cb, p) == WEIR_PENDING)
                 return;
             continue;

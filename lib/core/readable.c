@@ -65,23 +65,26 @@ static inline void rs_put(struct weir_readable *rs)
 
 static inline int64_t rs_desired(const struct weir_readable *rs)
 {
-    if (rs->hwm == WEIR_HWM_UNLIMITED)
-        return INT64_MAX;
-    return (int64_t)rs->hwm - (int64_t)rs->queued;
+    return weir_rs_desired(rs);
+}
+
+static void rs_update_can_pull(struct weir_readable *rs)
+{
+    rs->can_pull = rs->started && rs->state == RS_READABLE &&
+                   !rs->close_requested && rs->ops && rs->ops->pull;
 }
 
 /* The spec's ReadableStreamDefaultControllerShouldCallPull. */
-static bool rs_should_pull(const struct weir_readable *rs)
+static inline bool rs_should_pull(const struct weir_readable *rs)
 {
-    if (!rs->started || rs->close_requested || rs->state != RS_READABLE ||
-        !rs->ops || !rs->ops->pull)
-        return false;
-    return weir_rs_reads_waiting(rs) > 0 || rs_desired(rs) > 0;
+    return rs->can_pull &&
+           (weir_rs_reads_waiting(rs) > 0 || rs_desired(rs) > 0);
 }
 
 static void rs_close_now(struct weir_readable *rs)
 {
     rs->state = RS_CLOSED;
+    rs->can_pull = false;
     while (!weir_q_empty(&rs->reads)) {
         struct read_req q = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
 
@@ -95,6 +98,7 @@ static void rs_close_now(struct weir_readable *rs)
 static void rs_error_now(struct weir_readable *rs, int err)
 {
     rs->state = RS_ERRORED;
+    rs->can_pull = false;
     rs->err = err;
     rs_drop_queue(rs);
     while (!weir_q_empty(&rs->reads)) {
@@ -106,16 +110,12 @@ static void rs_error_now(struct weir_readable *rs, int err)
         rs->watch.fn(rs->watch.ctx);
 }
 
-static void rs_pull_if_needed(struct weir_readable *rs)
+/* Pulls, and pulls again while the source asked for it meanwhile. The
+ * caller checked rs_should_pull and that no pull is running. */
+static void rs_pull_loop(struct weir_readable *rs)
 {
     int rc;
 
-    if (!rs_should_pull(rs))
-        return;
-    if (rs->pulling) {
-        rs->pull_again = true;
-        return;
-    }
     do {
         rs->pulling = true;
         rs->pull_again = false;
@@ -128,6 +128,17 @@ static void rs_pull_if_needed(struct weir_readable *rs)
             return;
         }
     } while (rs->pull_again && rs_should_pull(rs));
+}
+
+static void rs_pull_if_needed(struct weir_readable *rs)
+{
+    if (!rs_should_pull(rs))
+        return;
+    if (rs->pulling) {
+        rs->pull_again = true;
+        return;
+    }
+    rs_pull_loop(rs);
 }
 
 /* After a chunk left the queue: close if that was the last one of a
@@ -169,6 +180,8 @@ static void rs_fill_from_queue(struct weir_readable *rs, struct read_req *q)
 
 static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
 {
+    /* A small bounded queue is sized to its mark at once (plus the chunk
+     * a pull may overshoot by); others start small and double. */
     struct weir_chunk *slot = weir_q_push(
         &rs->queue, CHUNK_SZ, rs->hwm < 64 ? (uint32_t)rs->hwm + 1 : 64);
 
@@ -244,7 +257,17 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
     return rc;
 }
 
-int weir_readable_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
+/* Slow paths live out of line, so the fast paths below stay small leaf
+ * functions without a stack frame to set up. */
+static __attribute__((noinline)) void rs_pull_now(struct weir_readable *rs)
+{
+    rs_hold(rs);
+    rs_pull_loop(rs);
+    rs_put(rs);
+}
+
+static __attribute__((noinline)) int rs_enqueue_slow(struct weir_readable *rs,
+                                                     struct weir_chunk chunk)
 {
     int rc;
 
@@ -253,20 +276,32 @@ int weir_readable_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
         weir_chunk_unref(&chunk, rs->slot);
         return -EINVAL;
     }
-    /* Fast path: nobody waiting, no pull to schedule after. */
-    if (!rs->sync_want && weir_q_empty(&rs->reads) && rs->pulling &&
-        weir_q_len(&rs->queue) < rs->queue.cap) {
-        *(struct weir_chunk *)weir_q_at(&rs->queue, CHUNK_SZ,
-                                        rs->queue.tail++) = chunk;
-        rs->queued += weir_rs_weight(rs, &chunk);
-        if (rs_desired(rs) > 0)
-            rs->pull_again = true;
-        return 0;
-    }
     rs_hold(rs);
     rc = rs_enqueue(rs, chunk);
     rs_put(rs);
     return rc;
+}
+
+int weir_readable_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
+{
+    /* Fast path: open, nobody waiting, room in the queue: the chunk just
+     * joins the queue, and the only question left is whether to pull
+     * (again). */
+    if ((rs->close_requested | rs->sync_want | (rs->state != RS_READABLE) |
+         (rs->byte_stream & (chunk.len == 0))) == 0 &&
+        weir_q_empty(&rs->reads) && weir_q_len(&rs->queue) < rs->queue.cap) {
+        *(struct weir_chunk *)weir_q_at(&rs->queue, CHUNK_SZ,
+                                        rs->queue.tail++) = chunk;
+        rs->queued += weir_rs_weight(rs, &chunk);
+        if (rs_desired(rs) <= 0 || !rs->can_pull)
+            return 0;
+        if (rs->pulling)
+            rs->pull_again = true;
+        else
+            rs_pull_now(rs);
+        return 0;
+    }
+    return rs_enqueue_slow(rs, chunk);
 }
 
 int weir_readable_close(struct weir_readable *rs)
@@ -274,6 +309,7 @@ int weir_readable_close(struct weir_readable *rs)
     if (rs->close_requested || rs->state != RS_READABLE)
         return -EINVAL;
     rs->close_requested = true;
+    rs->can_pull = false;
     if (weir_q_empty(&rs->queue)) {
         rs_hold(rs);
         rs_close_now(rs);
@@ -297,6 +333,8 @@ int64_t weir_readable_desired_size(const struct weir_readable *rs)
         return WEIR_DESIRED_NONE;
     if (rs->state == RS_CLOSED)
         return 0;
+    if (rs->hwm == INT64_MAX)
+        return INT64_MAX;
     return rs_desired(rs);
 }
 
@@ -307,6 +345,7 @@ void weir_readable_start_done(struct weir_readable *rs, int rc)
         weir_readable_error(rs, rc);
     else {
         rs->started = true;
+        rs_update_can_pull(rs);
         rs_pull_if_needed(rs);
     }
     rs_put(rs);
@@ -359,7 +398,7 @@ int weir_readable_create(struct weir_readable **out,
     rs->ops = ops;
     rs->ctx = ctx;
     if (opts) {
-        rs->hwm = opts->strategy.hwm;
+        rs->hwm = weir_hwm_of(opts->strategy.hwm);
         rs->byte_stream = opts->byte_stream;
         /* A byte stream's queue is measured in bytes, whatever the
          * strategy says (the spec has no other size for it). */
@@ -372,13 +411,15 @@ int weir_readable_create(struct weir_readable **out,
     *out = rs;
     if (!ops || !ops->start) {
         rs->started = true;
+        rs_update_can_pull(rs);
         rs_pull_if_needed(rs);
         return 0;
     }
     rs_hold(rs);
     rc = ops->start(rs, ctx);
-    if (rc == 0) {
+    if (rc == 0 && rs->state == RS_READABLE) {
         rs->started = true;
+        rs_update_can_pull(rs);
         rs_pull_if_needed(rs);
     } else if (rc < 0) {
         rs_error_now(rs, rc);
@@ -461,22 +502,23 @@ static int rs_read_slow(struct weir_readable *rs)
     return rc;
 }
 
-int weir_reader_read(struct weir_reader *r, struct weir_chunk *out,
-                     weir_read_cb cb, void *ctx)
+static __attribute__((noinline)) void
+rs_close_now_held(struct weir_readable *rs)
 {
-    struct weir_readable *rs = r->stream;
+    rs_hold(rs);
+    rs_close_now(rs);
+    rs_put(rs);
+}
+
+/* A read that found the queue empty (or a released reader). */
+static __attribute__((noinline)) int rs_read_empty(struct weir_readable *rs,
+                                                   struct weir_chunk *out,
+                                                   weir_read_cb cb, void *ctx)
+{
     int rc;
 
     if (!rs)
         return -EINVAL;
-    if (!weir_q_empty(&rs->queue)) {
-        *out = *(struct weir_chunk *)weir_q_pop(&rs->queue, CHUNK_SZ);
-        rs->queued -= weir_rs_weight(rs, out);
-        rs_hold(rs);
-        rs_after_dequeue(rs);
-        rs_put(rs);
-        return 0;
-    }
     if (rs->state == RS_CLOSED)
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
@@ -496,6 +538,32 @@ int weir_reader_read(struct weir_reader *r, struct weir_chunk *out,
         *out = rs->sync_req.got;
     rs_put(rs);
     return rc;
+}
+
+int weir_reader_read(struct weir_reader *r, struct weir_chunk *out,
+                     weir_read_cb cb, void *ctx)
+{
+    struct weir_readable *rs = r->stream;
+
+    if (rs && !weir_q_empty(&rs->queue)) {
+        *out = *(struct weir_chunk *)weir_q_pop(&rs->queue, CHUNK_SZ);
+        rs->queued -= weir_rs_weight(rs, out);
+        /* A queued chunk means no read waits, so ShouldCallPull reduces
+         * to can_pull and a positive desired size. */
+        if (rs->can_pull) {
+            if (rs_desired(rs) <= 0)
+                return 0;
+            if (rs->pulling)
+                rs->pull_again = true;
+            else
+                rs_pull_now(rs);
+            return 0;
+        }
+        if (rs->close_requested && weir_q_empty(&rs->queue))
+            rs_close_now_held(rs);
+        return 0;
+    }
+    return rs_read_empty(rs, out, cb, ctx);
 }
 
 int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,

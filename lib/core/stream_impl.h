@@ -31,7 +31,8 @@ struct weir_watch {
 struct weir_readable {
     struct weir_q queue; /* struct weir_chunk */
     size_t queued;       /* weight of the queue */
-    size_t hwm;
+    int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED: never reached,
+                            so desired size needs no special case */
     struct weir_q reads; /* parked struct read_req */
     /* The read in progress inside weir_reader_read(_byob) while it asks
      * the source: a request that has not parked (and may never need to). */
@@ -46,6 +47,10 @@ struct weir_readable {
     bool weigh_bytes, byte_stream;
     bool started, pulling, pull_again, close_requested;
     bool locked, sync_want, doomed;
+    /* started, readable, not closing, and the source has a pull: the part
+     * of the spec's ShouldCallPull that changes rarely, kept in one flag
+     * for the hot paths. */
+    bool can_pull;
 };
 
 struct write_req {
@@ -58,7 +63,7 @@ struct weir_writable {
     struct weir_q queue; /* struct write_req; the first in_flight are at the
                             sink */
     size_t queued;       /* weight of the queue, in-flight writes included */
-    size_t hwm;
+    int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED */
     const struct weir_sink_ops *ops;
     void *ctx;
     struct weir_watch watch;
@@ -78,6 +83,22 @@ static inline size_t weir_rs_weight(const struct weir_readable *rs,
                                     const struct weir_chunk *c)
 {
     return rs->weigh_bytes ? c->len : 1;
+}
+
+static inline int64_t weir_rs_desired(const struct weir_readable *rs)
+{
+    return rs->hwm - (int64_t)rs->queued;
+}
+
+static inline int64_t weir_ws_desired(const struct weir_writable *ws)
+{
+    return ws->hwm - (int64_t)ws->queued;
+}
+
+/* The high-water mark as stored: unlimited becomes INT64_MAX. */
+static inline int64_t weir_hwm_of(size_t hwm)
+{
+    return hwm >= (size_t)INT64_MAX ? INT64_MAX : (int64_t)hwm;
 }
 
 /* Reads waiting for data: the synchronous one and the parked ones. */

@@ -68,9 +68,7 @@ static bool branch_room(const struct tee_branch *b)
 {
     const struct weir_readable *rs = b->rs;
 
-    if (weir_rs_reads_waiting(rs) > 0 || rs->hwm == WEIR_HWM_UNLIMITED)
-        return true;
-    return (int64_t)rs->hwm - (int64_t)rs->queued > 0;
+    return weir_rs_reads_waiting(rs) > 0 || weir_rs_desired(rs) > 0;
 }
 
 /* The block rule: every live block branch has room, and some live branch

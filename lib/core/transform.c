@@ -34,9 +34,7 @@ static bool tf_full(const struct weir_transform *tf)
 
     if (weir_rs_reads_waiting(rs) > 0)
         return false;
-    if (rs->hwm == WEIR_HWM_UNLIMITED)
-        return false;
-    return (int64_t)rs->hwm - (int64_t)rs->queued <= 0;
+    return weir_rs_desired(rs) <= 0;
 }
 
 int weir_transform_enqueue(struct weir_transform *tf, struct weir_chunk chunk)

@@ -48,9 +48,7 @@ static inline size_t ws_weight(const struct weir_writable *ws,
 
 static inline int64_t ws_desired(const struct weir_writable *ws)
 {
-    if (ws->hwm == WEIR_HWM_UNLIMITED)
-        return INT64_MAX;
-    return (int64_t)ws->hwm - (int64_t)ws->queued;
+    return weir_ws_desired(ws);
 }
 
 static void ws_fire_ready(struct weir_writable *ws, int rc)
@@ -224,7 +222,7 @@ int weir_writable_create(struct weir_writable **out,
     ws->ops = ops;
     ws->ctx = ctx;
     if (opts) {
-        ws->hwm = opts->strategy.hwm;
+        ws->hwm = weir_hwm_of(opts->strategy.hwm);
         ws->weigh_bytes = opts->strategy.bytes;
         ws->slot = opts->slot;
     } else {
@@ -300,6 +298,8 @@ int64_t weir_writable_desired_size(const struct weir_writable *ws)
         return WEIR_DESIRED_NONE;
     if (ws->state == WS_CLOSED)
         return 0;
+    if (ws->hwm == INT64_MAX)
+        return INT64_MAX;
     return ws_desired(ws);
 }
 

@@ -47,7 +47,7 @@ static const uint32_t feed_sizes[] = {1,     3,    100,    4096,   65536,
                                       7000,  17,   65535,  200000, 31,
                                       12345, 4095, 300000, 1};
 
-static int feed_pull(struct weir_readable *rs, void *ctx)
+static inline int feed_pull(struct weir_readable *rs, void *ctx)
 {
     struct feed *f = ctx;
     uint32_t n;
@@ -88,6 +88,7 @@ static const struct weir_source_ops feed_ops = {.pull = feed_pull};
 struct file_sink {
     int fd;
     bool hold;
+    int fail_rc; /* finish held writes with this error instead */
     bool in_flight;
     struct weir_chunk held;
     struct weir_writable *ws;
@@ -95,7 +96,7 @@ struct file_sink {
     int closes, aborts;
 };
 
-static int file_sink_put(struct file_sink *k, struct weir_chunk c)
+static inline int file_sink_put(struct file_sink *k, struct weir_chunk c)
 {
     size_t off = 0;
 
@@ -111,8 +112,8 @@ static int file_sink_put(struct file_sink *k, struct weir_chunk c)
     return 0;
 }
 
-static int file_sink_write(struct weir_writable *ws, void *ctx,
-                           struct weir_chunk c)
+static inline int file_sink_write(struct weir_writable *ws, void *ctx,
+                                  struct weir_chunk c)
 {
     struct file_sink *k = ctx;
 
@@ -125,7 +126,7 @@ static int file_sink_write(struct weir_writable *ws, void *ctx,
     return file_sink_put(k, c);
 }
 
-static int file_sink_close(struct weir_writable *ws, void *ctx)
+static inline int file_sink_close(struct weir_writable *ws, void *ctx)
 {
     struct file_sink *k = ctx;
 
@@ -134,7 +135,8 @@ static int file_sink_close(struct weir_writable *ws, void *ctx)
     return 0;
 }
 
-static void file_sink_abort(struct weir_writable *ws, void *ctx, int reason)
+static inline void file_sink_abort(struct weir_writable *ws, void *ctx,
+                                   int reason)
 {
     struct file_sink *k = ctx;
 
@@ -156,7 +158,7 @@ struct pipe_end {
     int rc;
 };
 
-static void pipe_end_cb(void *ctx, int rc)
+static inline void pipe_end_cb(void *ctx, int rc)
 {
     struct pipe_end *e = ctx;
 
@@ -164,7 +166,7 @@ static void pipe_end_cb(void *ctx, int rc)
     e->rc = rc;
 }
 
-static void pipe_end_set(struct pipe_end *e, int rc)
+static inline void pipe_end_set(struct pipe_end *e, int rc)
 {
     if (rc != WEIR_PENDING)
         pipe_end_cb(e, rc);
@@ -180,18 +182,22 @@ struct chain {
     uint32_t resumes;
 };
 
-/* Finishes held writes and resumes parked transforms until the last pipe
- * ends or nothing can move. Returns the last pipe's result, or -EDEADLK
- * when the chain stalled for good. */
-static int chain_drive(struct chain *ch)
+/* Finishes held writes (failing them with fail_rc when set) and resumes
+ * parked transforms until the last pipe ends or nothing can move. Returns
+ * the last pipe's result, or -EDEADLK when the chain stalled for good. */
+static inline int chain_drive(struct chain *ch)
 {
     while (!ch->ends[ch->n].finished) {
         bool moved = false;
 
         if (ch->sink.in_flight) {
-            int rc = file_sink_put(&ch->sink, ch->sink.held);
+            int rc = ch->sink.fail_rc;
 
             ch->sink.in_flight = false;
+            if (rc)
+                weir_chunk_unref(&ch->sink.held, 0);
+            else
+                rc = file_sink_put(&ch->sink, ch->sink.held);
             weir_writable_write_done(ch->sink.ws, rc);
             moved = true;
         }
@@ -209,13 +215,15 @@ static int chain_drive(struct chain *ch)
 }
 
 /*
- * Runs `len` bytes of `data` through the transforms named in specs[] into
- * the file `out`. The transforms are left in ch (for their errors and
- * stats) until chain_free. Returns the result of the pipe into the sink.
+ * Sets up the chain for the bytes of `f` through the transforms named in
+ * specs[] into the file `out`, and starts its pipes (which run as far as
+ * they can at once). The transforms stay in ch (for their errors and
+ * stats) until chain_free. 0 or -errno.
  */
-static int chain_run(struct chain *ch, const char *const *specs, unsigned n,
-                     struct feed *f, const struct weir_xform_options *xo,
-                     const char *out, bool hold)
+static inline int chain_start(struct chain *ch, const char *const *specs,
+                              unsigned n, struct feed *f,
+                              const struct weir_xform_options *xo,
+                              const char *out, bool hold)
 {
     struct weir_readable_options ro = {.strategy = {.hwm = 1}};
     struct weir_readable *rs;
@@ -248,10 +256,21 @@ static int chain_run(struct chain *ch, const char *const *specs, unsigned n,
     }
     pipe_end_set(&ch->ends[n],
                  weir_pipe_to(rs, ch->dst, NULL, pipe_end_cb, &ch->ends[n]));
-    return chain_drive(ch);
+    return 0;
 }
 
-static void chain_free(struct chain *ch)
+/* chain_start and chain_drive: the result of the pipe into the sink. */
+static inline int chain_run(struct chain *ch, const char *const *specs,
+                            unsigned n, struct feed *f,
+                            const struct weir_xform_options *xo,
+                            const char *out, bool hold)
+{
+    int rc = chain_start(ch, specs, n, f, xo, out, hold);
+
+    return rc ? rc : chain_drive(ch);
+}
+
+static inline void chain_free(struct chain *ch)
 {
     if (ch->sink.in_flight) {
         weir_chunk_unref(&ch->sink.held, 0);
@@ -269,13 +288,13 @@ static void chain_free(struct chain *ch)
 /* Test files live in one mkdtemp directory per executable. */
 static char tdir[64];
 
-static const char *tpath(char *buf, size_t n, const char *name)
+static inline const char *tpath(char *buf, size_t n, const char *name)
 {
     snprintf(buf, n, "%s/%s", tdir, name);
     return buf;
 }
 
-static void write_file(const char *path, const uint8_t *data, size_t len)
+static inline void write_file(const char *path, const uint8_t *data, size_t len)
 {
     FILE *fp = fopen(path, "wb");
 
@@ -284,7 +303,7 @@ static void write_file(const char *path, const uint8_t *data, size_t len)
 }
 
 /* Reads a whole file; *len its size. The caller frees. */
-static uint8_t *read_file(const char *path, size_t *len)
+static inline uint8_t *read_file(const char *path, size_t *len)
 {
     FILE *fp = fopen(path, "rb");
     uint8_t *buf = NULL;
@@ -308,8 +327,9 @@ static uint8_t *read_file(const char *path, size_t *len)
 }
 
 /* Runs a shell command; its exit status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
+static inline int sh(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static inline int sh(const char *fmt, ...)
 {
     char cmd[1024];
     va_list ap;
@@ -325,7 +345,7 @@ static int sh(const char *fmt, ...)
 /* Input of mixed kinds: the bench's repeated text, text with upper and
  * lower case and punctuation, and bytes from a fixed generator (every
  * value, including the ones next to 'a' and 'z'). */
-static uint8_t *make_input(size_t len, uint32_t seed)
+static inline uint8_t *make_input(size_t len, uint32_t seed)
 {
     static const char text[] = "The quick brown fox jumps over the lazy dog; "
                                "{`az~} AZ@[ 0123456789 abcdefghij\n";
@@ -347,7 +367,7 @@ static uint8_t *make_input(size_t len, uint32_t seed)
     return d;
 }
 
-static struct weir_pool *make_pool(uint32_t count, size_t buf_size)
+static inline struct weir_pool *make_pool(uint32_t count, size_t buf_size)
 {
     struct weir_pool_options o = {
         .buf_size = buf_size, .count = count, .threads = 1, .owner = 0};

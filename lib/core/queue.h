@@ -19,12 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct weir_q {
-    uint8_t *slots; /* cap entries, NULL until first use */
-    uint32_t head;  /* next entry to take */
-    uint32_t tail;  /* next free slot */
-    uint32_t cap;   /* 0 or a power of two */
-};
+#include "weir/stream_types.h" /* struct weir_q */
 
 /* Makes room for at least one more entry: first storage (`first` entries,
  * rounded up to a power of two) or a doubling. Returns 0 or -ENOMEM. */

@@ -31,7 +31,7 @@
 #include "stream_impl.h"
 
 #define CHUNK_SZ sizeof(struct weir_chunk)
-#define REQ_SZ   sizeof(struct read_req)
+#define REQ_SZ   sizeof(struct weir_read_req_)
 
 /* Parked reads are rare and few: a small first allocation. */
 #define READS_FIRST 4u
@@ -86,7 +86,8 @@ static void rs_close_now(struct weir_readable *rs)
     rs->state = RS_CLOSED;
     rs->can_pull = false;
     while (!weir_q_empty(&rs->reads)) {
-        struct read_req q = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ q =
+            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
 
         q.cb(q.ctx, WEIR_DONE,
              (struct weir_chunk){NULL, q.buf, (uint32_t)q.filled});
@@ -102,7 +103,8 @@ static void rs_error_now(struct weir_readable *rs, int err)
     rs->err = err;
     rs_drop_queue(rs);
     while (!weir_q_empty(&rs->reads)) {
-        struct read_req q = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ q =
+            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
 
         q.cb(q.ctx, err, (struct weir_chunk){0});
     }
@@ -153,7 +155,7 @@ static void rs_after_dequeue(struct weir_readable *rs)
     rs_pull_if_needed(rs);
 }
 
-static size_t fill(struct read_req *q, struct weir_chunk *c)
+static size_t fill(struct weir_read_req_ *q, struct weir_chunk *c)
 {
     size_t n = q->len - q->filled;
 
@@ -167,7 +169,8 @@ static size_t fill(struct read_req *q, struct weir_chunk *c)
 }
 
 /* Copies queued bytes into a BYOB request, as many as fit. */
-static void rs_fill_from_queue(struct weir_readable *rs, struct read_req *q)
+static void rs_fill_from_queue(struct weir_readable *rs,
+                               struct weir_read_req_ *q)
 {
     while (!weir_q_empty(&rs->queue) && q->filled < q->len) {
         struct weir_chunk *c = weir_q_front(&rs->queue, CHUNK_SZ);
@@ -201,7 +204,7 @@ static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
 static int rs_deliver_bytes(struct weir_readable *rs, struct weir_chunk chunk)
 {
     while (chunk.len > 0 && rs->state == RS_READABLE) {
-        struct read_req *q;
+        struct weir_read_req_ *q;
 
         if (rs->sync_want) {
             q = &rs->sync_req;
@@ -219,15 +222,15 @@ static int rs_deliver_bytes(struct weir_readable *rs, struct weir_chunk chunk)
             return rs_queue_chunk(rs, chunk);
         q = weir_q_front(&rs->reads, REQ_SZ);
         if (!q->buf) {
-            struct read_req r =
-                *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+            struct weir_read_req_ r =
+                *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
             r.cb(r.ctx, 0, chunk);
             return 0;
         }
         fill(q, &chunk);
         if (q->filled >= q->min) {
-            struct read_req r =
-                *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+            struct weir_read_req_ r =
+                *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
             r.cb(r.ctx, 0,
                  (struct weir_chunk){NULL, r.buf, (uint32_t)r.filled});
         }
@@ -246,7 +249,8 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
         rs->sync_req.got = chunk;
         rs->sync_want = false;
     } else if (!weir_q_empty(&rs->reads)) {
-        struct read_req r = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ r =
+            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
 
         r.cb(r.ctx, 0, chunk);
     } else {
@@ -257,17 +261,16 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
     return rc;
 }
 
-/* Slow paths live out of line, so the fast paths below stay small leaf
- * functions without a stack frame to set up. */
-static __attribute__((noinline)) void rs_pull_now(struct weir_readable *rs)
+/* The out-of-line halves of the inline fast paths in weir/readable.h. */
+void weir_readable_pull_(struct weir_readable *rs)
 {
     rs_hold(rs);
     rs_pull_loop(rs);
     rs_put(rs);
 }
 
-static __attribute__((noinline)) int rs_enqueue_slow(struct weir_readable *rs,
-                                                     struct weir_chunk chunk)
+int weir_readable_enqueue_slow_(struct weir_readable *rs,
+                                struct weir_chunk chunk)
 {
     int rc;
 
@@ -280,28 +283,6 @@ static __attribute__((noinline)) int rs_enqueue_slow(struct weir_readable *rs,
     rc = rs_enqueue(rs, chunk);
     rs_put(rs);
     return rc;
-}
-
-int weir_readable_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
-{
-    /* Fast path: open, nobody waiting, room in the queue: the chunk just
-     * joins the queue, and the only question left is whether to pull
-     * (again). */
-    if ((rs->close_requested | rs->sync_want | (rs->state != RS_READABLE) |
-         (rs->byte_stream & (chunk.len == 0))) == 0 &&
-        weir_q_empty(&rs->reads) && weir_q_len(&rs->queue) < rs->queue.cap) {
-        *(struct weir_chunk *)weir_q_at(&rs->queue, CHUNK_SZ,
-                                        rs->queue.tail++) = chunk;
-        rs->queued += weir_rs_weight(rs, &chunk);
-        if (rs_desired(rs) <= 0 || !rs->can_pull)
-            return 0;
-        if (rs->pulling)
-            rs->pull_again = true;
-        else
-            rs_pull_now(rs);
-        return 0;
-    }
-    return rs_enqueue_slow(rs, chunk);
 }
 
 int weir_readable_close(struct weir_readable *rs)
@@ -458,7 +439,8 @@ void weir_reader_release(struct weir_reader *r)
     rs->locked = false;
     rs_hold(rs);
     while (!weir_q_empty(&rs->reads)) {
-        struct read_req q = *(struct read_req *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ q =
+            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
 
         q.cb(q.ctx, -ECANCELED, (struct weir_chunk){0});
     }
@@ -467,10 +449,10 @@ void weir_reader_release(struct weir_reader *r)
 
 /* Files `q` as a parked read, ahead of any parked during the synchronous
  * attempt (it is older than they are). */
-static int rs_park(struct weir_readable *rs, const struct read_req *q,
+static int rs_park(struct weir_readable *rs, const struct weir_read_req_ *q,
                    bool front)
 {
-    struct read_req *slot =
+    struct weir_read_req_ *slot =
         front ? weir_q_unshift(&rs->reads, REQ_SZ, READS_FIRST)
               : weir_q_push(&rs->reads, REQ_SZ, READS_FIRST);
 
@@ -502,8 +484,7 @@ static int rs_read_slow(struct weir_readable *rs)
     return rc;
 }
 
-static __attribute__((noinline)) void
-rs_close_now_held(struct weir_readable *rs)
+void weir_readable_close_now_(struct weir_readable *rs)
 {
     rs_hold(rs);
     rs_close_now(rs);
@@ -511,9 +492,8 @@ rs_close_now_held(struct weir_readable *rs)
 }
 
 /* A read that found the queue empty (or a released reader). */
-static __attribute__((noinline)) int rs_read_empty(struct weir_readable *rs,
-                                                   struct weir_chunk *out,
-                                                   weir_read_cb cb, void *ctx)
+int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
+                            weir_read_cb cb, void *ctx)
 {
     int rc;
 
@@ -523,7 +503,7 @@ static __attribute__((noinline)) int rs_read_empty(struct weir_readable *rs,
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
         return rs->err;
-    rs->sync_req = (struct read_req){.cb = cb, .ctx = ctx};
+    rs->sync_req = (struct weir_read_req_){.cb = cb, .ctx = ctx};
     if (rs->sync_want || !weir_q_empty(&rs->reads)) {
         /* Others wait already: take a place in line behind them. */
         rc = rs_park(rs, &rs->sync_req, false);
@@ -540,38 +520,12 @@ static __attribute__((noinline)) int rs_read_empty(struct weir_readable *rs,
     return rc;
 }
 
-int weir_reader_read(struct weir_reader *r, struct weir_chunk *out,
-                     weir_read_cb cb, void *ctx)
-{
-    struct weir_readable *rs = r->stream;
-
-    if (rs && !weir_q_empty(&rs->queue)) {
-        *out = *(struct weir_chunk *)weir_q_pop(&rs->queue, CHUNK_SZ);
-        rs->queued -= weir_rs_weight(rs, out);
-        /* A queued chunk means no read waits, so ShouldCallPull reduces
-         * to can_pull and a positive desired size. */
-        if (rs->can_pull) {
-            if (rs_desired(rs) <= 0)
-                return 0;
-            if (rs->pulling)
-                rs->pull_again = true;
-            else
-                rs_pull_now(rs);
-            return 0;
-        }
-        if (rs->close_requested && weir_q_empty(&rs->queue))
-            rs_close_now_held(rs);
-        return 0;
-    }
-    return rs_read_empty(rs, out, cb, ctx);
-}
-
 int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
                           size_t min, struct weir_chunk *out, weir_read_cb cb,
                           void *ctx)
 {
     struct weir_readable *rs = r->stream;
-    struct read_req q = {
+    struct weir_read_req_ q = {
         .cb = cb, .ctx = ctx, .buf = buf, .len = len, .min = min};
     int rc;
 

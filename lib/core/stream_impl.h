@@ -9,49 +9,10 @@
 #include "queue.h"
 #include "weir/stream.h"
 
-enum { RS_READABLE, RS_CLOSED, RS_ERRORED };
+#define RS_READABLE WEIR_RS_READABLE_
+#define RS_CLOSED   WEIR_RS_CLOSED_
+#define RS_ERRORED  WEIR_RS_ERRORED_
 enum { WS_WRITABLE, WS_CLOSED, WS_ERRORED };
-
-/* A read request: a default read (buf NULL) or a BYOB read. */
-struct read_req {
-    weir_read_cb cb;
-    void *ctx;
-    uint8_t *buf;
-    size_t len, min, filled;
-    struct weir_chunk got; /* the answer of a synchronous read */
-};
-
-/* Internal listener of state changes (pipe, tee): called after the stream
- * errored or closed, from the stream's own thread. */
-struct weir_watch {
-    void (*fn)(void *ctx);
-    void *ctx;
-};
-
-struct weir_readable {
-    struct weir_q queue; /* struct weir_chunk */
-    size_t queued;       /* weight of the queue */
-    int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED: never reached,
-                            so desired size needs no special case */
-    struct weir_q reads; /* parked struct read_req */
-    /* The read in progress inside weir_reader_read(_byob) while it asks
-     * the source: a request that has not parked (and may never need to). */
-    struct read_req sync_req;
-    const struct weir_source_ops *ops;
-    void *ctx;
-    struct weir_watch watch;
-    int err;
-    unsigned slot;
-    uint32_t busy; /* calls into the stream in progress (mark and reap) */
-    uint8_t state;
-    bool weigh_bytes, byte_stream;
-    bool started, pulling, pull_again, close_requested;
-    bool locked, sync_want, doomed;
-    /* started, readable, not closing, and the source has a pull: the part
-     * of the spec's ShouldCallPull that changes rarely, kept in one flag
-     * for the hot paths. */
-    bool can_pull;
-};
 
 struct write_req {
     struct weir_chunk chunk;

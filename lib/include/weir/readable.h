@@ -66,10 +66,8 @@ int weir_readable_create(struct weir_readable **out,
  */
 void weir_readable_destroy(struct weir_readable *rs);
 
-/* Controller. Queues `chunk` (or hands it straight to a waiting read).
- * 0; -EINVAL when closed, close-requested or errored; -ENOMEM. The chunk
- * is the stream's either way. */
-int weir_readable_enqueue(struct weir_readable *rs, struct weir_chunk chunk);
+/* Controller: weir_readable_enqueue, an inline function, is defined at
+ * the end of this header. */
 
 /* Controller. No more chunks: the stream closes once its queue is read.
  * 0, or -EINVAL when already closing, closed or errored. */
@@ -114,13 +112,8 @@ int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs);
  * now). */
 void weir_reader_release(struct weir_reader *r);
 
-/*
- * Reads one chunk. 0 and *out set (the caller's chunk now); WEIR_DONE when
- * the stream is closed; the stream's error; -EINVAL for a released reader;
- * -ENOMEM when parking failed; or WEIR_PENDING and cb(ctx, ...) later.
- */
-int weir_reader_read(struct weir_reader *r, struct weir_chunk *out,
-                     weir_read_cb cb, void *ctx);
+/* weir_reader_read, an inline function, is defined at the end of this
+ * header. */
 
 /*
  * BYOB read: copies queued bytes into the caller's `buf` (len bytes) until
@@ -165,5 +158,120 @@ struct weir_iter {
  */
 int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
                   weir_iter_each_fn each, weir_done_cb done, void *ctx);
+
+/*
+ * Layout of a readable stream, public only for the inline fast paths below
+ * (see "Layout details" in weir/stream_types.h): not API.
+ */
+enum { WEIR_RS_READABLE_, WEIR_RS_CLOSED_, WEIR_RS_ERRORED_ };
+
+/* A read request: a default read (buf NULL) or a BYOB read. */
+struct weir_read_req_ {
+    weir_read_cb cb;
+    void *ctx;
+    uint8_t *buf;
+    size_t len, min, filled;
+    struct weir_chunk got; /* the answer of a synchronous read */
+};
+
+struct weir_readable {
+    struct weir_q queue; /* struct weir_chunk */
+    size_t queued;       /* weight of the queue */
+    int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED: never reached,
+                            so desired size needs no special case */
+    struct weir_q reads; /* parked struct weir_read_req_ */
+    /* started, readable, not closing, and the source has a pull: the part
+     * of the spec's ShouldCallPull that changes rarely, kept in one flag
+     * for the hot paths. */
+    bool can_pull;
+    bool pulling, pull_again, close_requested, sync_want;
+    bool weigh_bytes, byte_stream;
+    uint8_t state;
+    /* The read in progress inside a read call while it asks the source: a
+     * request that has not parked (and may never need to). */
+    struct weir_read_req_ sync_req;
+    const struct weir_source_ops *ops;
+    void *ctx;
+    struct weir_watch watch;
+    int err;
+    unsigned slot;
+    uint32_t busy; /* calls into the stream in progress (mark and reap) */
+    bool started, locked, doomed;
+};
+
+/* Out-of-line halves of the inline functions below. */
+void weir_readable_pull_(struct weir_readable *rs);
+int weir_readable_enqueue_slow_(struct weir_readable *rs,
+                                struct weir_chunk chunk);
+int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
+                            weir_read_cb cb, void *ctx);
+void weir_readable_close_now_(struct weir_readable *rs);
+
+static inline struct weir_chunk *
+weir_readable_slot_(const struct weir_readable *rs, uint32_t i)
+{
+    return (struct weir_chunk *)rs->queue.slots + (i & (rs->queue.cap - 1));
+}
+
+/* After a change of the queue: pull if the source should be asked (the
+ * spec's CallPullIfNeeded, for the case where no read waits). */
+static inline void weir_readable_maybe_pull_(struct weir_readable *rs)
+{
+    if (!rs->can_pull || rs->hwm - (int64_t)rs->queued <= 0)
+        return;
+    if (rs->pulling)
+        rs->pull_again = true;
+    else
+        weir_readable_pull_(rs);
+}
+
+/*
+ * Controller. Queues `chunk` (or hands it straight to a waiting read).
+ * 0; -EINVAL when closed, close-requested or errored (or an empty chunk
+ * on a byte stream); -ENOMEM. The chunk is the stream's either way.
+ * Inline: when nobody waits and the queue has room, the chunk joins the
+ * queue and the only question left is whether to pull (again).
+ */
+static inline int weir_readable_enqueue(struct weir_readable *rs,
+                                        struct weir_chunk chunk)
+{
+    if ((rs->close_requested | rs->sync_want | (rs->state != 0) |
+         (rs->byte_stream & (chunk.len == 0))) == 0 &&
+        rs->reads.tail == rs->reads.head &&
+        rs->queue.tail - rs->queue.head < rs->queue.cap) {
+        *weir_readable_slot_(rs, rs->queue.tail++) = chunk;
+        rs->queued += rs->weigh_bytes ? chunk.len : 1;
+        weir_readable_maybe_pull_(rs);
+        return 0;
+    }
+    return weir_readable_enqueue_slow_(rs, chunk);
+}
+
+/*
+ * Reads one chunk. 0 and *out set (the caller's chunk now); WEIR_DONE when
+ * the stream is closed; the stream's error; -EINVAL for a released reader;
+ * -ENOMEM when parking failed; or WEIR_PENDING and cb(ctx, ...) later.
+ * Inline: a queued chunk is taken here, and the source asked for more if
+ * the queue fell below its mark.
+ */
+static inline int weir_reader_read(struct weir_reader *r,
+                                   struct weir_chunk *out, weir_read_cb cb,
+                                   void *ctx)
+{
+    struct weir_readable *rs = r->stream;
+
+    if (rs && rs->queue.tail != rs->queue.head) {
+        *out = *weir_readable_slot_(rs, rs->queue.head++);
+        rs->queued -= rs->weigh_bytes ? out->len : 1;
+        /* A queued chunk means no read waits, so ShouldCallPull reduces
+         * to can_pull and a positive desired size. */
+        if (rs->can_pull)
+            weir_readable_maybe_pull_(rs);
+        else if (rs->close_requested && rs->queue.tail == rs->queue.head)
+            weir_readable_close_now_(rs);
+        return 0;
+    }
+    return weir_reader_read_empty_(rs, out, cb, ctx);
+}
 
 #endif /* WEIR_READABLE_H */

@@ -309,6 +309,7 @@ static inline uint8_t *read_file(const char *path, size_t *len)
     uint8_t *buf = NULL;
     size_t cap = 0, n = 0, r;
 
+    *len = 0;
     if (!fp)
         return NULL;
     do {

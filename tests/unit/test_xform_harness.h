@@ -272,9 +272,12 @@ static inline int chain_run(struct chain *ch, const char *const *specs,
 
 static inline void chain_free(struct chain *ch)
 {
+    /* A write the sink still holds (the pipe may write once more into a
+     * sink that is failing) is settled, so its pipe can finish. */
     if (ch->sink.in_flight) {
         weir_chunk_unref(&ch->sink.held, 0);
         ch->sink.in_flight = false;
+        weir_writable_write_done(ch->sink.ws, -ECANCELED);
     }
     for (unsigned i = 0; i < ch->n; i++)
         weir_xform_destroy(ch->x[i]);

@@ -32,6 +32,15 @@
 #define PLACEMENT_SPLIT_DEFAULT false
 #endif
 
+/*
+ * The file -> socket path: the splice stage or the stream path (reads into
+ * pool buffers, sendmsg). Measured: see SENDPATH figures below.
+ * WEIR_SENDPATH=splice|stream overrides the default, for measuring.
+ */
+#ifndef SENDPATH_SPLICE_DEFAULT
+#define SENDPATH_SPLICE_DEFAULT true
+#endif
+
 int64_t run_now_ns(void)
 {
     struct timespec ts;
@@ -305,6 +314,17 @@ static size_t buffer_size(const struct weir_config *conf)
     return (size_t)sz;
 }
 
+static bool sendpath_splice(void)
+{
+    const char *e = getenv("WEIR_SENDPATH");
+
+    if (e && strcmp(e, "splice") == 0)
+        return true;
+    if (e && strcmp(e, "stream") == 0)
+        return false;
+    return SENDPATH_SPLICE_DEFAULT;
+}
+
 static bool placement_split(void)
 {
     const char *e = getenv("WEIR_PLACEMENT");
@@ -354,6 +374,7 @@ int daemon_run(struct weir_config *conf)
         return uring_unavailable(rc) ? EX_UNAVAILABLE : 1;
     }
     r.split = placement_split();
+    r.zero_copy = sendpath_splice();
     r.t_start_ns = run_now_ns();
     log_debug("%u worker%s, %s placement", r.nworkers,
               r.nworkers == 1 ? "" : "s", r.split ? "split" : "same-worker");

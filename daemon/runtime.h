@@ -21,6 +21,7 @@
 #include "weir/endpoint.h"
 #include "weir/loop.h"
 #include "weir/pipe.h"
+#include "weir/splice.h"
 #include "weir/tee.h"
 #include "weir/worker.h"
 
@@ -76,6 +77,7 @@ struct half {
     struct weir_chan_tx *tx;      /* the source half of a split stream */
     struct weir_chan_rx *rx;      /* the sink half of a split stream */
     struct weir_tee *tee;         /* several sinks */
+    struct weir_splice *splice;   /* the zero-copy stage instead */
     struct weir_endpoint **sinks; /* the sink half (or the whole stream) */
     unsigned pipes;               /* pipes still running */
     bool has_sinks;
@@ -91,6 +93,7 @@ struct stream {
     int sink_fd;   /* PL_SERVE: the client */
     int replay_fd; /* a file source, for a reconnecting sink; or -1 */
     bool src_regular;
+    bool zero_copy;   /* try the splice stage first */
     struct half h[2]; /* [0] source side, [1] sink side when split */
     bool split;
     _Atomic unsigned halves_left;
@@ -112,7 +115,8 @@ struct run {
     struct weir_workers *workers;
     unsigned nworkers;
     struct weir_loop *main;
-    bool split; /* placement: source and sinks on different workers */
+    bool split;     /* placement: source and sinks on different workers */
+    bool zero_copy; /* file -> socket streams take the splice stage */
     unsigned next_worker;
     struct pipeline_rt *pls;
     struct stream *live;

@@ -57,6 +57,11 @@ static void half_finish(struct half *h)
     h->finished = true;
     if (h->tee)
         weir_tee_destroy(h->tee);
+    if (h->splice) {
+        s->sink_bytes[0] = weir_splice_bytes(h->splice);
+        weir_splice_destroy(h->splice);
+        h->splice = NULL;
+    }
     for (unsigned i = 0; h->sinks && i < stream_nsinks(s); i++) {
         if (!h->sinks[i])
             continue;
@@ -262,6 +267,50 @@ static int make_source(struct half *h)
                                    &o);
 }
 
+static void splice_done(void *ctx, int rc)
+{
+    struct pipe_ctx *pc = ctx;
+
+    pc->h->s->sink_rc[0] = rc;
+    half_put(pc->h);
+}
+
+/* The zero-copy stage, when it can be had: true when it took the stream
+ * (then it owns the fds), false to take the stream path. */
+static bool try_splice(struct half *h)
+{
+    struct stream *s = h->s;
+    struct pipe_ctx *pc = pipe_ctx_of(s, 0);
+    struct weir_splice_options o = {
+        .length = UINT64_MAX,
+        .counter = &s->bytes_out,
+    };
+    int sock = -1, rc;
+
+    if (s->pl->mode == PL_SERVE) {
+        sock = s->sink_fd;
+    } else {
+        o.connect_addr = (const struct sockaddr *)&s->pl->sink_addr[0];
+        o.connect_addrlen = s->pl->sink_addrlen[0];
+    }
+    pc->h = h;
+    pc->idx = 0;
+    h->pipes++;
+    rc = weir_splice_start(&h->splice, h->loop, s->src_fd, sock, &o,
+                           splice_done, pc);
+    if (rc == 0) {
+        s->src_fd = -1;
+        s->sink_fd = -1;
+        return true;
+    }
+    h->pipes--;
+    h->splice = NULL;
+    if (rc != -EMFILE && rc != -ENFILE && rc != -EPERM && rc != -ENOMEM)
+        log_debug("pipeline %s: splice: %s; taking the stream path",
+                  s->pl->p->name, strerror(-rc));
+    return false;
+}
+
 static void half_start(struct weir_task *t)
 {
     struct half *h = CONTAINER(t, struct half, start);
@@ -271,6 +320,10 @@ static void half_start(struct weir_task *t)
     int rc;
 
     h->pipes = 1; /* held while building */
+    if (s->zero_copy && try_splice(h)) {
+        half_put(h);
+        return;
+    }
     if (h == &s->h[0]) {
         rc = make_source(h);
         if (rc) {
@@ -395,7 +448,16 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
             s->src_fd = fd;
         }
     }
-    s->split = r->split && r->nworkers >= 2;
+    /* A plain file into one socket: the splice stage, on one worker. The
+     * daemon's own connecting sink reconnects and resumes, which the
+     * splice stage does not: only weir pipe's connects take it. */
+    s->zero_copy =
+        r->zero_copy && s->src_regular && pl->p->nsinks == 1 &&
+        !(pl->p->follow || pl->p->source->follow) &&
+        (pl->mode == PL_SERVE || (pl->mode == PL_ONCE && r->conf->oneshot &&
+                                  (pl->p->sinks[0]->kind == ADDR_TCP ||
+                                   pl->p->sinks[0]->kind == ADDR_UNIX)));
+    s->split = r->split && r->nworkers >= 2 && !s->zero_copy;
     w = r->next_worker++ % r->nworkers;
     for (unsigned i = 0; i < 2; i++) {
         s->h[i].s = s;

@@ -17,6 +17,16 @@ static void ep_reap(struct weir_reap *r)
 
 void ep_free_now(struct weir_endpoint *ep)
 {
+    if (ep->ws) {
+        /* A write was in flight at destroy: its writer (a finished pipe)
+         * still waits for the answer before it frees itself. */
+        struct weir_writable *ws = ep->ws;
+
+        ep->ws = NULL;
+        ep_drop_batch(ep);
+        weir_writable_write_done(ws, -ECANCELED);
+        weir_writable_destroy(ws);
+    }
     if (ep->o.own_fd && ep->fd >= 0)
         close(ep->fd);
     if (ep->reads) {
@@ -165,11 +175,13 @@ void weir_endpoint_destroy(struct weir_endpoint *ep)
     ep->destroyed = true;
     if (ep->rs)
         weir_readable_destroy(ep->rs);
-    if (ep->ws)
-        weir_writable_destroy(ep->ws);
     ep->rs = NULL;
-    ep->ws = NULL;
-    ep_drop_batch(ep);
+    /* A batch still out stays with the kernel (and the writable waits for
+     * its answer) until the free. */
+    if (ep->ws && !ep->writing) {
+        weir_writable_destroy(ep->ws);
+        ep->ws = NULL;
+    }
     /* A socket's peer learns at once; the fd itself closes at the free,
      * after the kernel has let go of the ops' memory. */
     if (ep->is_socket && ep->fd >= 0)

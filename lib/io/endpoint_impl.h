@@ -97,7 +97,7 @@ struct weir_endpoint {
     struct iovec replay_iov;
     uint32_t replay_len, replay_at;
     bool started; /* start has completed */
-    bool closing; /* the stream's close is waiting for the batch */
+    int failed;   /* a sink write failed: later writes fail at once */
 };
 
 int ep_new(struct weir_endpoint **out, enum ep_kind kind,

@@ -74,6 +74,7 @@ void ep_sink_done(struct weir_op *op, int res, uint32_t flags)
             res = -EPIPE;
         if (ep->kind == EP_SOCKET_SINK && ep_socket_lost(ep, res))
             return;
+        ep->failed = res;
         ep_drop_batch(ep);
         weir_writable_write_done(ep->ws, res);
         return;
@@ -96,6 +97,13 @@ int ep_sink_writev(struct weir_writable *ws, void *ctx,
     int rc;
 
     (void)ws;
+    if (ep->failed) {
+        /* Asked again from inside the failed write's callbacks, before
+         * the stream has errored: fail at once, nothing in flight. */
+        for (unsigned i = 0; i < n; i++)
+            weir_chunk_unref(&c[i], ep->slot);
+        return ep->failed;
+    }
     for (unsigned i = 0; i < n; i++) {
         ep->chunks[i] = c[i];
         ep->iov[i] = (struct iovec){c[i].data, c[i].len};

@@ -1,0 +1,55 @@
+/*
+ * weir/splice.h - the zero-copy stage: a byte range of a regular file into
+ * a socket through a pipe, with linked io_uring SPLICE pairs (file -> pipe,
+ * pipe -> socket), no buffer of ours in between.
+ *
+ * It is not a core stream: no chunk ever exists, so there is nothing to
+ * pipe, tee or transform. The daemon chooses it instead of the stream path
+ * for a plain file -> socket stream (one sink, no transform, no follow),
+ * where the measurement says it is faster; everything else takes streams.
+ *
+ * Owner thread of `loop` only.
+ */
+#ifndef WEIR_SPLICE_H
+#define WEIR_SPLICE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "weir/loop.h"
+#include "weir/stream_types.h"
+
+struct weir_splice;
+
+struct weir_splice_options {
+    uint64_t offset;           /* first byte of the file to send */
+    uint64_t length;           /* bytes to send; UINT64_MAX: to the end */
+    uint32_t pipe_size;        /* bytes per splice pair; 0: 256 KiB */
+    _Atomic uint64_t *counter; /* bytes sent are added here (relaxed) */
+    /* When sock_fd is -1: connect to this address first (once). */
+    const struct sockaddr *connect_addr;
+    socklen_t connect_addrlen;
+};
+
+/*
+ * Starts sending. Returns 0, and done(ctx, rc) runs once when the range
+ * was sent (rc 0; the socket's write side is shut down) or failed (rc
+ * -errno); or -errno at once, done not called: -EMFILE / -ENFILE / -EPERM
+ * when no pipe of the wanted size can be had (the per-user pipe limits),
+ * and then the caller takes the stream path. Both fds are the stage's
+ * from a successful start: it closes them.
+ */
+int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
+                      int file_fd, int sock_fd,
+                      const struct weir_splice_options *o, weir_done_cb done,
+                      void *ctx);
+
+/* Bytes the socket took so far. */
+uint64_t weir_splice_bytes(const struct weir_splice *sp);
+
+/* Stops (if running; done is not called after this) and frees the stage
+ * once the kernel has finished with it. Safe inside done. */
+void weir_splice_destroy(struct weir_splice *sp);
+
+#endif /* WEIR_SPLICE_H */

@@ -1,0 +1,285 @@
+/*
+ * splice.c - file -> pipe -> socket with linked SPLICE pairs.
+ *
+ * A round queues SPLICE(file -> pipe, n) linked to SPLICE(pipe -> socket,
+ * n), where n is at most the pipe's size, so the pipe never holds more
+ * than one round. A short first splice breaks the link (the second comes
+ * back -ECANCELED); a short second one leaves bytes in the pipe. Either
+ * way the next round first empties the pipe with a lone pipe -> socket
+ * splice, then goes on with pairs: the bytes reach the socket in file
+ * order, and nothing is read twice.
+ *
+ * The pipe is sized with F_SETPIPE_SZ. Unprivileged users share a budget
+ * of pipe pages (fs.pipe-user-pages-soft); past it the kernel refuses to
+ * grow a pipe, and pipe() itself fails at the fd limits. Both are reported
+ * to the caller, which then uses the stream path for that stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "weir/splice.h"
+
+struct weir_splice {
+    struct weir_loop *loop;
+    int file_fd, sock_fd, pipe_rd, pipe_wr;
+    struct weir_splice_options o;
+    uint64_t off, end;
+    uint64_t sent;
+    uint32_t in_pipe;
+    uint32_t want; /* bytes asked of the current pair's first splice */
+    struct weir_op in_op, out_op, conn_op;
+    unsigned pending;
+    weir_done_cb done;
+    void *ctx;
+    bool finished, destroyed, reaping;
+    struct weir_reap reap;
+};
+
+#define SP_OF(ptr, member)                                                     \
+    ((struct weir_splice *)(void *)((char *)(ptr)-offsetof(struct weir_splice, \
+                                                           member)))
+
+static void sp_free(struct weir_reap *r)
+{
+    struct weir_splice *sp =
+        (struct weir_splice *)(void *)((char *)r -
+                                       offsetof(struct weir_splice, reap));
+
+    close(sp->pipe_rd);
+    close(sp->pipe_wr);
+    close(sp->file_fd);
+    if (sp->sock_fd >= 0)
+        close(sp->sock_fd);
+    free(sp);
+}
+
+static void sp_maybe_reap(struct weir_splice *sp)
+{
+    if (sp->destroyed && sp->pending == 0 && !sp->reaping) {
+        sp->reaping = true;
+        sp->reap.fn = sp_free;
+        weir_loop_defer(sp->loop, &sp->reap);
+    }
+}
+
+static void sp_finish(struct weir_splice *sp, int rc)
+{
+    if (sp->finished)
+        return;
+    sp->finished = true;
+    if (rc == 0)
+        shutdown(sp->sock_fd, SHUT_WR);
+    if (!sp->destroyed)
+        sp->done(sp->ctx, rc);
+}
+
+static void sp_round(struct weir_splice *sp);
+
+/* An op came back: true when the stage is gone or finished. */
+static bool sp_back(struct weir_splice *sp)
+{
+    sp->pending--;
+    if (sp->destroyed) {
+        sp_maybe_reap(sp);
+        return true;
+    }
+    return sp->finished;
+}
+
+static void sp_out_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_splice *sp = SP_OF(op, out_op);
+
+    (void)flags;
+    if (sp_back(sp))
+        return;
+    if (res > 0) {
+        sp->in_pipe -= (uint32_t)res;
+        sp->sent += (uint32_t)res;
+        if (sp->o.counter)
+            /* Relaxed: a statistic another thread samples; it orders
+             * nothing and pairs with nothing. */
+            atomic_fetch_add_explicit(sp->o.counter, (uint32_t)res,
+                                      memory_order_relaxed);
+    } else if (res == 0 && sp->in_pipe > 0) {
+        sp_finish(sp, -EPIPE);
+        return;
+    } else if (res < 0 && res != -ECANCELED && res != -EAGAIN &&
+               res != -EINTR) {
+        sp_finish(sp, res);
+        return;
+    }
+    if (sp->pending == 0)
+        sp_round(sp);
+}
+
+static void sp_in_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_splice *sp = SP_OF(op, in_op);
+
+    (void)flags;
+    if (sp_back(sp))
+        return;
+    if (res > 0) {
+        sp->in_pipe += (uint32_t)res;
+        sp->off += (uint32_t)res;
+    } else if (res == 0) {
+        /* The file ended before `end` (it shrank): send what we have. */
+        sp->end = sp->off;
+    } else if (res != -EAGAIN && res != -EINTR) {
+        sp_finish(sp, res);
+        return;
+    }
+    if (sp->pending == 0)
+        sp_round(sp);
+}
+
+static void sp_round(struct weir_splice *sp)
+{
+    uint32_t n;
+    int rc;
+
+    if (sp->in_pipe > 0) {
+        sp->out_op.fn = sp_out_done;
+        rc = weir_loop_splice(sp->loop, &sp->out_op, sp->pipe_rd, -1,
+                              sp->sock_fd, -1, sp->in_pipe, 0);
+        if (rc) {
+            sp_finish(sp, rc);
+            return;
+        }
+        sp->pending++;
+        return;
+    }
+    if (sp->off >= sp->end) {
+        sp_finish(sp, 0);
+        return;
+    }
+    n = sp->end - sp->off < sp->o.pipe_size ? (uint32_t)(sp->end - sp->off)
+                                            : sp->o.pipe_size;
+    sp->want = n;
+    sp->in_op.fn = sp_in_done;
+    sp->out_op.fn = sp_out_done;
+    rc = weir_loop_splice(sp->loop, &sp->in_op, sp->file_fd, (int64_t)sp->off,
+                          sp->pipe_wr, -1, n, 0);
+    if (rc) {
+        sp_finish(sp, rc);
+        return;
+    }
+    sp->pending++;
+    weir_loop_link(sp->loop);
+    rc = weir_loop_splice(sp->loop, &sp->out_op, sp->pipe_rd, -1, sp->sock_fd,
+                          -1, n, 0);
+    if (rc) {
+        /* The first stands alone; its completion starts the next round. */
+        return;
+    }
+    sp->pending++;
+}
+
+static void sp_connected(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_splice *sp = SP_OF(op, conn_op);
+
+    (void)flags;
+    if (sp_back(sp))
+        return;
+    if (res < 0) {
+        sp_finish(sp, res);
+        return;
+    }
+    sp_round(sp);
+}
+
+int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
+                      int file_fd, int sock_fd,
+                      const struct weir_splice_options *o, weir_done_cb done,
+                      void *ctx)
+{
+    struct weir_splice *sp;
+    struct stat st;
+    int p[2], rc;
+
+    if (!o || !done || file_fd < 0 || fstat(file_fd, &st) != 0)
+        return -EINVAL;
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -errno;
+    sp = calloc(1, sizeof(*sp));
+    if (!sp) {
+        close(p[0]);
+        close(p[1]);
+        return -ENOMEM;
+    }
+    sp->o = *o;
+    if (!sp->o.pipe_size)
+        sp->o.pipe_size = 256u * 1024u;
+    rc = fcntl(p[1], F_SETPIPE_SZ, (int)sp->o.pipe_size);
+    if (rc < 0 || (uint32_t)rc < sp->o.pipe_size) {
+        rc = rc < 0 ? -errno : -EPERM;
+        close(p[0]);
+        close(p[1]);
+        free(sp);
+        return rc;
+    }
+    sp->loop = loop;
+    sp->pipe_rd = p[0];
+    sp->pipe_wr = p[1];
+    sp->file_fd = file_fd;
+    sp->done = done;
+    sp->ctx = ctx;
+    sp->off = o->offset;
+    sp->end =
+        o->length == UINT64_MAX || o->offset + o->length > (uint64_t)st.st_size
+            ? (uint64_t)st.st_size
+            : o->offset + o->length;
+    if (sock_fd < 0) {
+        sock_fd =
+            socket(o->connect_addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (sock_fd < 0) {
+            rc = -errno;
+            sp->sock_fd = -1;
+            goto fail;
+        }
+        sp->sock_fd = sock_fd;
+        sp->conn_op.fn = sp_connected;
+        rc = weir_loop_connect(loop, &sp->conn_op, sock_fd, o->connect_addr,
+                               o->connect_addrlen);
+        if (rc)
+            goto fail;
+        sp->pending++;
+    } else {
+        sp->sock_fd = sock_fd;
+        sp_round(sp);
+    }
+    *out = sp;
+    return 0;
+fail:
+    close(p[0]);
+    close(p[1]);
+    if (sp->sock_fd >= 0)
+        close(sp->sock_fd);
+    free(sp);
+    return rc;
+}
+
+uint64_t weir_splice_bytes(const struct weir_splice *sp)
+{
+    return sp->sent;
+}
+
+void weir_splice_destroy(struct weir_splice *sp)
+{
+    if (sp->destroyed)
+        return;
+    sp->destroyed = true;
+    if (sp->in_op.pending)
+        weir_loop_cancel(sp->loop, &sp->in_op);
+    if (sp->out_op.pending)
+        weir_loop_cancel(sp->loop, &sp->out_op);
+    if (sp->conn_op.pending)
+        weir_loop_cancel(sp->loop, &sp->conn_op);
+    sp_maybe_reap(sp);
+}

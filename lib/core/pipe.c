@@ -150,11 +150,15 @@ static void pipe_shutdown(struct weir_pipe *p, uint8_t action, int rc)
 }
 
 /* The spec's four state rules, in its order. True once shutting down. */
-static bool pipe_check(struct weir_pipe *p)
+static inline bool pipe_check(struct weir_pipe *p)
 {
     struct weir_readable *rs = src_of(p);
     struct weir_writable *ws = dst_of(p);
 
+    /* Both streams open: one test for the common case. */
+    if ((rs->state | ws->state | ws->close_requested | ws->close_in_flight) ==
+        0)
+        return false;
     if (rs->state == RS_ERRORED)
         pipe_shutdown(p, p->opts.prevent_abort ? ACT_NONE : ACT_ABORT, rs->err);
     else if (ws->state == WS_ERRORED)
@@ -181,7 +185,8 @@ static void pipe_write_cb(void *ctx, int rc)
     pipe_put(p);
 }
 
-static void pipe_write(struct weir_pipe *p, struct weir_chunk chunk)
+static inline __attribute__((always_inline)) void
+pipe_write(struct weir_pipe *p, struct weir_chunk chunk)
 {
     int rc;
 

@@ -12,33 +12,11 @@
 #define RS_READABLE WEIR_RS_READABLE_
 #define RS_CLOSED   WEIR_RS_CLOSED_
 #define RS_ERRORED  WEIR_RS_ERRORED_
-enum { WS_WRITABLE, WS_CLOSED, WS_ERRORED };
 
-struct write_req {
-    struct weir_chunk chunk;
-    weir_done_cb cb;
-    void *ctx;
-};
-
-struct weir_writable {
-    struct weir_q queue; /* struct write_req; the first in_flight are at the
-                            sink */
-    size_t queued;       /* weight of the queue, in-flight writes included */
-    int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED */
-    const struct weir_sink_ops *ops;
-    void *ctx;
-    struct weir_watch watch;
-    weir_done_cb ready_cb, close_cb;
-    void *ready_ctx, *close_ctx;
-    int err;
-    int abort_reason; /* an abort waiting for the in-flight write */
-    unsigned slot;
-    uint32_t in_flight; /* writes the sink has and has not finished */
-    uint32_t busy;
-    uint8_t state;
-    bool weigh_bytes, started, close_requested, close_in_flight;
-    bool abort_pending, locked, doomed;
-};
+#define WS_WRITABLE WEIR_WS_WRITABLE_
+#define WS_CLOSED   WEIR_WS_CLOSED_
+#define WS_ERRORED  WEIR_WS_ERRORED_
+#define write_req   weir_write_req_
 
 static inline size_t weir_rs_weight(const struct weir_readable *rs,
                                     const struct weir_chunk *c)

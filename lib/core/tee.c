@@ -139,13 +139,15 @@ static bool branch_accepts(struct weir_tee *t, struct tee_branch *b)
 
 static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
 {
-    bool take[t->n];
+    uint64_t take = 0; /* bit i: branch i takes the chunk */
     unsigned takers = 0;
 
     t->produced++;
     for (unsigned i = 0; i < t->n; i++) {
-        take[i] = branch_accepts(t, &t->b[i]);
-        takers += take[i];
+        if (branch_accepts(t, &t->b[i])) {
+            take |= UINT64_C(1) << i;
+            takers++;
+        }
     }
     if (takers == 0) {
         weir_chunk_unref(&chunk, t->slot);
@@ -154,8 +156,8 @@ static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
     /* One reference per taker: the read gave us one. */
     for (unsigned i = 1; i < takers; i++)
         weir_chunk_ref(&chunk);
-    for (unsigned i = 0; i < t->n; i++) {
-        if (!take[i])
+    for (unsigned i = 0; take; i++, take >>= 1) {
+        if (!(take & 1))
             continue;
         t->b[i].delivered++;
         /* A branch cancelled by an earlier branch's callback refuses
@@ -259,7 +261,7 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
 {
     struct weir_tee *t;
 
-    if (n == 0 || n > 1024)
+    if (n == 0 || n > WEIR_TEE_MAX_BRANCHES)
         return -EINVAL;
     if (src->locked)
         return -EBUSY;

@@ -232,14 +232,17 @@ int weir_writable_create(struct weir_writable **out,
     *out = ws;
     if (!ops || !ops->start) {
         ws->started = true;
+        ws->direct = ws->ops && ws->ops->write;
         return 0;
     }
     ws_hold(ws);
     rc = ops->start(ws, ctx);
     if (rc < 0)
         ws_error_now(ws, rc);
-    else if (rc == 0)
+    else if (rc == 0) {
         ws->started = true;
+        ws->direct = ws->ops && ws->ops->write;
+    }
     ws_put(ws);
     return 0;
 }
@@ -272,6 +275,7 @@ void weir_writable_start_done(struct weir_writable *ws, int rc)
             ws_error_now(ws, rc);
     } else {
         ws->started = true;
+        ws->direct = ws->ops && ws->ops->write;
         ws_advance(ws);
     }
     ws_put(ws);
@@ -344,12 +348,34 @@ void weir_writer_release(struct weir_writer *w)
     w->stream = NULL;
 }
 
-int weir_writer_write(struct weir_writer *w, struct weir_chunk chunk,
-                      weir_done_cb cb, void *ctx)
+/* The sink answered a direct write with rc other than 0. */
+int weir_writer_write_done_(struct weir_writable *ws, struct weir_chunk chunk,
+                            weir_done_cb cb, void *ctx, int rc)
 {
-    struct weir_writable *ws = w->stream;
     struct write_req *r;
-    int rc;
+
+    if (rc < 0) {
+        weir_writable_error(ws, rc);
+        return rc;
+    }
+    r = weir_q_push(&ws->queue, REQ_SZ, 8);
+    if (!r) {
+        /* The sink has the chunk and will report; we cannot track it, so
+         * the stream fails rather than lose count. */
+        weir_writable_error(ws, -ENOMEM);
+        return -ENOMEM;
+    }
+    *r = (struct write_req){chunk, cb, ctx};
+    ws->in_flight = 1;
+    ws->queued += ws_weight(ws, &chunk);
+    return WEIR_PENDING;
+}
+
+/* A write that cannot go straight to the sink. */
+int weir_writer_write_slow_(struct weir_writable *ws, struct weir_chunk chunk,
+                            weir_done_cb cb, void *ctx)
+{
+    struct write_req *r;
 
     if (!ws || ws->state != WS_WRITABLE || ws->close_requested) {
         weir_chunk_unref(&chunk, ws ? ws->slot : 0);
@@ -357,28 +383,9 @@ int weir_writer_write(struct weir_writer *w, struct weir_chunk chunk,
             return ws->err;
         return -EINVAL;
     }
-    /* Fast path: the sink is idle and nothing waits before this chunk. */
-    if (!ws->in_flight && weir_q_empty(&ws->queue) && ws->started && ws->ops &&
-        ws->ops->write) {
-        rc = ws->ops->write(ws, ws->ctx, chunk);
-        if (rc == 0)
-            return 0;
-        if (rc < 0) {
-            weir_writable_error(ws, rc);
-            return rc;
-        }
-        r = weir_q_push(&ws->queue, REQ_SZ, 8);
-        if (!r) {
-            /* The sink has the chunk and will report; we cannot track
-             * it, so the stream fails rather than lose count. */
-            weir_writable_error(ws, -ENOMEM);
-            return -ENOMEM;
-        }
-        *r = (struct write_req){chunk, cb, ctx};
-        ws->in_flight = 1;
-        ws->queued += ws_weight(ws, &chunk);
-        return WEIR_PENDING;
-    }
+    if (!ws->in_flight && weir_q_empty(&ws->queue) && ws->direct)
+        return weir_writer_write_done_(ws, chunk, cb, ctx,
+                                       ws->ops->write(ws, ws->ctx, chunk));
     r = weir_q_push(&ws->queue, REQ_SZ, 8);
     if (!r) {
         weir_chunk_unref(&chunk, ws->slot);

@@ -27,6 +27,9 @@
 
 struct weir_tee;
 
+/* Most branches one tee feeds. */
+#define WEIR_TEE_MAX_BRANCHES 64u
+
 enum weir_tee_policy {
     WEIR_TEE_BLOCK = 0,
     WEIR_TEE_DROP_NEWEST,
@@ -48,7 +51,8 @@ struct weir_tee_stats {
 };
 
 /*
- * Tees `src` (locking it) into n >= 1 branches. opts: n entries, or NULL
+ * Tees `src` (locking it) into n branches, 1 <= n <=
+ * WEIR_TEE_MAX_BRANCHES. opts: n entries, or NULL
  * for the spec's branch defaults (count strategy, hwm 1) with the block
  * policy. A byte-stream source gives byte-stream branches. Branches drop
  * references on the source's thread slot. Returns 0, -EINVAL, -EBUSY when

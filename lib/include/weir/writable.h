@@ -95,14 +95,8 @@ int weir_writer_acquire(struct weir_writer *w, struct weir_writable *ws);
 /* Unlocks; queued writes stay queued. */
 void weir_writer_release(struct weir_writer *w);
 
-/*
- * Writes `chunk` (the stream's now). 0 when the sink already finished it;
- * WEIR_PENDING when it is queued or in flight, and cb(ctx, rc) (cb may be
- * NULL) when the sink finishes; -EINVAL when closing or closed; the error
- * of an errored stream; -ENOMEM.
- */
-int weir_writer_write(struct weir_writer *w, struct weir_chunk chunk,
-                      weir_done_cb cb, void *ctx);
+/* weir_writer_write, an inline function, is defined at the end of this
+ * header. */
 
 /*
  * Waits for backpressure to lift. 0 when the desired size is > 0 now (or
@@ -128,5 +122,69 @@ int weir_writer_abort(struct weir_writer *w, int reason);
 
 /* The stream's desired size (see weir_writable_desired_size). */
 int64_t weir_writer_desired_size(const struct weir_writer *w);
+
+/*
+ * Layout of a writable stream, public only for the inline fast path below
+ * (see "Layout details" in weir/stream_types.h): not API.
+ */
+enum { WEIR_WS_WRITABLE_, WEIR_WS_CLOSED_, WEIR_WS_ERRORED_ };
+
+struct weir_write_req_ {
+    struct weir_chunk chunk;
+    weir_done_cb cb;
+    void *ctx;
+};
+
+struct weir_writable {
+    struct weir_q queue; /* struct weir_write_req_; the first in_flight are
+                            at the sink */
+    size_t queued;       /* weight of the queue, in-flight writes included */
+    int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED */
+    const struct weir_sink_ops *ops;
+    void *ctx;
+    uint32_t in_flight; /* writes the sink has and has not finished */
+    uint8_t state;
+    bool close_requested;
+    bool direct; /* started, and the sink has a write */
+    bool weigh_bytes, started, close_in_flight;
+    bool abort_pending, locked, doomed;
+    struct weir_watch watch;
+    weir_done_cb ready_cb, close_cb;
+    void *ready_ctx, *close_ctx;
+    int err;
+    int abort_reason; /* an abort waiting for the in-flight write */
+    unsigned slot;
+    uint32_t busy;
+};
+
+/* Out-of-line halves of weir_writer_write. */
+int weir_writer_write_done_(struct weir_writable *ws, struct weir_chunk chunk,
+                            weir_done_cb cb, void *ctx, int rc);
+int weir_writer_write_slow_(struct weir_writable *ws, struct weir_chunk chunk,
+                            weir_done_cb cb, void *ctx);
+
+/*
+ * Writes `chunk` (the stream's now). 0 when the sink already finished it;
+ * WEIR_PENDING when it is queued or in flight, and cb(ctx, rc) (cb may be
+ * NULL) when the sink finishes; -EINVAL when closing or closed; the error
+ * of an errored stream; -ENOMEM. Inline: when the sink is idle and nothing
+ * waits before this chunk, it goes straight to the sink.
+ */
+static inline int weir_writer_write(struct weir_writer *w,
+                                    struct weir_chunk chunk, weir_done_cb cb,
+                                    void *ctx)
+{
+    struct weir_writable *ws = w->stream;
+    int rc;
+
+    if (ws && (ws->state | ws->close_requested | !ws->direct) == 0 &&
+        ws->in_flight == 0 && ws->queue.tail == ws->queue.head) {
+        rc = ws->ops->write(ws, ws->ctx, chunk);
+        if (rc == 0)
+            return 0;
+        return weir_writer_write_done_(ws, chunk, cb, ctx, rc);
+    }
+    return weir_writer_write_slow_(ws, chunk, cb, ctx);
+}
 
 #endif /* WEIR_WRITABLE_H */

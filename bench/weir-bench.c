@@ -28,6 +28,7 @@ static const struct {
     {"creation", bench_core_creation, "chunk core: constructing streams"},
     {"tee-memory", bench_core_tee_memory,
      "chunk core: slow tee branch's peak queue"},
+    {"xform-core", bench_xform_core, "transforms in process: MB/s, ratio"},
 };
 
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

@@ -11,6 +11,8 @@
  * waits for on_readable when the channel is empty. Enqueueing can pull
  * again from inside a fill; `filling` turns that nested pull into a no-op
  * so chunks popped in one batch are never overtaken by a later batch.
+ * The same flag defers a destroy that happens inside a fill (the stream's
+ * close can finish the pipe and its owner's teardown synchronously).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,7 +38,8 @@ struct weir_chan_rx {
     struct weir_loop *loop;
     struct weir_readable *rs;
     bool filling;
-    bool done; /* cancelled: the channel is gone for us */
+    bool doomed; /* destroyed during a fill: freed when the fill ends */
+    bool done;   /* cancelled: the channel is gone for us */
 };
 
 /* ---- producer ---- */
@@ -206,6 +209,8 @@ static void rx_fill(struct weir_chan_rx *rx)
         }
     }
     rx->filling = false;
+    if (rx->doomed)
+        free(rx);
 }
 
 static int rx_pull(struct weir_readable *rs, void *ctx)
@@ -262,7 +267,12 @@ void weir_chan_rx_destroy(struct weir_chan_rx *rx)
         rx->done = true;
         weir_channel_cancel(rx->ch);
     }
-    free(rx);
+    /* Closing the stream inside rx_fill can end the pipe and bring us
+     * here: rx_fill frees on its way out. */
+    if (rx->filling)
+        rx->doomed = true;
+    else
+        free(rx);
 }
 
 int weir_chan_pair(struct weir_chan_tx **txp, struct weir_chan_rx **rxp,

@@ -143,7 +143,8 @@ static void test_serve_50_clients(void **state)
 {
     enum { N = 50 };
     uint16_t port = h_free_port(false);
-    struct client c[N];
+    /* Static: a failed assertion leaves this frame while threads run. */
+    static struct client c[N];
     struct h_weir w;
 
     (void)state;
@@ -193,12 +194,13 @@ static void test_proxy(void **state)
 {
     uint16_t front = h_free_port(false), back = h_free_port(false);
     int lfd = h_listen(false, back), up;
-    struct sender s = {.file = small};
+    static struct sender s;
     struct h_weir w;
     char hex[65];
 
     (void)state;
     assert_true(lfd >= 0);
+    s = (struct sender){.file = small};
     start_conf(&w, "proxy",
                "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
                "sink = tcp:127.0.0.1:%u\n",
@@ -408,7 +410,7 @@ static void test_peer_goes_away(void **state)
 static void test_client_disconnects(void **state)
 {
     uint16_t port = h_free_port(false);
-    struct client c[3];
+    static struct client c[3];
     struct linger lg = {1, 0};
     struct sockaddr_in me;
     socklen_t len = sizeof(me);

@@ -116,6 +116,24 @@ static int gzip_finish(struct weir_xform *x)
     return rc ? rc : xf_out_emit(x);
 }
 
+/* Ends the member early: a live source went quiet. */
+static int gzip_sync(struct weir_xform *x)
+{
+    struct gz_state *g = x->state;
+    int rc;
+
+    if (!g || g->final)
+        return xf_out_emit(x);
+    rc = gz_drain(x, g);
+    if (rc == 0 && g->stage_len) {
+        rc = gz_compress(g, g->stage, g->stage_len);
+        g->stage_len = 0;
+        if (rc == 0)
+            rc = gz_drain(x, g);
+    }
+    return rc ? rc : xf_out_emit(x);
+}
+
 static void gzip_fini(struct weir_xform *x)
 {
     struct gz_state *g = x->state;
@@ -136,5 +154,6 @@ const struct xf_kind xf_gzip = {
     .def_level = 6,
     .step = gzip_step,
     .finish = gzip_finish,
+    .sync = gzip_sync,
     .fini = gzip_fini,
 };

@@ -197,6 +197,21 @@ int weir_xform_resume(struct weir_xform *x)
     return rc < 0 ? rc : 0;
 }
 
+int weir_xform_sync(struct weir_xform *x)
+{
+    int rc;
+
+    if (x->op != XF_OP_NONE || x->running)
+        return -EBUSY;
+    if (x->err)
+        return x->err;
+    x->emitted = 0;
+    x->running = true;
+    rc = x->kind->sync ? x->kind->sync(x) : xf_out_emit(x);
+    x->running = false;
+    return rc;
+}
+
 int weir_xform_error(const struct weir_xform *x, uint64_t *offset)
 {
     if (offset)

@@ -32,6 +32,10 @@ struct xf_kind {
     int (*step)(struct weir_xform *x);
     /* End of input: emit everything left. Same results. */
     int (*finish)(struct weir_xform *x);
+    /* Pushes out what the kind holds back (weir_xform_sync); NULL when it
+     * holds nothing but the open buffer. 0 or a stall code or -errno; what
+     * did not go out goes with the next step or finish. */
+    int (*sync)(struct weir_xform *x);
     /* Frees the kind's state (x->state), if any. */
     void (*fini)(struct weir_xform *x);
 };

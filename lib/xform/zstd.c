@@ -21,6 +21,7 @@ struct zs_state {
     uint64_t consumed; /* unzstd: input bytes taken */
     bool frame_open;   /* unzstd: inside a frame */
     bool ended;        /* zstd: ZSTD_e_end has finished */
+    bool flushing;     /* zstd: a ZSTD_e_flush has not finished yet */
 };
 
 static int zs_state(struct weir_xform *x, bool compress, struct zs_state **out)
@@ -61,7 +62,7 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
 
     if (rc)
         return rc;
-    if (mode == ZSTD_e_end)
+    if (mode != ZSTD_e_continue)
         in.size = 0;
     out = (ZSTD_outBuffer){p, avail, 0};
     r = ZSTD_compressStream2(z->c, &out, &in, mode);
@@ -73,12 +74,29 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
     return xf_out_commit(x, (uint32_t)out.pos);
 }
 
+/* Finishes a flush begun by zstd_sync: libzstd wants ZSTD_e_flush repeated
+ * until it answers 0 before any other directive. */
+static int zs_flush(struct weir_xform *x, struct zs_state *z)
+{
+    size_t left = 1;
+    int rc = 0;
+
+    while (rc == 0 && z->flushing) {
+        rc = zs_compress_once(x, z, ZSTD_e_flush, &left);
+        if (rc == 0 && left == 0)
+            z->flushing = false;
+    }
+    return rc;
+}
+
 static int zstd_step(struct weir_xform *x)
 {
     struct zs_state *z;
     size_t left;
     int rc = zs_state(x, true, &z);
 
+    if (rc == 0)
+        rc = zs_flush(x, z);
     while (rc == 0 && xf_in_left(x))
         rc = zs_compress_once(x, z, ZSTD_e_continue, &left);
     return rc;
@@ -90,11 +108,27 @@ static int zstd_finish(struct weir_xform *x)
     size_t left = 1;
     int rc = zs_state(x, true, &z);
 
+    if (rc == 0)
+        rc = zs_flush(x, z);
     while (rc == 0 && !z->ended) {
         rc = zs_compress_once(x, z, ZSTD_e_end, &left);
         if (rc == 0 && left == 0)
             z->ended = true;
     }
+    return rc ? rc : xf_out_emit(x);
+}
+
+/* Ends the current block so what came in so far can be decoded: a live
+ * source went quiet. */
+static int zstd_sync(struct weir_xform *x)
+{
+    struct zs_state *z = x->state;
+    int rc;
+
+    if (!z || z->ended)
+        return xf_out_emit(x);
+    z->flushing = true;
+    rc = zs_flush(x, z);
     return rc ? rc : xf_out_emit(x);
 }
 
@@ -169,6 +203,7 @@ const struct xf_kind xf_zstd = {
     .def_level = 3,
     .step = zstd_step,
     .finish = zstd_finish,
+    .sync = zstd_sync,
     .fini = zs_fini,
 };
 

@@ -35,6 +35,11 @@ struct feed {
     unsigned step;          /* picks the next chunk size */
     uint32_t max_chunk;     /* 0: no cap beyond the pool's buffers */
     uint32_t chunks;
+    /* A live source going quiet: at pause_at bytes the pull parks until
+     * feed_wake (0: never). */
+    size_t pause_at;
+    bool paused, woken;
+    struct weir_readable *rs;
     /* FEED_SHARED: the second references, dropped after the run, and the
      * bytes each chunk had when handed out. */
     struct weir_chunk kept[4096];
@@ -53,6 +58,11 @@ static inline int feed_pull(struct weir_readable *rs, void *ctx)
     uint32_t n;
     struct weir_chunk c;
 
+    if (f->pause_at && f->off >= f->pause_at && !f->woken) {
+        f->paused = true;
+        f->rs = rs;
+        return WEIR_PENDING;
+    }
     if (f->off == f->len) {
         weir_readable_close(rs);
         return 0;
@@ -84,6 +94,17 @@ static inline int feed_pull(struct weir_readable *rs, void *ctx)
 }
 
 static const struct weir_source_ops feed_ops = {.pull = feed_pull};
+
+/* Ends a pause: the parked pull delivers and finishes. */
+static inline void feed_wake(struct feed *f)
+{
+    int rc;
+
+    f->woken = true;
+    f->paused = false;
+    rc = feed_pull(f->rs, f);
+    weir_readable_pull_done(f->rs, rc < 0 ? rc : 0);
+}
 
 struct file_sink {
     int fd;

@@ -28,8 +28,8 @@
  *   unzstd     libzstd streaming; reads any number of frames. Corrupt or
  *              truncated input: -EBADMSG with the offset, as gunzip.
  * Compressors keep their last, partly filled output buffer until it fills
- * or the stream ends; uppercase and the decompressors hand on what one
- * input chunk gave before taking the next.
+ * or the stream ends (or weir_xform_sync); uppercase and the decompressors
+ * hand on what one input chunk gave before taking the next.
  *
  * When output cannot be placed, a transform parks rather than fails. Two
  * things stop it:
@@ -127,6 +127,20 @@ bool weir_xform_stalled(const struct weir_xform *x);
  * inside.
  */
 int weir_xform_resume(struct weir_xform *x);
+
+/*
+ * Pushes out what the transform holds back, for a live source that went
+ * quiet (a followed file at its end): gzip ends its member early, zstd
+ * ends its block, and the partly filled output buffer is queued, so a
+ * reader can decode everything written so far. Costs ratio if called
+ * often; calling it when the source has been idle for a while is the
+ * intent. Not from inside the core's callbacks. 0 when everything is out;
+ * -EBUSY while the transform is working on a chunk or parked (call again
+ * after it finished); -ENOBUFS or -EAGAIN when output could not all be
+ * placed (the rest goes out with the next chunk, or call again); the
+ * transform's error once it failed.
+ */
+int weir_xform_sync(struct weir_xform *x);
 
 /*
  * The error the transform failed with (0 if none) and, for corrupt input

@@ -50,7 +50,8 @@ static void demo_hints(const struct weir_config *conf)
             const struct weir_address *s = p->sinks[j];
             if (s->kind != ADDR_TCP_LISTEN || p->source->kind != ADDR_FILE)
                 continue;
-            log_info("try: nc %s %u | sha256sum   (compare: sha256sum %s)",
+            log_info("try: nc %s %u </dev/null | sha256sum   (compare: "
+                     "sha256sum %s)",
                      s->host, s->port, p->source->path);
         }
     }

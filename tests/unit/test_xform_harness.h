@@ -38,7 +38,7 @@ struct feed {
     /* A live source going quiet: at pause_at bytes the pull parks until
      * feed_wake (0: never). */
     size_t pause_at;
-    bool paused, woken;
+    bool paused;
     struct weir_readable *rs;
     /* FEED_SHARED: the second references, dropped after the run, and the
      * bytes each chunk had when handed out. */
@@ -58,7 +58,7 @@ static inline int feed_pull(struct weir_readable *rs, void *ctx)
     uint32_t n;
     struct weir_chunk c;
 
-    if (f->pause_at && f->off >= f->pause_at && !f->woken) {
+    if (f->pause_at && f->off >= f->pause_at) {
         f->paused = true;
         f->rs = rs;
         return WEIR_PENDING;
@@ -95,12 +95,13 @@ static inline int feed_pull(struct weir_readable *rs, void *ctx)
 
 static const struct weir_source_ops feed_ops = {.pull = feed_pull};
 
-/* Ends a pause: the parked pull delivers and finishes. */
-static inline void feed_wake(struct feed *f)
+/* Ends a pause: the parked pull delivers and finishes; the next pause is
+ * at next_pause bytes (0: none). */
+static inline void feed_wake(struct feed *f, size_t next_pause)
 {
     int rc;
 
-    f->woken = true;
+    f->pause_at = next_pause;
     f->paused = false;
     rc = feed_pull(f->rs, f);
     weir_readable_pull_done(f->rs, rc < 0 ? rc : 0);

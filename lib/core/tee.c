@@ -139,6 +139,13 @@ static bool branch_accepts(struct weir_tee *t, struct tee_branch *b)
 
 static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
 {
+    /* The chunk's fields as scalars: the chunk is rebuilt for each
+     * branch from registers rather than copied from a struct in memory
+     * that was just partly rewritten (a store-forwarding stall per
+     * branch, measured with perf). */
+    struct weir_buf *buf = chunk.buf;
+    uint8_t *data = chunk.data;
+    uint32_t len = chunk.len;
     uint64_t take = 0; /* bit i: branch i takes the chunk */
     unsigned takers = 0;
 
@@ -150,19 +157,21 @@ static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
         }
     }
     if (takers == 0) {
-        weir_chunk_unref(&chunk, t->slot);
+        if (buf)
+            weir_buf_unref(buf, t->slot);
         return;
     }
     /* One reference per taker: the read gave us one. */
-    for (unsigned i = 1; i < takers; i++)
-        weir_chunk_ref(&chunk);
+    if (buf)
+        for (unsigned i = 1; i < takers; i++)
+            weir_buf_ref(buf);
     for (unsigned i = 0; take; i++, take >>= 1) {
         if (!(take & 1))
             continue;
         t->b[i].delivered++;
         /* A branch cancelled by an earlier branch's callback refuses
          * and drops its reference itself. */
-        weir_readable_enqueue(t->b[i].rs, chunk);
+        weir_readable_enqueue(t->b[i].rs, (struct weir_chunk){buf, data, len});
     }
 }
 

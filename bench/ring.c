@@ -190,9 +190,10 @@ int bench_ring(int argc, char **argv)
         }
     }
 
-    /* Runs are interleaved (weir, ck, rte, weir, ...) rather than grouped
-     * per implementation, so a burst of load from elsewhere on the machine
-     * lands on every implementation alike instead of on one of them. */
+    /* Runs are interleaved (weir, ck, rte, then ck, rte, weir, ...) rather
+     * than grouped per implementation, so a burst of load from elsewhere on
+     * the machine lands on every implementation alike instead of on one of
+     * them. */
     for (size_t b = 0; b < NBATCHES; b++) {
         const char *why[NIMPLS];
 
@@ -201,7 +202,12 @@ int bench_ring(int argc, char **argv)
         for (size_t i = 0; i < NIMPLS; i++)
             why[i] = impls[i]->missing;
         for (uint64_t k = 0; k < reps; k++)
-            for (size_t i = 0; i < NIMPLS; i++) {
+            for (size_t j = 0; j < NIMPLS; j++) {
+                /* Each round starts one implementation later: the same
+                 * code measured first or last in a round differed by up
+                 * to 20% here, so every implementation takes every
+                 * place in turn. */
+                size_t i = (j + k) % NIMPLS;
                 double r;
 
                 if (why[i] || (only_impl && strcmp(only_impl, impls[i]->name)))

@@ -58,8 +58,23 @@ static uint64_t read_normal(void *arg)
     return READ_N;
 }
 
-/* readable-read type=byob: a byte source enqueueing one byte per pull,
- * n one-byte BYOB reads into the same buffer. */
+/* readable-read type=byob: a byte source answering each one-byte BYOB
+ * read in place through the BYOB request (the zero-copy path, as the Node
+ * peer does with controller.byobRequest); n reads into the same buffer. */
+static int byob_pull(struct weir_readable *rs, void *ctx)
+{
+    uint8_t *buf;
+    size_t len;
+
+    (void)ctx;
+    if (weir_readable_byob_request(rs, &buf, &len))
+        return -EPROTO;
+    buf[0] = 'a';
+    return weir_readable_byob_respond(rs, 1);
+}
+
+static const struct weir_source_ops byob_source = {.pull = byob_pull};
+
 static uint64_t read_byob(void *arg)
 {
     struct weir_readable_options o = {.byte_stream = true};
@@ -70,7 +85,7 @@ static uint64_t read_byob(void *arg)
     uint64_t bytes = 0;
 
     (void)arg;
-    core_ok(weir_readable_create(&rs, &one_source, NULL, &o), "readable");
+    core_ok(weir_readable_create(&rs, &byob_source, NULL, &o), "readable");
     core_ok(weir_reader_acquire(&r, rs), "reader");
     for (uint32_t i = 0; i < READ_N; i++) {
         view[0] = 0;

@@ -565,6 +565,59 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
     return rc;
 }
 
+/* The oldest waiting read, if it is a BYOB read. */
+static struct weir_read_req_ *rs_byob_front(struct weir_readable *rs)
+{
+    struct weir_read_req_ *q = NULL;
+
+    if (!rs->byte_stream || rs->state != RS_READABLE)
+        return NULL;
+    if (rs->sync_want)
+        q = &rs->sync_req;
+    else if (!weir_q_empty(&rs->reads))
+        q = weir_q_front(&rs->reads, REQ_SZ);
+    return q && q->buf ? q : NULL;
+}
+
+int weir_readable_byob_request(struct weir_readable *rs, uint8_t **buf,
+                               size_t *len)
+{
+    struct weir_read_req_ *q = rs_byob_front(rs);
+
+    if (!q)
+        return -ENOENT;
+    *buf = q->buf + q->filled;
+    *len = q->len - q->filled;
+    return 0;
+}
+
+int weir_readable_byob_respond(struct weir_readable *rs, size_t n)
+{
+    struct weir_read_req_ *q = rs_byob_front(rs);
+
+    if (!q || n > q->len - q->filled)
+        return -EINVAL;
+    q->filled += n;
+    rs_hold(rs);
+    if (q->filled >= q->min) {
+        if (q == &rs->sync_req) {
+            /* The read in progress returns the bytes itself. */
+            rs->sync_want = false;
+        } else {
+            struct weir_read_req_ r =
+                *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+
+            r.cb(r.ctx, 0,
+                 (struct weir_chunk){NULL, r.buf, (uint32_t)r.filled});
+        }
+    }
+    /* As after an enqueue: a read still short of its minimum asks for
+     * more (during a pull, as pull-again). */
+    rs_pull_if_needed(rs);
+    rs_put(rs);
+    return 0;
+}
+
 int weir_reader_cancel(struct weir_reader *r, int reason)
 {
     struct weir_readable *rs = r->stream;

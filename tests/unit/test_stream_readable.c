@@ -477,6 +477,52 @@ static void byob_needs_a_byte_stream(void **state)
     weir_readable_destroy(rs);
 }
 
+/* A byte source answering BYOB reads in place, 3 bytes per pull. */
+static int respond_pull(struct weir_readable *rs, void *ctx)
+{
+    int *pulls = ctx;
+    uint8_t *buf;
+    size_t len, n;
+
+    ++*pulls;
+    if (weir_readable_byob_request(rs, &buf, &len))
+        return weir_readable_enqueue(rs, (struct weir_chunk){NULL, pattern, 3});
+    n = len < 3 ? len : 3;
+    memcpy(buf, pattern, n);
+    return weir_readable_byob_respond(rs, n);
+}
+
+static void byob_request_fills_the_readers_buffer_in_place(void **state)
+{
+    const struct weir_source_ops ops = {.pull = respond_pull};
+    struct weir_readable_options o = {.byte_stream = true};
+    struct weir_readable *rs;
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t buf[8];
+    uint8_t *p;
+    size_t len;
+    int pulls = 0;
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, &ops, &pulls, &o), 0);
+    assert_int_equal(weir_readable_byob_request(rs, &p, &len), -ENOENT);
+    assert_int_equal(weir_readable_byob_respond(rs, 1), -EINVAL);
+    assert_int_equal(weir_reader_acquire(&r, rs), 0);
+    /* min 7: three pulls of 3, 3 and 1 byte (the room left). */
+    assert_int_equal(weir_reader_read_byob(&r, buf, 7, 7, &c, read_cb, NULL),
+                     0);
+    assert_int_equal(c.len, 7);
+    assert_int_equal(pulls, 3);
+    assert_memory_equal(buf, pattern, 3);
+    assert_memory_equal(buf + 3, pattern, 3);
+    assert_memory_equal(buf + 6, pattern, 1);
+    /* Nothing was queued: every byte went straight into buf. */
+    assert_int_equal(weir_readable_queued(rs), 0);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
 struct summer {
     uint64_t sum, limit;
     int done_calls, done_rc;
@@ -621,6 +667,7 @@ int main(void)
         cmocka_unit_test(byob_leftover_bytes_stay_queued),
         cmocka_unit_test(byob_partial_fill_ends_with_close),
         cmocka_unit_test(byob_needs_a_byte_stream),
+        cmocka_unit_test(byob_request_fills_the_readers_buffer_in_place),
         cmocka_unit_test(iterator_loop_visits_all_and_break_cancels),
         cmocka_unit_test(queues_materialise_lazily),
         cmocka_unit_test(destroy_inside_callback_is_deferred),

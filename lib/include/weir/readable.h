@@ -81,6 +81,21 @@ void weir_readable_error(struct weir_readable *rs, int err);
  * errored. INT64_MAX for an unlimited hwm. */
 int64_t weir_readable_desired_size(const struct weir_readable *rs);
 
+/*
+ * Source of a byte stream: the zero-copy way to answer a BYOB read (the
+ * spec's byobRequest). When the oldest waiting read is a BYOB read, sets
+ * *buf and *len to the part of the reader's buffer still to fill and
+ * returns 0; -ENOENT when there is none. Write up to *len bytes there, then
+ * call weir_readable_byob_respond with the count: the read completes once
+ * it holds at least its minimum.
+ */
+int weir_readable_byob_request(struct weir_readable *rs, uint8_t **buf,
+                               size_t *len);
+
+/* Source. Commits n bytes written into the region weir_readable_byob_request
+ * gave. 0, or -EINVAL when there is no such request or n exceeds it. */
+int weir_readable_byob_respond(struct weir_readable *rs, size_t n);
+
 /* Source. Finishes a start or a pull that returned WEIR_PENDING: rc 0,
  * or -errno to error the stream. */
 void weir_readable_start_done(struct weir_readable *rs, int rc);

@@ -328,6 +328,63 @@ static void test_follow(void **state)
     close(lfd);
 }
 
+/* Two sinks: the stream is teed, each gets every byte. */
+static void test_two_sinks(void **state)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port), fd;
+    char out[600], hex[65];
+    uint64_t size;
+    struct h_weir w;
+
+    (void)state;
+    assert_true(lfd >= 0);
+    path(out, sizeof(out), "tee_copy.bin");
+    start_conf(&w, "two_sinks",
+               "[pipeline p]\nsource = file:%s\n"
+               "sink = tcp:127.0.0.1:%u\nsink = file:%s\n",
+               big, port, out);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
+    assert_string_equal(hex, big_hex);
+    close(fd);
+    close(lfd);
+    expect_exit(&w, 0, false);
+    assert_true(h_file_sha(out, hex, &size));
+    assert_int_equal(size, BIG);
+    assert_string_equal(hex, big_hex);
+}
+
+/* A followed file truncated and rewritten: the new content arrives. */
+static void test_follow_truncation(void **state)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port), fd;
+    char f[600], a_hex[65], b_hex[65], hex[65];
+    struct h_weir w;
+
+    (void)state;
+    assert_true(lfd >= 0);
+    path(f, sizeof(f), "rotated.bin");
+    h_make_file(f, 1u << 20, 11, a_hex);
+    start_conf(&w, "truncation",
+               "[pipeline p]\nsource = file:%s,follow=yes\n"
+               "sink = tcp:127.0.0.1:%u\n",
+               f, port);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, hex, 1u << 20, WAIT), 1u << 20);
+    assert_string_equal(hex, a_hex);
+    /* copytruncate's way: same file, shorter, new bytes. */
+    h_make_file(f, 256u << 10, 12, b_hex);
+    assert_int_equal(h_drain(fd, hex, 256u << 10, WAIT), 256u << 10);
+    assert_string_equal(hex, b_hex);
+    expect_exit(&w, 0, true);
+    close(fd);
+    close(lfd);
+}
+
 static void test_peer_down_at_start(void **state)
 {
     uint16_t port = h_free_port(false);
@@ -564,6 +621,8 @@ int main(void)
         cmocka_unit_test_teardown(test_unix_socket, teardown),
         cmocka_unit_test_teardown(test_ipv6, teardown),
         cmocka_unit_test_teardown(test_follow, teardown),
+        cmocka_unit_test_teardown(test_follow_truncation, teardown),
+        cmocka_unit_test_teardown(test_two_sinks, teardown),
         cmocka_unit_test_teardown(test_peer_down_at_start, teardown),
         cmocka_unit_test_teardown(test_peer_goes_away, teardown),
         cmocka_unit_test_teardown(test_client_disconnects, teardown),

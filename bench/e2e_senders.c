@@ -6,14 +6,15 @@
 
 const struct e2e_sender e2e_senders[] = {
     /*
-     * weir goes here, first, when it exists: the first sender that runs is
-     * the reference of the ratios, and the goals are stated against weir.
-     * Planned entries:
-     *   {"weir-pipe", {"{builddir}/daemon/weir", "pipe", "file:{file}",
-     *                  "tcp:127.0.0.1:{port}"}},
-     *   {"weir-daemon", ...}: the daemon with a config whose pipeline has
-     *                  source file:{file} and sink tcp:127.0.0.1:{port}.
+     * weir first: the first sender that runs is the reference of the
+     * ratios, and the goals are stated against weir. A weir that is not
+     * built shows as missing. Still to come here: the daemon,
+     *   {"weir-daemon", ...}: weir -c with a config whose pipeline has
+     *                  source file:{file} and sink tcp:127.0.0.1:{port}
+     *                  (needs a {config} token written per run).
      */
+    {"weir-pipe",
+     {"{builddir}/daemon/weir", "pipe", "file:{file}", "tcp:127.0.0.1:{port}"}},
     {"socat",
      {"socat", "-u", "-b", "65536", "FILE:{file}", "TCP:127.0.0.1:{port}"}},
     {"nc", {"nc", "-N", "127.0.0.1", "{port}", "<{file}"}},

@@ -7,13 +7,17 @@
  * end, which also makes an empty stream a valid (empty) frame. unzstd
  * reads frame after frame; ZSTD_decompressStream answers 0 exactly at a
  * frame's end, so any other answer when the stream ends means truncated
- * input.
+ * input. unzstd takes frames whose window is at most 8 MiB (what zstd
+ * writes at levels 1-19 without --long): a larger one is refused with
+ * -EMSGSIZE rather than allocated.
  */
 #include <stdlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
 #include "xform_impl.h"
+
+#define XF_ZSTD_WINDOW_LOG 23
 
 struct zs_state {
     ZSTD_CCtx *c;
@@ -39,7 +43,12 @@ static int zs_state(struct weir_xform *x, bool compress, struct zs_state **out)
                             z->c, ZSTD_c_compressionLevel, x->level)))
                 return -EINVAL;
         } else {
+            /* A frame's window is the decoder's memory; bound it to what
+             * zstd levels 1-19 write (8 MiB), not libzstd's 128 MiB. */
             z->d = ZSTD_createDCtx();
+            if (z->d && ZSTD_isError(ZSTD_DCtx_setParameter(
+                            z->d, ZSTD_d_windowLogMax, XF_ZSTD_WINDOW_LOG)))
+                return -EINVAL;
         }
     }
     if (compress ? !z->c : !z->d)
@@ -151,6 +160,8 @@ static int zs_decompress_once(struct weir_xform *x, struct zs_state *z,
     if (ZSTD_isError(r)) {
         if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
             return -ENOMEM;
+        if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
+            return -EMSGSIZE;
         return xf_corrupt(x, z->consumed + in.pos);
     }
     x->in_off += (uint32_t)in.pos;

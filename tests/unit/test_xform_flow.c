@@ -200,6 +200,17 @@ static void corrupt_zstd_errors_that_stream_with_its_offset(void **state)
     assert_int_equal(sh("cmp -s %s %s/tool.in", out, tdir), 0);
     free(bad);
     free(zs);
+    /* A 128 MiB window (--long=27 from a pipe, size unknown) is refused
+     * rather than allocated. */
+    assert_int_equal(
+        sh("cat %s/tool.in | zstd -q --long=27 -c > %s/long.zst", tdir, tdir),
+        0);
+    tpath(out, sizeof(out), "long.zst");
+    zs = read_file(out, &len);
+    assert_non_null(zs);
+    tpath(out, sizeof(out), "unzstd.out");
+    assert_int_equal(run_decoder("unzstd", zs, len, &off, out), -EMSGSIZE);
+    free(zs);
 }
 
 /*

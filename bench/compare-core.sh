@@ -82,7 +82,7 @@ END {
         d = (k in node) ? node[k] : "-"
         r = "-"
         if (w != "-" && d != "-" && num(d) > 0 && w ~ /^[0-9]/)
-            r = sprintf(suite(k) == "tee-memory" ? "%.4f" : "%.1f", num(w) / num(d))
+            r = sprintf(suite(k) == "tee-memory" ? "%.1e" : "%.1f", num(w) / num(d))
         if (suite(k) == "tee-memory") {
             k = "tee-memory: slow branch peak queued bytes"
             mem = 1

@@ -162,6 +162,8 @@ void run_stream_ended(struct stream *s)
     const struct weir_pipeline *p = s->pl->p;
     unsigned n = s->pl->mode == PL_SERVE ? 1 : (unsigned)p->nsinks;
     int err = stream_error(s, n);
+    /* Relaxed: the workers' last adds were ordered before `done` by the
+     * post that brought us here; this pairs with nothing else. */
     unsigned long long out =
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
 

@@ -488,7 +488,8 @@ void stream_start(struct stream *s)
         r->live->prev = s;
     r->live = s;
     if (s->src_fd < 0) {
-        /* The source could not be opened: the stream ends at once. */
+        /* The source could not be opened: the stream ends at once.
+         * Relaxed: no worker has the stream yet; the post publishes. */
         atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
         weir_loop_post(r->main, &s->done);
         return;
@@ -498,6 +499,7 @@ void stream_start(struct stream *s)
                             s->h[1].loop, s->pl->p->high_water_mark);
         if (rc) {
             s->split = false;
+            /* Relaxed: before the post below, which publishes it. */
             atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
         }
     }

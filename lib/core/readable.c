@@ -114,7 +114,8 @@ static void rs_error_now(struct weir_readable *rs, int err)
 
 /* Pulls, and pulls again while the source asked for it meanwhile. The
  * caller checked rs_should_pull and that no pull is running. */
-static void rs_pull_loop(struct weir_readable *rs)
+static inline __attribute__((always_inline)) void
+rs_pull_loop(struct weir_readable *rs)
 {
     int rc;
 
@@ -125,7 +126,7 @@ static void rs_pull_loop(struct weir_readable *rs)
         if (rc == WEIR_PENDING)
             return;
         rs->pulling = false;
-        if (rc < 0) {
+        if (__builtin_expect(rc < 0, 0)) {
             rs_error_now(rs, rc);
             return;
         }

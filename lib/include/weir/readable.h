@@ -50,7 +50,9 @@ struct weir_readable_options {
 /*
  * Creates a readable stream and runs the source's start. `opts` NULL means
  * the spec's defaults: count strategy, hwm 1, not a byte stream, slot 0.
- * Allocates the stream only: queues materialise when something parks.
+ * Allocates the stream only: its chunk queue materialises with the first
+ * chunk that has to wait in it, its request queue with the first read that
+ * has to park.
  * *out is set before start runs, so start may enqueue. Returns 0 or
  * -ENOMEM. The source's ops and ctx must outlive the stream.
  */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -356,6 +357,18 @@ static bool placement_split(void)
     return PLACEMENT_SPLIT_DEFAULT;
 }
 
+/* A file server holds two fds per client (the socket, the file): take the
+ * hard limit rather than the usual soft 1024. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 int daemon_run(struct weir_config *conf)
 {
     struct run r = {.conf = conf, .sigfd = -1};
@@ -364,6 +377,7 @@ int daemon_run(struct weir_config *conf)
     size_t bufsz = buffer_size(conf);
     int rc;
 
+    raise_fd_limit();
     r.sigfd = signals_block();
     if (r.sigfd < 0) {
         log_errx("cannot watch signals: %s", strerror(-r.sigfd));

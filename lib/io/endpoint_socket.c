@@ -276,14 +276,12 @@ int ep_socket_lost(struct weir_endpoint *ep, int err)
 static int sock_start(struct weir_writable *ws, void *ctx)
 {
     struct weir_endpoint *ep = ctx;
-
     int rc;
 
     (void)ws;
     rc = conn_begin(ep);
     if (rc && ep->so.reconnect && conn_transient(rc)) {
         ep_event(ep, WEIR_EP_CONNECT_FAIL, rc, ep->replay_off);
-        ep->started = false;
         conn_backoff(ep);
         return WEIR_PENDING;
     }

@@ -263,10 +263,17 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
 }
 
 /* The out-of-line halves of the inline fast paths in weir/readable.h. */
-void weir_readable_pull_(struct weir_readable *rs)
+/* The rest of a pull that weir_readable_maybe_pull_ started inline (and
+ * held the stream for): rc is that pull's result. */
+void weir_readable_pulled_(struct weir_readable *rs, int rc)
 {
-    rs_hold(rs);
-    rs_pull_loop(rs);
+    if (rc != WEIR_PENDING) {
+        rs->pulling = false;
+        if (rc < 0)
+            rs_error_now(rs, rc);
+        else if (!rs->doomed && rs->pull_again && rs_should_pull(rs))
+            rs_pull_loop(rs);
+    }
     rs_put(rs);
 }
 

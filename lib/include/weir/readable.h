@@ -217,7 +217,7 @@ struct weir_readable {
 };
 
 /* Out-of-line halves of the inline functions below. */
-void weir_readable_pull_(struct weir_readable *rs);
+void weir_readable_pulled_(struct weir_readable *rs, int rc);
 int weir_readable_enqueue_slow_(struct weir_readable *rs,
                                 struct weir_chunk chunk);
 int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
@@ -245,12 +245,27 @@ static inline void weir_chunk_copy_(struct weir_chunk *to,
  * spec's CallPullIfNeeded, for the case where no read waits). */
 static inline void weir_readable_maybe_pull_(struct weir_readable *rs)
 {
+    int rc;
+
     if (!rs->can_pull || rs->hwm - (int64_t)rs->queued <= 0)
         return;
-    if (rs->pulling)
+    if (rs->pulling) {
         rs->pull_again = true;
-    else
-        weir_readable_pull_(rs);
+        return;
+    }
+    /* One pull, inline; anything but "done, nothing more asked" (pending,
+     * error, pull-again, destroyed meanwhile) continues out of line. The
+     * busy count keeps the stream alive across the callback. */
+    rs->busy++;
+    rs->pulling = true;
+    rs->pull_again = false;
+    rc = rs->ops->pull(rs, rs->ctx);
+    if (rc == 0 && !rs->pull_again && !rs->doomed) {
+        rs->pulling = false;
+        rs->busy--;
+        return;
+    }
+    weir_readable_pulled_(rs, rc);
 }
 
 /*

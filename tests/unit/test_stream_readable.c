@@ -647,6 +647,37 @@ static void destroy_inside_callback_is_deferred(void **state)
     assert_int_equal(k.calls, 1);
 }
 
+/* A source that destroys its stream from inside pull, after enqueueing. */
+static int suicidal_pull(struct weir_readable *rs, void *ctx)
+{
+    int *pulls = ctx;
+
+    if (++*pulls == 3) {
+        weir_readable_enqueue(rs, chunk_nr(0));
+        weir_readable_destroy(rs);
+        return 0;
+    }
+    return weir_readable_enqueue(rs, chunk_nr(0));
+}
+
+static void destroy_inside_pull_is_deferred(void **state)
+{
+    const struct weir_source_ops ops = {.pull = suicidal_pull};
+    struct weir_readable *rs;
+    struct weir_reader r;
+    struct weir_chunk c;
+    int pulls = 0;
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, &ops, &pulls, NULL), 0);
+    assert_int_equal(weir_reader_acquire(&r, rs), 0);
+    assert_int_equal(weir_reader_read(&r, &c, read_cb, NULL), 0);
+    /* This read's pull frees the stream on the way out (ASan checks that
+     * nothing touches it after). */
+    assert_int_equal(weir_reader_read(&r, &c, read_cb, NULL), 0);
+    assert_int_equal(pulls, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -671,6 +702,7 @@ int main(void)
         cmocka_unit_test(iterator_loop_visits_all_and_break_cancels),
         cmocka_unit_test(queues_materialise_lazily),
         cmocka_unit_test(destroy_inside_callback_is_deferred),
+        cmocka_unit_test(destroy_inside_pull_is_deferred),
     };
 
     pattern_init();

@@ -333,6 +333,76 @@ static void shared_buffers_come_home(void **state)
     assert_int_equal(weir_pool_destroy(ps.pool), 0);
 }
 
+/* A branch reader for the byte-stream test: BYOB reads of 5 bytes, or
+ * default reads; both hash what they get, parked reads included. */
+struct bside {
+    struct weir_reader r;
+    uint8_t buf[5];
+    uint64_t h;
+    bool byob, parked, done;
+};
+
+static void bside_take(struct bside *b, int rc, struct weir_chunk c)
+{
+    assert_true(rc == 0 || rc == WEIR_DONE);
+    for (uint32_t i = 0; i < c.len; i++)
+        b->h = (b->h ^ c.data[i]) * 1099511628211u;
+    b->done = rc == WEIR_DONE;
+}
+
+static void bside_cb(void *ctx, int rc, struct weir_chunk c)
+{
+    struct bside *b = ctx;
+
+    b->parked = false;
+    bside_take(b, rc, c);
+}
+
+static void bside_step(struct bside *b)
+{
+    struct weir_chunk c = {0};
+    int rc;
+
+    if (b->parked || b->done)
+        return;
+    rc = b->byob ? weir_reader_read_byob(&b->r, b->buf, sizeof(b->buf), 1, &c,
+                                         bside_cb, b)
+                 : weir_reader_read(&b->r, &c, bside_cb, b);
+    if (rc == WEIR_PENDING)
+        b->parked = true;
+    else
+        bside_take(b, rc, c);
+}
+
+static void byte_stream_branches_serve_byob_reads(void **state)
+{
+    struct src s = {.total = 200, .per_pull = 1};
+    struct weir_readable_options o = {.byte_stream = true};
+    struct weir_readable *rs;
+    struct weir_tee *t;
+    struct bside a = {.byob = true}, b = {.byob = false};
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, &src_ops, &s, &o), 0);
+    assert_int_equal(weir_tee_create(&t, rs, 2, NULL), 0);
+    assert_int_equal(weir_reader_acquire(&a.r, weir_tee_branch(t, 0)), 0);
+    assert_int_equal(weir_reader_acquire(&b.r, weir_tee_branch(t, 1)), 0);
+    /* Branch 0 copies 5 bytes at a time into its own buffer, branch 1
+     * takes whole chunks: both see the same bytes, so the shared chunks
+     * were never modified by the BYOB reads. */
+    while (!a.done || !b.done) {
+        bside_step(&a);
+        bside_step(&b);
+        assert_false(a.parked && b.parked);
+    }
+    assert_true(a.h == b.h);
+    assert_true(weir_tee_produced(t) == 200);
+    weir_reader_release(&a.r);
+    weir_reader_release(&b.r);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +414,7 @@ int main(void)
         cmocka_unit_test(drop_oldest_keeps_the_newest),
         cmocka_unit_test(disconnect_errors_only_the_full_branch),
         cmocka_unit_test(shared_buffers_come_home),
+        cmocka_unit_test(byte_stream_branches_serve_byob_reads),
     };
 
     pattern_init();

@@ -20,35 +20,32 @@
 #include "signals.h"
 
 /*
- * Measured on the development machine (2 vCPUs, shared and loaded: load
- * average 7-9 during the runs, so single runs vary 2x), `weir pipe` of a
- * 1 GiB file (page cache) to `socat -u -b 1048576 TCP-LISTEN:... /dev/null`
- * on 127.0.0.1, runs interleaved, GB/s:
+ * Measured on the development machine (2 vCPUs, shared with other work:
+ * load average 4-9, so single runs vary), a 1 GiB file in the page cache
+ * to `socat -u -b 1048576 TCP-LISTEN:... /dev/null` on 127.0.0.1, four
+ * rounds interleaved, wall time from start to the receiver's end, GB/s:
  *
- *   stream path, one worker    1.60 1.81 0.93 0.96 1.91 2.20 1.32 1.47
- *                              median 1.54, CPU 0.24-0.43 s per GiB
- *   stream path, two workers   0.53 1.35 1.20 0.55 0.55 0.58
- *                              median 0.57, CPU 0.52-0.93 s per GiB
- *   splice stage, 256 KiB pipe 1.32 0.69 1.32 1.55 1.45 1.44
- *   splice stage, 1 MiB pipe   1.64 1.17 1.77 1.86 1.93 1.80 1.33 1.43
- *                              median 1.70, CPU 0.27-0.39 s per GiB
+ *   weir pipe, stream path, one worker      2.26 2.37 2.51 2.53
+ *   weir pipe, stream path, two workers     0.56 0.57 0.58 1.00
+ *   weir pipe, splice stage (1 MiB pipes)   1.65 1.68 1.72 2.00
+ *   socat -u -b 65536 FILE: TCP:            1.46 1.65 1.67 1.95
+ * (with 256 KiB chunks, the default; 64 KiB chunks gave ~1.4x less).
  *
- * Placement: the whole stream on one worker is about twice as fast as a
+ * Placement: the whole stream on one worker is 2.5-4x faster than its
  * source and its sink on two workers joined by a channel. On two cores the
  * receiver (or the next stream) needs the other core, and the channel adds
- * a cross-core hand-off of every buffer and the wakeups; a stream on one
- * worker keeps its buffers in one core's cache. So streams are spread
- * over the workers whole, round-robin: one worker each.
+ * a cross-core hand-off of every buffer plus the wakeups, where one worker
+ * keeps the buffers in one core's cache. So streams are spread over the
+ * workers whole, round-robin, one worker each.
  *
- * Send path: the splice stage and the stream path are within the noise of
- * this machine (medians 1.70 and 1.54, best runs 1.93 and 2.20). The
- * stream path is the default: it uses no more CPU, needs no
- * pipe per connection (unprivileged users get 64 pipes of 1 MiB before
- * fs.pipe-user-pages-soft stops them), and it is the path that reconnects
- * and resumes. WEIR_SENDPATH=splice takes the splice stage for a plain
- * file into one socket (served clients, weir pipe's tcp/unix sink), with
- * the stream path as its fallback when no pipe can be had; measure again
- * on a quiet machine and flip SENDPATH_SPLICE_DEFAULT if it wins there.
+ * Send path: the stream path (reads at explicit offsets into pool buffers,
+ * one sendmsg per batch) beat the linked-splice stage by ~1.4x here, with
+ * less CPU (0.25-0.35 s against 0.3-0.4 s per GiB in earlier rounds); it
+ * also needs no pipe per connection (unprivileged users get 64 pipes of
+ * 1 MiB before fs.pipe-user-pages-soft stops them) and is the path that
+ * reconnects and resumes. So it is the default; WEIR_SENDPATH=splice takes
+ * the splice stage for a plain file into one socket (served clients, weir
+ * pipe's tcp/unix sink), falling back to streams when no pipe can be had.
  *
  * WEIR_PLACEMENT=split|same and WEIR_SENDPATH=splice|stream override the
  * defaults, for measuring.

@@ -293,9 +293,10 @@ struct h_weir {
     char log[512];
 };
 
-/* Starts WEIR_BIN with argv (argv[0] ignored), stdin /dev/null, stdout and
- * stderr appended to log. */
-static void h_spawn(struct h_weir *w, char *const argv[], const char *log)
+/* Starts WEIR_BIN with argv (argv[0] ignored), stdin from `in` (NULL:
+ * /dev/null), stdout to `out` (NULL: the log), stderr appended to log. */
+static void h_spawn_io(struct h_weir *w, char *const argv[], const char *log,
+                       const char *in, const char *out)
 {
     posix_spawn_file_actions_t fa;
     const char *bin = getenv("WEIR_BIN");
@@ -312,16 +313,26 @@ static void h_spawn(struct h_weir *w, char *const argv[], const char *log)
     args[i] = NULL;
     snprintf(w->log, sizeof(w->log), "%s", log);
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND,
+    posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY,
+                                     0);
+    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (out)
+        posix_spawn_file_actions_addopen(&fa, 1, out,
+                                         O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    else
+        posix_spawn_file_actions_adddup2(&fa, 2, 1);
     if (posix_spawn(&w->pid, bin, &fa, NULL, args, environ) != 0) {
         perror("posix_spawn");
         abort();
     }
     posix_spawn_file_actions_destroy(&fa);
     h_track(w->pid, true);
+}
+
+static void h_spawn(struct h_weir *w, char *const argv[], const char *log)
+{
+    h_spawn_io(w, argv, log, NULL, NULL);
 }
 
 /* Waits for the child to exit; kills it and returns -1 after timeout_ms.

@@ -638,6 +638,42 @@ static void test_splice_stage(void **state)
     expect_exit(&w, 0, true);
 }
 
+/* stdin and stdout: weir pipe stdin stdout copies its input whole. */
+static void test_pipe_stdio(void **state)
+{
+    char out[600], log[600], hex[65];
+    uint64_t size;
+    struct h_weir w;
+
+    (void)state;
+    path(out, sizeof(out), "stdout.bin");
+    path(log, sizeof(log), "stdio.log");
+    h_spawn_io(&w, (char *const[]){"weir", "pipe", "stdin", "stdout", NULL},
+               log, small, out);
+    expect_exit(&w, 0, false);
+    assert_true(h_file_sha(out, hex, &size));
+    assert_int_equal(size, SMALL);
+    assert_string_equal(hex, small_hex);
+}
+
+/* A listen address already taken: weir says so and exits 1. */
+static void test_listen_in_use(void **state)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port);
+    struct h_weir w;
+
+    (void)state;
+    assert_true(lfd >= 0);
+    start_conf(&w, "in_use",
+               "[pipeline p]\nsource = file:%s\n"
+               "sink = tcp-listen:127.0.0.1:%u\n",
+               small, port);
+    expect_exit(&w, 1, false);
+    expect_log(&w, "cannot listen on tcp-listen:127.0.0.1:");
+    close(lfd);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -674,6 +710,8 @@ int main(void)
         cmocka_unit_test_teardown(test_pipe_tcp_to_file, teardown),
         cmocka_unit_test_teardown(test_pipe_fails, teardown),
         cmocka_unit_test_teardown(test_splice_stage, teardown),
+        cmocka_unit_test_teardown(test_pipe_stdio, teardown),
+        cmocka_unit_test_teardown(test_listen_in_use, teardown),
     };
     int rc;
 

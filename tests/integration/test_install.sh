@@ -1,0 +1,127 @@
+#!/bin/sh
+# test_install.sh BUILD_DIR - `meson install --destdir` lays out what a
+# system needs: the binary, the systemd units and user, the example config,
+# the man pages, libweir's headers and weir.pc. Then the installed pieces
+# are checked the way a packager would: the binary runs and accepts the
+# example, the units pass `systemd-analyze verify`, the man pages render
+# without warnings. Tools that are missing (systemd-analyze, man) skip their
+# part, with a line saying so.
+#
+# The expected directories come from meson.build through the environment:
+# WEIR_PREFIX, WEIR_BINDIR, WEIR_SYSCONFDIR, WEIR_MANDIR, WEIR_INCLUDEDIR,
+# WEIR_LIBDIR, WEIR_UNITDIR, WEIR_SYSUSERSDIR (absolute), WEIR_VERSION.
+set -eu
+
+build=${1:?usage: test_install.sh BUILD_DIR}
+dest=$(mktemp -d /tmp/weir-install-XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$dest.log" 2>&1 ||
+	{ cat "$dest.log" >&2; rm -f "$dest.log"; echo "FAIL: meson install" >&2; exit 1; }
+rm -f "$dest.log"
+
+# ---- the list of files ----
+unitdir=$dest$WEIR_UNITDIR
+for f in \
+	"$WEIR_BINDIR/weir" \
+	"$WEIR_UNITDIR/weir.service" \
+	"$WEIR_UNITDIR/weir.socket" \
+	"$WEIR_SYSUSERSDIR/weir.conf" \
+	"$WEIR_SYSCONFDIR/weir/weir.conf.example" \
+	"$WEIR_MANDIR/man8/weir.8" \
+	"$WEIR_MANDIR/man5/weir.conf.5" \
+	"$WEIR_INCLUDEDIR/weir/ring.h" \
+	"$WEIR_INCLUDEDIR/weir/pool.h" \
+	"$WEIR_INCLUDEDIR/weir/stream.h" \
+	"$WEIR_LIBDIR/pkgconfig/weir.pc"; do
+	[ -f "$dest$f" ] || fail "not installed: $f"
+done
+[ -x "$dest$WEIR_BINDIR/weir" ] || fail "$WEIR_BINDIR/weir is not executable"
+# Nothing but these may land outside the prefix: the unit directory (from
+# systemd.pc, often /lib/systemd/system) and the config (/etc with a /usr
+# prefix).
+find "$dest" -type f | sed "s#^$dest##" | while read -r f; do
+	case $f in
+	"$WEIR_PREFIX"/* | "$WEIR_UNITDIR"/* | "$WEIR_SYSCONFDIR"/*) ;;
+	*) echo "FAIL: installed outside the prefix: $f" >&2; exit 1 ;;
+	esac
+done || failures=$((failures + 1))
+echo "installed: $(find "$dest" -type f | wc -l) files under $dest"
+
+# ---- the units point at what was installed ----
+service=$unitdir/weir.service
+if grep -n '@[a-z]*@' "$service"; then
+	fail "weir.service has unsubstituted variables"
+fi
+grep -qx "ExecStart=$WEIR_BINDIR/weir -c $WEIR_SYSCONFDIR/weir/weir.conf" "$service" ||
+	fail "weir.service: ExecStart does not run $WEIR_BINDIR/weir"
+grep -qx "ExecStartPre=$WEIR_BINDIR/weir --check -c $WEIR_SYSCONFDIR/weir/weir.conf" "$service" ||
+	fail "weir.service: ExecStartPre does not check the config"
+grep -qx 'Type=notify' "$service" || fail "weir.service is not Type=notify"
+
+# ---- the binary runs, and accepts the example config ----
+"$dest$WEIR_BINDIR/weir" --version | grep -qx "weir $WEIR_VERSION" ||
+	fail "installed weir --version is not $WEIR_VERSION"
+if [ -r /usr/share/common-licenses/GPL-3 ]; then
+	"$dest$WEIR_BINDIR/weir" --check -c "$dest$WEIR_SYSCONFDIR/weir/weir.conf.example" ||
+		fail "weir --check rejects the installed example config"
+else
+	echo "skip: the example serves /usr/share/common-licenses/GPL-3, absent here"
+fi
+
+# ---- weir.pc describes this version ----
+if command -v pkg-config >/dev/null; then
+	v=$(PKG_CONFIG_PATH="$dest$WEIR_LIBDIR/pkgconfig" pkg-config --modversion weir) ||
+		fail "pkg-config cannot read the installed weir.pc"
+	[ "${v:-}" = "$WEIR_VERSION" ] || fail "weir.pc says version '${v:-}'"
+fi
+
+# ---- systemd-analyze verify on the installed units ----
+# verify wants ExecStart's binary to exist and systemd's own units to be
+# where systemd keeps them, and it works without systemd as PID 1. The
+# binary exists only in the destdir, so a copy of each unit with the
+# destdir in front of the binary's path is what gets verified; MANPATH
+# lets it find the installed man pages of Documentation=.
+if command -v systemd-analyze >/dev/null; then
+	copy=$dest/verify
+	mkdir "$copy"
+	for u in weir.service weir.socket; do
+		sed "s#$WEIR_BINDIR/weir#$dest$WEIR_BINDIR/weir#g" "$unitdir/$u" >"$copy/$u"
+	done
+	# verify exits 0 on an unknown key or a bad value and only prints a
+	# warning: any output at all is a failure.
+	if out=$(MANPATH=$dest$WEIR_MANDIR systemd-analyze verify \
+		"$copy/weir.service" "$copy/weir.socket" 2>&1) && [ -z "$out" ]; then
+		echo "systemd-analyze verify: weir.service weir.socket OK"
+	else
+		fail "systemd-analyze verify: $out"
+	fi
+	# The score, for the log; what it is depends on systemd's version.
+	systemd-analyze security --offline=true --no-pager "$copy/weir.service" 2>&1 |
+		grep 'Overall exposure' || true
+else
+	echo "skip: no systemd-analyze"
+fi
+
+# ---- the man pages render without warnings ----
+if command -v man >/dev/null; then
+	for page in man8/weir.8 man5/weir.conf.5; do
+		out=$(MANWIDTH=80 man --warnings -l "$dest$WEIR_MANDIR/$page" 2>&1 >/dev/null)
+		[ -z "$out" ] || fail "man $page warns: $out"
+	done
+	echo "man: weir(8) and weir.conf(5) render without warnings"
+else
+	echo "skip: no man"
+fi
+
+if [ "$failures" -ne 0 ]; then
+	echo "$failures failure(s)" >&2
+	exit 1
+fi
+echo "install layout OK"

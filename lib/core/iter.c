@@ -9,7 +9,7 @@
  */
 #include <errno.h>
 
-#include "weir/readable.h"
+#include "stream_impl.h"
 
 static void iter_read_cb(void *ctx, int rc, struct weir_chunk chunk);
 
@@ -36,7 +36,7 @@ static int iter_loop(struct weir_iter *it)
 
     while ((rc = weir_reader_read(&it->reader, &chunk, iter_read_cb, it)) ==
            0) {
-        if (iter_each(it, chunk))
+        if (iter_each(it, weir_chunk_fresh_(&chunk)))
             return iter_finish(it, 0);
     }
     if (rc == WEIR_PENDING)

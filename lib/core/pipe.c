@@ -247,7 +247,7 @@ static void pipe_run(struct weir_pipe *p)
         }
         rc = weir_reader_read(&p->reader, &chunk, pipe_read_cb, p);
         if (rc == 0)
-            pipe_write(p, chunk);
+            pipe_write(p, weir_chunk_fresh_(&chunk));
         else if (rc == WEIR_PENDING)
             p->reading = true;
         else if (rc == -ENOMEM)

@@ -40,7 +40,7 @@ static void rs_drop_queue(struct weir_readable *rs)
 {
     while (!weir_q_empty(&rs->queue))
         weir_chunk_unref(weir_q_pop(&rs->queue, CHUNK_SZ), rs->slot);
-    rs->queued = 0;
+    rs->queued_bytes = 0;
 }
 
 static void rs_free(struct weir_readable *rs)
@@ -59,7 +59,7 @@ static inline void rs_hold(struct weir_readable *rs)
 /* Ends a hold; frees a stream destroyed meanwhile. */
 static inline void rs_put(struct weir_readable *rs)
 {
-    if (--rs->busy == 0 && rs->doomed)
+    if (--rs->busy == 0 && rs->doomed && !rs->in_pull)
         rs_free(rs);
 }
 
@@ -176,7 +176,7 @@ static void rs_fill_from_queue(struct weir_readable *rs,
     while (!weir_q_empty(&rs->queue) && q->filled < q->len) {
         struct weir_chunk *c = weir_q_front(&rs->queue, CHUNK_SZ);
 
-        rs->queued -= fill(q, c);
+        rs->queued_bytes -= fill(q, c);
         if (c->len == 0)
             weir_chunk_unref(weir_q_pop(&rs->queue, CHUNK_SZ), rs->slot);
     }
@@ -194,7 +194,8 @@ static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
         return -ENOMEM;
     }
     *slot = chunk;
-    rs->queued += weir_rs_weight(rs, &chunk);
+    if (rs->weigh_bytes)
+        rs->queued_bytes += chunk.len;
     return 0;
 }
 
@@ -267,6 +268,8 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
  * held the stream for): rc is that pull's result. */
 void weir_readable_pulled_(struct weir_readable *rs, int rc)
 {
+    rs->in_pull = false;
+    rs_hold(rs);
     if (rc != WEIR_PENDING) {
         rs->pulling = false;
         if (rc < 0)
@@ -353,7 +356,7 @@ void weir_readable_pull_done(struct weir_readable *rs, int rc)
 
 size_t weir_readable_queued(const struct weir_readable *rs)
 {
-    return rs->queued;
+    return weir_readable_size_(rs);
 }
 
 bool weir_readable_locked(const struct weir_readable *rs)
@@ -421,7 +424,7 @@ void weir_readable_destroy(struct weir_readable *rs)
 {
     if (!rs)
         return;
-    if (rs->busy) {
+    if (rs->busy || rs->in_pull) {
         rs->doomed = true;
         return;
     }

@@ -18,20 +18,25 @@
 #define WS_ERRORED  WEIR_WS_ERRORED_
 #define write_req   weir_write_req_
 
-static inline size_t weir_rs_weight(const struct weir_readable *rs,
-                                    const struct weir_chunk *c)
-{
-    return rs->weigh_bytes ? c->len : 1;
-}
-
 static inline int64_t weir_rs_desired(const struct weir_readable *rs)
 {
-    return rs->hwm - (int64_t)rs->queued;
+    return rs->hwm - (int64_t)weir_readable_size_(rs);
 }
 
 static inline int64_t weir_ws_desired(const struct weir_writable *ws)
 {
     return ws->hwm - (int64_t)ws->queued;
+}
+
+/* A chunk just read into memory, reloaded through registers (8-byte
+ * loads: see weir_chunk_copy_) so that passing it on by value does not
+ * copy it with a 16-byte load the store buffer cannot forward. */
+static inline struct weir_chunk weir_chunk_fresh_(const struct weir_chunk *c)
+{
+    struct weir_chunk v;
+
+    weir_chunk_copy_(&v, c);
+    return v;
 }
 
 /* The high-water mark as stored: unlimited becomes INT64_MAX. */

@@ -121,7 +121,8 @@ static bool branch_accepts(struct weir_tee *t, struct tee_branch *b)
         {
             struct weir_chunk *old = weir_q_pop(&rs->queue, CHUNK_SZ);
 
-            rs->queued -= weir_rs_weight(rs, old);
+            if (rs->weigh_bytes)
+                rs->queued_bytes -= old->len;
             weir_chunk_unref(old, rs->slot);
         }
         b->dropped++;
@@ -214,7 +215,7 @@ static void tee_read(struct weir_tee *t)
         rc = weir_reader_read(&t->reader, &chunk, tee_read_cb, t);
         if (rc == WEIR_PENDING)
             return;
-        tee_handle(t, rc, chunk);
+        tee_handle(t, rc, weir_chunk_fresh_(&chunk));
         t->reading = false;
         if (!t->read_again || rc != 0)
             return;

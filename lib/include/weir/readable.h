@@ -193,7 +193,8 @@ struct weir_read_req_ {
 
 struct weir_readable {
     struct weir_q queue; /* struct weir_chunk */
-    size_t queued;       /* weight of the queue */
+    size_t queued_bytes; /* weight of the queue, when weighed in bytes; a
+                            count is the queue's length, tail - head */
     int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED: never reached,
                             so desired size needs no special case */
     struct weir_q reads; /* parked struct weir_read_req_ */
@@ -201,7 +202,9 @@ struct weir_readable {
      * of the spec's ShouldCallPull that changes rarely, kept in one flag
      * for the hot paths. */
     bool can_pull;
-    bool pulling, pull_again, close_requested, sync_want;
+    bool pulling, pull_again;
+    bool in_pull; /* inside the source's pull call (mark and reap) */
+    bool close_requested, sync_want;
     bool weigh_bytes, byte_stream;
     uint8_t state;
     /* The read in progress inside a read call while it asks the source: a
@@ -224,21 +227,38 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
                             weir_read_cb cb, void *ctx);
 void weir_readable_close_now_(struct weir_readable *rs);
 
+/* The queue's total weight. */
+static inline size_t weir_readable_size_(const struct weir_readable *rs)
+{
+    return rs->weigh_bytes ? rs->queued_bytes
+                           : (size_t)(rs->queue.tail - rs->queue.head);
+}
+
 static inline struct weir_chunk *
 weir_readable_slot_(const struct weir_readable *rs, uint32_t i)
 {
     return (struct weir_chunk *)rs->queue.slots + (i & (rs->queue.cap - 1));
 }
 
-/* Chunks are copied field by field on the hot paths: a whole-struct copy
- * tends to compile to a 16-byte load of memory just written by narrower
- * stores, which stalls store forwarding for a dozen cycles. */
+/*
+ * Chunks are copied field by field on the hot paths, and kept that way: a
+ * chunk enqueued moments ago is still in the store buffer as separate
+ * 8-byte stores, and a 16-byte load spanning two of them (what the
+ * compiler makes of a struct copy) cannot be forwarded and waits for them
+ * to retire, a dozen cycles per read. The empty asm makes the pointers
+ * pass through general registers, so the loads stay 8 bytes wide.
+ */
 static inline void weir_chunk_copy_(struct weir_chunk *to,
                                     const struct weir_chunk *from)
 {
-    to->buf = from->buf;
-    to->data = from->data;
-    to->len = from->len;
+    struct weir_buf *buf = from->buf;
+    uint8_t *data = from->data;
+    uint32_t len = from->len;
+
+    __asm__("" : "+r"(buf), "+r"(data));
+    to->buf = buf;
+    to->data = data;
+    to->len = len;
 }
 
 /* After a change of the queue: pull if the source should be asked (the
@@ -247,22 +267,23 @@ static inline void weir_readable_maybe_pull_(struct weir_readable *rs)
 {
     int rc;
 
-    if (!rs->can_pull || rs->hwm - (int64_t)rs->queued <= 0)
+    if (!rs->can_pull || rs->hwm - (int64_t)weir_readable_size_(rs) <= 0)
         return;
     if (rs->pulling) {
         rs->pull_again = true;
         return;
     }
     /* One pull, inline; anything but "done, nothing more asked" (pending,
-     * error, pull-again, destroyed meanwhile) continues out of line. The
-     * busy count keeps the stream alive across the callback. */
-    rs->busy++;
+     * error, pull-again, destroyed meanwhile) continues out of line.
+     * in_pull keeps the stream alive across the callback: plain stores,
+     * where a busy count would chain a load and a store on each side. */
     rs->pulling = true;
     rs->pull_again = false;
+    rs->in_pull = true;
     rc = rs->ops->pull(rs, rs->ctx);
-    if (rc == 0 && !rs->pull_again && !rs->doomed) {
+    if (rc == 0 && !(rs->pull_again | rs->doomed)) {
         rs->pulling = false;
-        rs->busy--;
+        rs->in_pull = false;
         return;
     }
     weir_readable_pulled_(rs, rc);
@@ -283,7 +304,8 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
         rs->reads.tail == rs->reads.head &&
         rs->queue.tail - rs->queue.head < rs->queue.cap) {
         weir_chunk_copy_(weir_readable_slot_(rs, rs->queue.tail++), &chunk);
-        rs->queued += rs->weigh_bytes ? chunk.len : 1;
+        if (rs->weigh_bytes)
+            rs->queued_bytes += chunk.len;
         weir_readable_maybe_pull_(rs);
         return 0;
     }
@@ -305,7 +327,8 @@ static inline int weir_reader_read(struct weir_reader *r,
 
     if (rs && rs->queue.tail != rs->queue.head) {
         weir_chunk_copy_(out, weir_readable_slot_(rs, rs->queue.head++));
-        rs->queued -= rs->weigh_bytes ? out->len : 1;
+        if (rs->weigh_bytes)
+            rs->queued_bytes -= out->len;
         /* A queued chunk means no read waits, so ShouldCallPull reduces
          * to can_pull and a positive desired size. */
         if (rs->can_pull)

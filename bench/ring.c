@@ -151,6 +151,22 @@ static double run_once(const struct ring_impl *impl, uint64_t n, uint32_t batch,
     return t1 > t0 ? (double)n * 1e9 / (double)(t1 - t0) : 0.0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Sorts v in place; 0 for an empty set. */
+static double median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static int parse_u64(const char *arg, const char *key, uint64_t *out)
 {
     size_t k = strlen(key);
@@ -170,6 +186,11 @@ int bench_ring(int argc, char **argv)
     uint64_t items = DEFAULT_ITEMS, reps = DEFAULT_REPS, only_batch = 0;
     const char *only_impl = NULL;
     double rate[NIMPLS][NBATCHES] = {{0}};
+    /* Per round, weir's rate over each peer's: the two ran seconds apart,
+     * so the ratio of one round is little moved by load that comes and
+     * goes, which the best-of rates can be. */
+    double *paired = NULL;
+    size_t npaired[NIMPLS][NBATCHES] = {{0}};
     int rc = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -190,6 +211,11 @@ int bench_ring(int argc, char **argv)
         }
     }
 
+    paired = calloc(NIMPLS * NBATCHES * reps, sizeof(*paired));
+    if (!paired) {
+        fprintf(stderr, "ring: out of memory\n");
+        return 1;
+    }
     /* Runs are interleaved (weir, ck, rte, then ck, rte, weir, ...) rather
      * than grouped per implementation, so a burst of load from elsewhere on
      * the machine lands on every implementation alike instead of on one of
@@ -201,7 +227,9 @@ int bench_ring(int argc, char **argv)
             continue;
         for (size_t i = 0; i < NIMPLS; i++)
             why[i] = impls[i]->missing;
-        for (uint64_t k = 0; k < reps; k++)
+        for (uint64_t k = 0; k < reps; k++) {
+            double round_rate[NIMPLS] = {0};
+
             for (size_t j = 0; j < NIMPLS; j++) {
                 /* Each round starts one implementation later: the same
                  * code measured first or last in a round differed by up
@@ -213,6 +241,7 @@ int bench_ring(int argc, char **argv)
                 if (why[i] || (only_impl && strcmp(only_impl, impls[i]->name)))
                     continue;
                 r = run_once(impls[i], items, batches[b], &why[i]);
+                round_rate[i] = r;
                 if (r > rate[i][b])
                     rate[i][b] = r;
                 /* Wrong items fail the suite; a ring that cannot be set
@@ -220,6 +249,11 @@ int bench_ring(int argc, char **argv)
                 if (r == -2.0 || (r < 0 && i == 0))
                     rc = 1;
             }
+            for (size_t i = 1; i < NIMPLS; i++)
+                if (round_rate[0] > 0 && round_rate[i] > 0)
+                    paired[(i * NBATCHES + b) * reps + npaired[i][b]++] =
+                        round_rate[0] / round_rate[i];
+        }
         for (size_t i = 0; i < NIMPLS; i++) {
             if (only_impl && strcmp(only_impl, impls[i]->name) != 0)
                 continue;
@@ -239,13 +273,17 @@ int bench_ring(int argc, char **argv)
     for (size_t b = 0; b < NBATCHES; b++)
         for (size_t i = 1; i < NIMPLS; i++)
             if (rate[0][b] > 0 && rate[i][b] > 0)
-                printf("ring ratio=weir/%s batch=%u: %.2f\n", impls[i]->name,
-                       batches[b], rate[0][b] / rate[i][b]);
+                printf(
+                    "ring ratio=weir/%s batch=%u: %.2f (median of the "
+                    "rounds' own ratios: %.2f)\n",
+                    impls[i]->name, batches[b], rate[0][b] / rate[i][b],
+                    median(&paired[(i * NBATCHES + b) * reps], npaired[i][b]));
     printf("ring note: best of %llu interleaved runs per case; ck_ring has "
            "no SPSC burst functions, so its batches loop single "
            "enqueues/dequeues; rte_ring runs on rte_ring_init'd memory "
            "without EAL initialisation\n",
            (unsigned long long)reps);
     fflush(stdout);
+    free(paired);
     return rc;
 }

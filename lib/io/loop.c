@@ -225,6 +225,9 @@ int weir_loop_run(struct weir_loop *loop)
             break;
         run_reaps(loop);
     }
+    /* What the last turn queued (a task's post to another loop rings its
+     * doorbell through this ring) goes out now, not at the next run. */
+    loop_backend_flush(loop);
     tls_loop = outer;
     return err;
 }

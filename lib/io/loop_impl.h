@@ -61,6 +61,10 @@ bool loop_backend_idle(struct weir_loop *loop);
  * fatal -errno. */
 int loop_backend_turn(struct weir_loop *loop, bool block);
 
+/* Backend: hands queued requests to the kernel without waiting (a loop
+ * that stops must not strand the doorbells it queued for others). */
+void loop_backend_flush(struct weir_loop *loop);
+
 /* Backend: wakes `target`, which announced it sleeps. Any thread; `self`
  * is the caller's running loop or NULL. */
 void loop_backend_ring(struct weir_loop *target, struct weir_loop *self);

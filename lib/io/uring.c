@@ -144,6 +144,12 @@ void loop_backend_exit(struct weir_loop *loop)
     close(loop->efd);
 }
 
+void loop_backend_flush(struct weir_loop *loop)
+{
+    loop->last_sqe = NULL;
+    io_uring_submit(&loop->ring);
+}
+
 bool loop_backend_idle(struct weir_loop *loop)
 {
     return io_uring_cq_ready(&loop->ring) == 0;
@@ -199,7 +205,11 @@ void loop_backend_ring(struct weir_loop *target, struct weir_loop *self)
     int saved = errno;
     uint64_t one = 1;
 
-    if (self && self != target && self->bell == WEIR_DOORBELL_MSG_RING) {
+    /* A stopping loop's thread may exit right after its last submit, and
+     * the kernel cancels a MSG_RING it had to finish asynchronously when
+     * its task exits: the eventfd write is done when it returns. */
+    if (self && self != target && !self->stopped &&
+        self->bell == WEIR_DOORBELL_MSG_RING) {
         struct io_uring_sqe *sqe = loop_sqe(self);
 
         if (sqe) {

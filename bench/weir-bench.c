@@ -17,6 +17,8 @@ static const struct {
     {"ring", bench_ring, "SPSC ring transfer vs ck_ring and rte_ring"},
     {"e2e", bench_e2e, "file to TCP socket vs socat, nc, sendfile, Node"},
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
+    {"channel", bench_channel,
+     "io engine: setup flags, doorbell round trip, channel throughput"},
     {"pipe-to", bench_core_pipe_to, "chunk core: pipeTo"},
     {"readable-read", bench_core_readable_read, "chunk core: normal, BYOB"},
     {"readable-read-buffered", bench_core_readable_read_buffered,

@@ -34,9 +34,9 @@ static int iter_loop(struct weir_iter *it)
     struct weir_chunk chunk;
     int rc;
 
-    while ((rc = weir_reader_read(&it->reader, &chunk, iter_read_cb, it)) ==
-           0) {
-        if (iter_each(it, weir_chunk_fresh_(&chunk)))
+    while ((rc = weir_reader_read_as_(&it->reader, &chunk, iter_read_cb, it,
+                                      true)) == 0) {
+        if (iter_each(it, chunk))
             return iter_finish(it, 0);
     }
     if (rc == WEIR_PENDING)

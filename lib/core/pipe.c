@@ -245,9 +245,9 @@ static void pipe_run(struct weir_pipe *p)
                 return;
             continue;
         }
-        rc = weir_reader_read(&p->reader, &chunk, pipe_read_cb, p);
+        rc = weir_reader_read_as_(&p->reader, &chunk, pipe_read_cb, p, true);
         if (rc == 0)
-            pipe_write(p, weir_chunk_fresh_(&chunk));
+            pipe_write(p, chunk);
         else if (rc == WEIR_PENDING)
             p->reading = true;
         else if (rc == -ENOMEM)

@@ -212,10 +212,10 @@ static void tee_read(struct weir_tee *t)
     while (t->ready && t->reader.stream && tee_may_read(t)) {
         t->reading = true;
         t->read_again = false;
-        rc = weir_reader_read(&t->reader, &chunk, tee_read_cb, t);
+        rc = weir_reader_read_as_(&t->reader, &chunk, tee_read_cb, t, true);
         if (rc == WEIR_PENDING)
             return;
-        tee_handle(t, rc, weir_chunk_fresh_(&chunk));
+        tee_handle(t, rc, chunk);
         t->reading = false;
         if (!t->read_again || rc != 0)
             return;

@@ -312,21 +312,23 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
     return weir_readable_enqueue_slow_(rs, chunk);
 }
 
-/*
- * Reads one chunk. 0 and *out set (the caller's chunk now); WEIR_DONE when
- * the stream is closed; the stream's error; -EINVAL for a released reader;
- * -ENOMEM when parking failed; or WEIR_PENDING and cb(ctx, ...) later.
- * Inline: a queued chunk is taken here, and the source asked for more if
- * the queue fell below its mark.
- */
-static inline int weir_reader_read(struct weir_reader *r,
-                                   struct weir_chunk *out, weir_read_cb cb,
-                                   void *ctx)
+/* weir_reader_read's body; `whole` copies the chunk as one block, for a
+ * caller that passes it on by value (the core's pipe, tee and iterator):
+ * GCC copies by-value arguments as blocks, which the store buffer can only
+ * forward from block stores. */
+static inline __attribute__((always_inline)) int
+weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
+                     weir_read_cb cb, void *ctx, bool whole)
 {
     struct weir_readable *rs = r->stream;
 
     if (rs && rs->queue.tail != rs->queue.head) {
-        weir_chunk_copy_(out, weir_readable_slot_(rs, rs->queue.head++));
+        struct weir_chunk *slot = weir_readable_slot_(rs, rs->queue.head++);
+
+        if (whole)
+            *out = *slot;
+        else
+            weir_chunk_copy_(out, slot);
         if (rs->weigh_bytes)
             rs->queued_bytes -= out->len;
         /* A queued chunk means no read waits, so ShouldCallPull reduces
@@ -338,6 +340,20 @@ static inline int weir_reader_read(struct weir_reader *r,
         return 0;
     }
     return weir_reader_read_empty_(rs, out, cb, ctx);
+}
+
+/*
+ * Reads one chunk. 0 and *out set (the caller's chunk now); WEIR_DONE when
+ * the stream is closed; the stream's error; -EINVAL for a released reader;
+ * -ENOMEM when parking failed; or WEIR_PENDING and cb(ctx, ...) later.
+ * Inline: a queued chunk is taken here, and the source asked for more if
+ * the queue fell below its mark.
+ */
+static inline int weir_reader_read(struct weir_reader *r,
+                                   struct weir_chunk *out, weir_read_cb cb,
+                                   void *ctx)
+{
+    return weir_reader_read_as_(r, out, cb, ctx, false);
 }
 
 #endif /* WEIR_READABLE_H */

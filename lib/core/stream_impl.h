@@ -28,17 +28,6 @@ static inline int64_t weir_ws_desired(const struct weir_writable *ws)
     return ws->hwm - (int64_t)ws->queued;
 }
 
-/* A chunk just read into memory, reloaded through registers (8-byte
- * loads: see weir_chunk_copy_) so that passing it on by value does not
- * copy it with a 16-byte load the store buffer cannot forward. */
-static inline struct weir_chunk weir_chunk_fresh_(const struct weir_chunk *c)
-{
-    struct weir_chunk v;
-
-    weir_chunk_copy_(&v, c);
-    return v;
-}
-
 /* The high-water mark as stored: unlimited becomes INT64_MAX. */
 static inline int64_t weir_hwm_of(size_t hwm)
 {

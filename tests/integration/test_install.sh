@@ -109,6 +109,21 @@ else
 	echo "skip: no systemd-analyze"
 fi
 
+# ---- the sysusers file creates user weir (in an empty root) ----
+if command -v systemd-sysusers >/dev/null; then
+	root=$dest/sysroot
+	mkdir "$root"
+	if out=$(systemd-sysusers --root="$root" --dry-run \
+		"$dest$WEIR_SYSUSERSDIR/weir.conf" 2>&1) &&
+		echo "$out" | grep -q "Creating user 'weir'"; then
+		echo "systemd-sysusers: creates user weir"
+	else
+		fail "systemd-sysusers: $out"
+	fi
+else
+	echo "skip: no systemd-sysusers"
+fi
+
 # ---- the man pages render without warnings ----
 if command -v man >/dev/null; then
 	for page in man8/weir.8 man5/weir.conf.5; do

@@ -80,7 +80,6 @@ struct half {
     struct weir_splice *splice;   /* the zero-copy stage instead */
     struct weir_endpoint **sinks; /* the sink half (or the whole stream) */
     unsigned pipes;               /* pipes still running */
-    bool has_sinks;
     bool finished;
 };
 
@@ -136,7 +135,6 @@ struct run {
     int64_t t_start_ns;
     uint64_t total;     /* source size when known, else 0 */
     struct stream *one; /* the oneshot stream, kept for the summary */
-    const char *fail_reason;
 };
 
 /* stream.c */

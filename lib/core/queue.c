@@ -12,12 +12,14 @@ int weir_q_grow(struct weir_q *q, size_t esz, uint32_t first)
     uint32_t len = weir_q_len(q), cap = 1;
     uint8_t *slots;
 
-    if (q->cap) {
+    if (q->cap && !q->borrowed) {
         if (q->cap >= (UINT32_C(1) << 31))
             return -ENOMEM;
         cap = q->cap * 2;
     } else {
-        while (cap < first && cap < (UINT32_C(1) << 16))
+        /* First storage of our own: room for `first`, and always more
+         * than the small borrowed storage it replaces. */
+        while ((cap < first || cap <= q->cap) && cap < (UINT32_C(1) << 16))
             cap <<= 1;
     }
     slots = weir_core_zalloc((size_t)cap * esz);
@@ -27,7 +29,9 @@ int weir_q_grow(struct weir_q *q, size_t esz, uint32_t first)
      * indices can restart at 0 whatever they were. */
     for (uint32_t i = 0; i < len; i++)
         memcpy(slots + (size_t)i * esz, weir_q_at(q, esz, q->head + i), esz);
-    weir_core_free(q->slots);
+    if (!q->borrowed)
+        weir_core_free(q->slots);
+    q->borrowed = false;
     q->slots = slots;
     q->head = 0;
     q->tail = len;
@@ -37,6 +41,7 @@ int weir_q_grow(struct weir_q *q, size_t esz, uint32_t first)
 
 void weir_q_fini(struct weir_q *q)
 {
-    weir_core_free(q->slots);
+    if (!q->borrowed)
+        weir_core_free(q->slots);
     *q = (struct weir_q){0};
 }

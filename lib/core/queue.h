@@ -9,6 +9,10 @@
  * has reached its working size. Indices run free and are masked on use;
  * the capacity is a power of two.
  *
+ * A queue may also start on a few slots of storage its owner embeds
+ * (borrowed): a stream that never holds more than that never allocates
+ * for its queue at all.
+ *
  * The entry size is a parameter of each inline helper rather than a field,
  * so each call site's constant folds into the index arithmetic.
  */

@@ -389,6 +389,8 @@ int weir_readable_create(struct weir_readable **out,
         return -ENOMEM;
     rs->ops = ops;
     rs->ctx = ctx;
+    rs->queue = (struct weir_q){
+        .slots = (uint8_t *)rs->small, .cap = 2, .borrowed = true};
     if (opts) {
         rs->hwm = weir_hwm_of(opts->strategy.hwm);
         rs->byte_stream = opts->byte_stream;

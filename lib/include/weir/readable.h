@@ -217,6 +217,9 @@ struct weir_readable {
     unsigned slot;
     uint32_t busy; /* calls into the stream in progress (mark and reap) */
     bool started, locked, doomed;
+    /* The chunk queue's first storage: enough for the spec's default hwm
+     * of 1 plus the chunk a pull may overshoot by, with no allocation. */
+    struct weir_chunk small[2];
 };
 
 /* Out-of-line halves of the inline functions below. */

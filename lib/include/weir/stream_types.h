@@ -95,6 +95,7 @@ struct weir_q {
     uint32_t head;  /* next entry to take */
     uint32_t tail;  /* next free slot */
     uint32_t cap;   /* 0 or a power of two */
+    bool borrowed;  /* slots is storage inside the owner, not ours to free */
 };
 
 /* An internal listener of a stream's state changes (pipe). */

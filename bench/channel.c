@@ -11,10 +11,13 @@
  * their callbacks, so each turn is one submit-and-reap of 32 requests.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "weir/channel.h"
@@ -180,6 +183,108 @@ static double nop_rate(uint32_t flags, uint64_t total)
     return (double)n.done * 1e9 / (double)(t1 - t0);
 }
 
+/* ---- one loop, TCP over loopback: sends and receives in flight ---- */
+
+#define SOCK_DEPTH 4
+#define SOCK_BUF   (64 * 1024)
+
+struct sockio {
+    struct weir_loop *loop;
+    int tx, rx;
+    struct weir_op send[SOCK_DEPTH];
+    struct weir_op recv[SOCK_DEPTH];
+    uint8_t *buf; /* one send buffer shared by all sends, recvs after it */
+    uint64_t to_send, sent_q, received, total;
+    bool failed;
+};
+
+static struct sockio *sockio_of;
+
+static void sock_recv_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct sockio *s = sockio_of;
+    size_t i = (size_t)(op - s->recv);
+
+    (void)flags;
+    if (res <= 0) {
+        s->failed = true;
+        weir_loop_stop(s->loop);
+        return;
+    }
+    s->received += (uint64_t)res;
+    if (s->received >= s->total) {
+        weir_loop_stop(s->loop);
+        return;
+    }
+    weir_loop_recv(s->loop, op, s->rx, s->buf + SOCK_BUF * (1 + i), SOCK_BUF,
+                   0);
+}
+
+static void sock_send_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct sockio *s = sockio_of;
+
+    (void)flags;
+    if (res <= 0) {
+        s->failed = true;
+        weir_loop_stop(s->loop);
+        return;
+    }
+    s->to_send -= (uint64_t)res;
+    if (s->sent_q < s->total) {
+        s->sent_q += SOCK_BUF;
+        weir_loop_send(s->loop, op, s->tx, s->buf, SOCK_BUF, 0);
+    }
+}
+
+static int tcp_pair(int *a, int *b)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
+        listen(l, 1) || getsockname(l, (struct sockaddr *)&sin, &len))
+        return -1;
+    *a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (*a < 0 || connect(*a, (struct sockaddr *)&sin, sizeof(sin)))
+        return -1;
+    *b = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    close(l);
+    return *b < 0 ? -1 : 0;
+}
+
+/* Bytes per second through one loop's TCP sends and receives. */
+static double sock_rate(uint32_t flags, uint64_t total)
+{
+    struct weir_loop_options lo = {.uring_flags = flags,
+                                   .uring_flags_set = true};
+    struct sockio s = {.total = total};
+    uint64_t t0, t1;
+
+    if (weir_loop_create(&s.loop, &lo) || tcp_pair(&s.tx, &s.rx))
+        return 0;
+    s.buf = calloc(1 + SOCK_DEPTH, SOCK_BUF);
+    sockio_of = &s;
+    for (int i = 0; i < SOCK_DEPTH; i++) {
+        s.send[i].fn = sock_send_done;
+        s.recv[i].fn = sock_recv_done;
+        s.sent_q += SOCK_BUF;
+        weir_loop_send(s.loop, &s.send[i], s.tx, s.buf, SOCK_BUF, 0);
+        weir_loop_recv(s.loop, &s.recv[i], s.rx, s.buf + SOCK_BUF * (1 + i),
+                       SOCK_BUF, 0);
+    }
+    t0 = bench_now_ns();
+    weir_loop_run(s.loop);
+    t1 = bench_now_ns();
+    weir_loop_destroy(s.loop);
+    close(s.tx);
+    close(s.rx);
+    free(s.buf);
+    return s.failed ? 0 : (double)s.received * 1e9 / (double)(t1 - t0);
+}
+
 static const struct {
     const char *name;
     uint32_t flags;
@@ -195,44 +300,65 @@ static const struct {
                               WEIR_LOOP_URING_DEFER_TASKRUN},
 };
 
+#define NFLAGS (sizeof(flag_sets) / sizeof(flag_sets[0]))
+#define REPS   5
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double median(double *v)
+{
+    qsort(v, REPS, sizeof(*v), cmp_double);
+    return v[REPS / 2];
+}
+
 static int run_flags(uint64_t n)
 {
-    printf("# setup flags: doorbell round trip (MSG_RING and eventfd, "
-           "us) and 32-NOP batches (M ops/s)\n");
-    for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
-        double msg =
-            round_trip(flag_sets[i].flags, WEIR_DOORBELL_MSG_RING, n / 10);
-        double efd =
-            round_trip(flag_sets[i].flags, WEIR_DOORBELL_EVENTFD, n / 10);
-        double nop = nop_rate(flag_sets[i].flags, n * 20);
+    static double msg[NFLAGS][REPS], efd[NFLAGS][REPS], nop[NFLAGS][REPS];
+    static double tcp[NFLAGS][REPS];
 
+    /* Interleaved repetitions, medians reported: the two cores are
+     * shared, and a neighbour's burst should hit every flag set alike. */
+    for (int r = 0; r < REPS; r++)
+        for (size_t i = 0; i < NFLAGS; i++) {
+            msg[i][r] =
+                round_trip(flag_sets[i].flags, WEIR_DOORBELL_MSG_RING, n / 10);
+            efd[i][r] =
+                round_trip(flag_sets[i].flags, WEIR_DOORBELL_EVENTFD, n / 10);
+            nop[i][r] = nop_rate(flag_sets[i].flags, n * 20);
+            tcp[i][r] = sock_rate(flag_sets[i].flags, n * 16 * SOCK_BUF);
+        }
+    printf("# setup flags, medians of %d: doorbell round trip (us), "
+           "32-NOP batches (M ops/s), TCP loopback send+recv on one loop "
+           "(GB/s)\n",
+           REPS);
+    for (size_t i = 0; i < NFLAGS; i++)
         printf("channel flags=%-18s rt_msg_ring_us=%.2f rt_eventfd_us=%.2f "
-               "nop_mops=%.2f\n",
-               flag_sets[i].name, msg / 1000, efd / 1000, nop / 1e6);
-        fflush(stdout);
-    }
+               "nop_mops=%.2f tcp_gbs=%.2f\n",
+               flag_sets[i].name, median(msg[i]) / 1000, median(efd[i]) / 1000,
+               median(nop[i]) / 1e6, median(tcp[i]) / 1e9);
+    fflush(stdout);
     return 0;
 }
 
 static int run_doorbell(uint64_t n)
 {
-    static const struct {
-        const char *name;
-        enum weir_doorbell bell;
-    } bells[] = {{"msg_ring", WEIR_DOORBELL_MSG_RING},
-                 {"eventfd", WEIR_DOORBELL_EVENTFD}};
+    double msg[REPS], efd[REPS];
 
-    /* Interleaved, several rounds each: the two cores are shared. */
-    for (int rep = 0; rep < 3; rep++)
-        for (int b = 0; b < 2; b++) {
-            double ns = round_trip(DEFAULT_FLAGS, bells[b].bell, n);
-            char params[64];
-
-            snprintf(params, sizeof(params), "doorbell=%s round_trip_us",
-                     bells[b].name);
-            printf("channel %s: %.2f\n", params, ns / 1000);
-            fflush(stdout);
-        }
+    /* Interleaved, medians: the two cores are shared. */
+    for (int r = 0; r < REPS; r++) {
+        msg[r] = round_trip(DEFAULT_FLAGS, WEIR_DOORBELL_MSG_RING, n);
+        efd[r] = round_trip(DEFAULT_FLAGS, WEIR_DOORBELL_EVENTFD, n);
+    }
+    printf("channel doorbell=msg_ring round_trip_us: %.2f\n",
+           median(msg) / 1000);
+    printf("channel doorbell=eventfd round_trip_us: %.2f\n",
+           median(efd) / 1000);
+    fflush(stdout);
     return 0;
 }
 

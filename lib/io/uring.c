@@ -5,12 +5,28 @@
  * requests whose completion nobody waits for (cancels, timer removals,
  * doorbells sent to other loops).
  *
- * Setup flags, chosen by measurement (weir-bench channel flags, kernel
- * 6.18, 2 vCPUs, liburing 2.3; doorbell round trips between two worker
- * loops, and 32-NOP batches on one loop):
+ * Setup flags, chosen by measurement: `weir-bench channel flags` (kernel
+ * 6.18, 2 vCPUs shared with other builds, load average 7-17, liburing
+ * 2.3; medians of 5 interleaved runs; doorbell round trip = a task posted
+ * to a sleeping loop on another thread and back; NOP = 32 in flight on one
+ * loop; TCP = 4 sends and 4 receives of 64 KiB in flight on one loop over
+ * 127.0.0.1):
  *
- *   flags                                  round trip   NOP batch
- *   none                                   SEE_BELOW
+ *   flags                 rt MSG_RING  rt eventfd  NOP Mops/s  TCP GB/s
+ *   none                     9.0 us      8.9 us       8.7        3.25
+ *   COOP                    10.2 us      7.4 us       8.6        3.15
+ *   COOP+SINGLE              8.3 us     13.5 us       7.3        3.36
+ *   SINGLE+DEFER            10.4 us      6.9 us       7.9        3.44
+ *   COOP+SINGLE+DEFER       10.5 us      9.5 us       8.6        3.19
+ *
+ * The spread between runs (the same set measured 8-22 us on a busier
+ * minute) is larger than the differences between sets: on this machine no
+ * flag buys or costs anything measurable. We keep COOP_TASKRUN |
+ * SINGLE_ISSUER | DEFER_TASKRUN because they cost nothing here and they
+ * match how the loop works (one thread submits and reaps; completions are
+ * processed when the loop asks for them, so a busy worker is not
+ * interrupted to run task work), which matters most on a loaded machine
+ * with many sockets. Re-measure on a quiet many-core box before changing.
  *
  * DEFER_TASKRUN requires SINGLE_ISSUER, and both require that the thread
  * which creates the ring is the one that submits and waits on it: workers
@@ -132,6 +148,13 @@ int loop_backend_init(struct weir_loop *loop,
     }
     loop->efd_op.fn = efd_done;
     loop->bell_op.fn = bell_done;
+    /* The doorbell: `weir-bench channel doorbell` measured the round trip
+     * at 14.2 us with MSG_RING and 14.6 us with the eventfd (medians of 5,
+     * same machine as above): a tie, within noise. MSG_RING wins on what
+     * it does not do: the wake rides in the sender's end-of-turn submit,
+     * which it makes anyway, while an eventfd costs the sender a write(2)
+     * and the target a re-armed read per wake. The eventfd stays for
+     * threads that have no loop (weir_workers_stop, the daemon's main). */
     if (loop->bell == WEIR_DOORBELL_DEFAULT)
         loop->bell = WEIR_DOORBELL_MSG_RING;
     efd_arm(loop);

@@ -15,11 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "weir/loop.h"
+#include "weir/worker.h"
 
 #define container_of(p, type, member)                                          \
     ((type *)((char *)(p)-offsetof(type, member)))
@@ -584,6 +590,50 @@ static void test_post_coalesces(void **state)
     weir_loop_destroy(loop);
 }
 
+/* ---- io_uring refused, as a container's seccomp profile does ---- */
+
+static int child_without_io_uring(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof(filter) / sizeof(filter[0]),
+                              .filter = filter};
+    struct weir_workers_options wo = {.count = 2};
+    struct weir_workers *w;
+    struct weir_loop *loop;
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+        return 10;
+    if (weir_loop_create(&loop, NULL) != -EPERM)
+        return 11;
+    /* Workers report the first worker's error and leave nothing behind. */
+    if (weir_workers_start(&w, &wo) != -EPERM)
+        return 12;
+    if (!strstr(weir_loop_strerror(-EPERM), "seccomp"))
+        return 13;
+    return 0;
+}
+
+static void test_setup_refused(void **state)
+{
+    int status;
+    pid_t pid;
+
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(child_without_io_uring());
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* ---- the operator's message for each setup failure ---- */
 
 static void test_strerror(void **state)
@@ -609,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_sockets),
         cmocka_unit_test(test_post_from_thread),
         cmocka_unit_test(test_post_coalesces),
+        cmocka_unit_test(test_setup_refused),
         cmocka_unit_test(test_strerror),
     };
 

@@ -26,6 +26,19 @@
  * "sleeping" flag beside the queue, needs a store-load (Dekker) pairing on
  * two locations, which is easy to get subtly wrong and which
  * ThreadSanitizer cannot check through fences.
+ *
+ * Why one multi-producer stack rather than an SPSC ring per (sender,
+ * receiver) pair: tasks are nodes embedded in their owners' objects, so a
+ * post allocates nothing and can never find the queue full. That matters
+ * because a post is how a channel wakes its other side, and a wakeup that
+ * could fail for lack of room would have to be retried by someone who may
+ * be about to sleep. Senders need no slot number (the daemon's main thread
+ * posts too), and the owner takes everything with one exchange. The cost
+ * is a compare-and-swap per post on a shared line, which is fine because
+ * posts are rare (wakeups and control): chunks travel through the
+ * channels' SPSC rings, never through here. There is no ABA problem: the
+ * owner never pops a single node, it swaps the whole stack out, and a
+ * node is pushed only by the poster that flipped its `queued` flag.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -6,27 +6,27 @@
  * doorbells sent to other loops).
  *
  * Setup flags, chosen by measurement: `weir-bench channel flags` (kernel
- * 6.18, 2 vCPUs shared with other builds, load average 7-17, liburing
- * 2.3; medians of 5 interleaved runs; doorbell round trip = a task posted
- * to a sleeping loop on another thread and back; NOP = 32 in flight on one
- * loop; TCP = 4 sends and 4 receives of 64 KiB in flight on one loop over
- * 127.0.0.1):
+ * 6.18, 2 vCPUs shared with other builds, liburing 2.3; medians of 5
+ * interleaved runs; rt = round trip of a task posted to a sleeping loop on
+ * another thread and back; NOP = 32 in flight on one loop; TCP = 4 sends
+ * and 4 receives of 64 KiB in flight on one loop over 127.0.0.1). Two
+ * runs, load average 3-4 (left) and 7-17 (right):
  *
- *   flags                 rt MSG_RING  rt eventfd  NOP Mops/s  TCP GB/s
- *   none                     9.0 us      8.9 us       8.7        3.25
- *   COOP                    10.2 us      7.4 us       8.6        3.15
- *   COOP+SINGLE              8.3 us     13.5 us       7.3        3.36
- *   SINGLE+DEFER            10.4 us      6.9 us       7.9        3.44
- *   COOP+SINGLE+DEFER       10.5 us      9.5 us       8.6        3.19
+ *   flags                rt MSG_RING  rt eventfd  NOP Mops/s  TCP GB/s
+ *   none                  14.9 | 9.0  14.1 | 8.9   9.0 | 8.7  4.75 | 3.25
+ *   COOP                  10.9 |10.2   6.7 | 7.4   7.2 | 8.6  4.73 | 3.15
+ *   COOP+SINGLE            6.8 | 8.3   7.6 |13.5  11.3 | 7.3  5.01 | 3.36
+ *   SINGLE+DEFER          15.4 |10.4   7.0 | 6.9  13.1 | 7.9  5.13 | 3.44
+ *   COOP+SINGLE+DEFER     10.6 |10.5  10.6 | 9.5  10.2 | 8.6  3.63 | 3.19
  *
- * The spread between runs (the same set measured 8-22 us on a busier
- * minute) is larger than the differences between sets: on this machine no
- * flag buys or costs anything measurable. We keep COOP_TASKRUN |
- * SINGLE_ISSUER | DEFER_TASKRUN because they cost nothing here and they
- * match how the loop works (one thread submits and reaps; completions are
- * processed when the loop asks for them, so a busy worker is not
- * interrupted to run task work), which matters most on a loaded machine
- * with many sockets. Re-measure on a quiet many-core box before changing.
+ * The two runs order the sets differently: the noise of a shared 2-vCPU
+ * machine is larger than any difference between sets, so no flag buys or
+ * costs anything measurable here. SINGLE_ISSUER+DEFER_TASKRUN came out
+ * best or near it on NOPs and TCP in both runs, and it matches how the
+ * loop works (one thread submits and reaps; completions are processed when
+ * the loop asks for them, so a busy worker is not interrupted to run task
+ * work); COOP_TASKRUN is kept for kernels that reject DEFER_TASKRUN, where
+ * it is the next best thing. Re-measure on a quiet machine before changing.
  *
  * DEFER_TASKRUN requires SINGLE_ISSUER, and both require that the thread
  * which creates the ring is the one that submits and waits on it: workers
@@ -148,13 +148,14 @@ int loop_backend_init(struct weir_loop *loop,
     }
     loop->efd_op.fn = efd_done;
     loop->bell_op.fn = bell_done;
-    /* The doorbell: `weir-bench channel doorbell` measured the round trip
-     * at 14.2 us with MSG_RING and 14.6 us with the eventfd (medians of 5,
-     * same machine as above): a tie, within noise. MSG_RING wins on what
-     * it does not do: the wake rides in the sender's end-of-turn submit,
-     * which it makes anyway, while an eventfd costs the sender a write(2)
-     * and the target a re-armed read per wake. The eventfd stays for
-     * threads that have no loop (weir_workers_stop, the daemon's main). */
+    /* The doorbell: `weir-bench channel doorbell` (medians of 5) measured
+     * the round trip at 14.2/9.2/8.3 us with MSG_RING and 14.6/8.8/7.2 us
+     * with the eventfd in three runs: a tie, within noise. MSG_RING wins
+     * on what it does not do: the wake rides in the sender's end-of-turn
+     * submit, which it makes anyway, while an eventfd costs the sender a
+     * write(2) and the target a re-armed read per wake. The eventfd stays
+     * for threads that have no loop (weir_workers_stop, the daemon's main)
+     * and for a loop that is stopping. */
     if (loop->bell == WEIR_DOORBELL_DEFAULT)
         loop->bell = WEIR_DOORBELL_MSG_RING;
     efd_arm(loop);

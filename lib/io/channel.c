@@ -40,7 +40,7 @@
 struct weir_channel {
     struct weir_spsc idx; /* its own two lines: producer's and consumer's */
 
-    /* Read-only after create. */
+    /* Read-only after create, except slots: see weir_channel_push. */
     alignas(WEIR_CACHELINE) struct weir_chunk *slots;
     int64_t hwm;
     struct weir_loop *p_loop;
@@ -141,11 +141,6 @@ int weir_channel_create(struct weir_channel **out,
         free(ch);
         return -EINVAL;
     }
-    ch->slots = calloc(cap, sizeof(*ch->slots));
-    if (!ch->slots) {
-        free(ch);
-        return -ENOMEM;
-    }
     ch->hwm = opts->hwm ? (int64_t)opts->hwm : 1 << 20;
     ch->p_loop = producer;
     ch->c_loop = consumer;
@@ -220,6 +215,15 @@ int weir_channel_push(struct weir_channel *ch, const struct weir_chunk *c,
 
     if (canceled(ch))
         return -ECANCELED;
+    if (!ch->slots) {
+        /* The slot array materialises with the first chunk (DESIGN.md,
+         * data path rule 2): a stream that never sends costs no ring. The
+         * consumer reads the pointer only after the acquire load of a tail
+         * published below, which orders this store before its reads. */
+        ch->slots = calloc(weir_spsc_capacity(&ch->idx), sizeof(*ch->slots));
+        if (!ch->slots)
+            return -ENOMEM;
+    }
     got = weir_spsc_reserve(&ch->idx, n, &at);
     if (got == 0)
         return 0;

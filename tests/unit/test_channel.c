@@ -100,6 +100,17 @@ static void test_same_worker(void **state)
     assert_true(x.recv_sum == x.sent_sum);
 }
 
+static void test_empty_stream(void **state)
+{
+    struct xfer_params prm = base();
+
+    (void)state;
+    prm.chunks = 0; /* closed before any chunk: the ring is never made */
+    run_ok(&prm);
+    assert_int_equal(x.received, 0);
+    assert_int_equal(x.c_result, -EPIPE);
+}
+
 static void test_error_forward(void **state)
 {
     struct xfer_params prm = base();
@@ -171,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_variable_sizes),
         cmocka_unit_test(test_slow_consumer),
         cmocka_unit_test(test_same_worker),
+        cmocka_unit_test(test_empty_stream),
         cmocka_unit_test(test_error_forward),
         cmocka_unit_test(test_close_after_all),
         cmocka_unit_test(test_cancel_back),

@@ -72,7 +72,8 @@ int weir_channel_ready(struct weir_channel *ch);
  * order, with one release store; their references move into the channel.
  * Credit is advisory here, as in WHATWG streams: a push past the high-water
  * mark is accepted, and weir_channel_ready then says stop. Returns how many
- * were taken (0 when the ring is full), or -ECANCELED (none taken).
+ * were taken (0 when the ring is full), -ECANCELED, or -ENOMEM when the
+ * ring's slots, allocated by the first push, could not be (none taken).
  */
 int weir_channel_push(struct weir_channel *ch, const struct weir_chunk *c,
                       uint32_t n);

@@ -25,13 +25,14 @@ struct tee_branch {
     struct weir_readable *rs;
     enum weir_tee_policy policy;
     uint64_t delivered, dropped;
+    uint64_t delivered_bytes, dropped_bytes;
     bool gone; /* cancelled or disconnected */
     bool disconnected;
 };
 
 struct weir_tee {
     struct weir_reader reader;
-    uint64_t produced;
+    uint64_t produced, produced_bytes;
     unsigned n, gone, slot;
     uint32_t busy;
     bool reading, read_again, doomed;
@@ -100,7 +101,8 @@ static void branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
 }
 
 /* What branch b does with the next chunk: take it (true) or not. */
-static bool branch_accepts(struct weir_tee *t, struct tee_branch *b)
+static bool branch_accepts(struct weir_tee *t, struct tee_branch *b,
+                           uint32_t len)
 {
     struct weir_readable *rs = b->rs;
 
@@ -111,11 +113,13 @@ static bool branch_accepts(struct weir_tee *t, struct tee_branch *b)
     switch (b->policy) {
     case WEIR_TEE_DROP_NEWEST:
         b->dropped++;
+        b->dropped_bytes += len;
         return false;
     case WEIR_TEE_DROP_OLDEST:
         if (weir_q_empty(&rs->queue)) {
             /* hwm 0 and nobody reading: the new chunk is the oldest. */
             b->dropped++;
+            b->dropped_bytes += len;
             return false;
         }
         {
@@ -123,6 +127,8 @@ static bool branch_accepts(struct weir_tee *t, struct tee_branch *b)
 
             if (rs->weigh_bytes)
                 rs->queued_bytes -= old->len;
+            b->dropped_bytes += old->len;
+            b->delivered_bytes -= old->len;
             weir_chunk_unref(old, rs->slot);
         }
         b->dropped++;
@@ -151,8 +157,9 @@ static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
     unsigned takers = 0;
 
     t->produced++;
+    t->produced_bytes += chunk.len;
     for (unsigned i = 0; i < t->n; i++) {
-        if (branch_accepts(t, &t->b[i])) {
+        if (branch_accepts(t, &t->b[i], chunk.len)) {
             take |= UINT64_C(1) << i;
             takers++;
         }
@@ -170,6 +177,7 @@ static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
         if (!(take & 1))
             continue;
         t->b[i].delivered++;
+        t->b[i].delivered_bytes += chunk.len;
         /* A branch cancelled by an earlier branch's callback refuses
          * and drops its reference itself. */
         weir_readable_enqueue(t->b[i].rs, (struct weir_chunk){buf, data, len});
@@ -319,12 +327,19 @@ void weir_tee_stats(const struct weir_tee *t, unsigned i,
 {
     st->delivered = t->b[i].delivered;
     st->dropped = t->b[i].dropped;
+    st->delivered_bytes = t->b[i].delivered_bytes;
+    st->dropped_bytes = t->b[i].dropped_bytes;
     st->disconnected = t->b[i].disconnected;
 }
 
 uint64_t weir_tee_produced(const struct weir_tee *t)
 {
     return t->produced;
+}
+
+uint64_t weir_tee_produced_bytes(const struct weir_tee *t)
+{
+    return t->produced_bytes;
 }
 
 void weir_tee_destroy(struct weir_tee *t)

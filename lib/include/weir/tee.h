@@ -47,6 +47,9 @@ struct weir_tee_branch_options {
 struct weir_tee_stats {
     uint64_t delivered; /* queued to the branch and not dropped from it */
     uint64_t dropped;   /* skipped (newest) or evicted (oldest) */
+    /* The same in bytes: delivered_bytes + dropped_bytes is the bytes the
+     * tee read while the branch was live. */
+    uint64_t delivered_bytes, dropped_bytes;
     bool disconnected;
 };
 
@@ -68,6 +71,7 @@ struct weir_readable *weir_tee_branch(struct weir_tee *t, unsigned i);
 void weir_tee_stats(const struct weir_tee *t, unsigned i,
                     struct weir_tee_stats *st);
 uint64_t weir_tee_produced(const struct weir_tee *t);
+uint64_t weir_tee_produced_bytes(const struct weir_tee *t);
 
 /* Frees the tee and its branches and unlocks the source (which stays the
  * caller's). Safe inside the branches' callbacks (marked and reaped). */

@@ -360,6 +360,16 @@ int weir_loop_accept(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
+int weir_loop_accept_multishot(struct weir_loop *loop, struct weir_op *op,
+                               int fd, int flags)
+{
+    struct io_uring_sqe *sqe;
+
+    GET_SQE(loop, sqe);
+    io_uring_prep_multishot_accept(sqe, fd, NULL, NULL, flags);
+    return start(loop, op, sqe);
+}
+
 int weir_loop_connect(struct weir_loop *loop, struct weir_op *op, int fd,
                       const struct sockaddr *addr, socklen_t addrlen)
 {

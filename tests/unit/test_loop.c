@@ -501,6 +501,73 @@ static void test_sockets(void **state)
     weir_loop_destroy(s.loop);
 }
 
+/* ---- multishot accept: one op, many connections, then cancel ---- */
+
+struct multi_case {
+    struct weir_loop *loop;
+    struct weir_op accept;
+    int accepted;
+    int more;
+    int last_res;
+    int fds[8];
+};
+
+static void multi_accepted(struct weir_op *op, int res, uint32_t flags)
+{
+    struct multi_case *m = container_of(op, struct multi_case, accept);
+
+    if (flags & WEIR_OP_MORE) {
+        assert_true(op->pending);
+        assert_true(res >= 0);
+        m->fds[m->accepted++] = res;
+        m->more++;
+        if (m->accepted == 3)
+            assert_int_equal(weir_loop_cancel(m->loop, op), 0);
+        return;
+    }
+    /* The last one: canceled (or an accept that raced the cancel). */
+    assert_false(op->pending);
+    if (res >= 0)
+        m->fds[m->accepted++] = res;
+    m->last_res = res;
+    weir_loop_stop(m->loop);
+}
+
+static void test_accept_multishot(void **state)
+{
+    struct multi_case m = {.loop = new_loop()};
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int cfd[3];
+
+    (void)state;
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
+    /* Three clients queue in the backlog before the loop runs. */
+    for (int i = 0; i < 3; i++) {
+        cfd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_int_equal(connect(cfd[i], (struct sockaddr *)&sin, sizeof(sin)),
+                         0);
+    }
+    m.accept.fn = multi_accepted;
+    assert_int_equal(
+        weir_loop_accept_multishot(m.loop, &m.accept, lfd, SOCK_CLOEXEC), 0);
+    assert_int_equal(weir_loop_run(m.loop), 0);
+    assert_int_equal(m.more, 3);
+    assert_int_equal(m.accepted, 3);
+    assert_int_equal(m.last_res, -ECANCELED);
+    assert_int_equal(weir_loop_pending(m.loop), 0);
+    for (int i = 0; i < 3; i++) {
+        close(m.fds[i]);
+        close(cfd[i]);
+    }
+    close(lfd);
+    weir_loop_destroy(m.loop);
+}
+
 /* ---- tasks posted from another thread wake a sleeping loop ---- */
 
 #define POSTS 2000
@@ -657,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_link),
         cmocka_unit_test(test_defer),
         cmocka_unit_test(test_sockets),
+        cmocka_unit_test(test_accept_multishot),
         cmocka_unit_test(test_post_from_thread),
         cmocka_unit_test(test_post_coalesces),
         cmocka_unit_test(test_setup_refused),

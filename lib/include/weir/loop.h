@@ -52,9 +52,8 @@ struct weir_op;
 typedef void (*weir_op_fn)(struct weir_op *op, int res, uint32_t flags);
 
 struct weir_op {
-    weir_op_fn fn;  /* set by the caller before starting the op */
-    bool pending;   /* read-only for the caller */
-    bool multishot; /* private */
+    weir_op_fn fn; /* set by the caller before starting the op */
+    bool pending;  /* read-only for the caller */
 };
 
 /* Timer. The callback gets -ETIME when it fires, -ECANCELED when stopped. */
@@ -183,6 +182,11 @@ int weir_loop_sendmsg(struct weir_loop *loop, struct weir_op *op, int fd,
                       const struct msghdr *msg, int flags);
 int weir_loop_accept(struct weir_loop *loop, struct weir_op *op, int fd,
                      struct sockaddr *addr, socklen_t *addrlen, int flags);
+/* Accepts every connection until canceled or failed: one callback per
+ * connection, with WEIR_OP_MORE while it keeps going. A callback without
+ * WEIR_OP_MORE is the last; restart it then if still wanted. */
+int weir_loop_accept_multishot(struct weir_loop *loop, struct weir_op *op,
+                               int fd, int flags);
 int weir_loop_connect(struct weir_loop *loop, struct weir_op *op, int fd,
                       const struct sockaddr *addr, socklen_t addrlen);
 /* off_in/off_out: -1 for "the fd's current position / a pipe". */

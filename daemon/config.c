@@ -82,7 +82,7 @@ int pipeline_add_sink(struct weir_pipeline *p, struct weir_address *sink)
 int pipeline_add_transform(struct weir_pipeline *p, const char *spec,
                            const struct conf_loc *loc)
 {
-    struct weir_transform *v =
+    struct conf_transform *v =
         reallocarray(p->transforms, p->ntransforms + 1, sizeof(*v));
     char *copy;
 
@@ -92,7 +92,7 @@ int pipeline_add_transform(struct weir_pipeline *p, const char *spec,
     copy = strdup(spec);
     if (copy == NULL)
         return -ENOMEM;
-    p->transforms[p->ntransforms++] = (struct weir_transform){copy, *loc};
+    p->transforms[p->ntransforms++] = (struct conf_transform){copy, *loc};
     return 0;
 }
 

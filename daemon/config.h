@@ -103,7 +103,7 @@ struct weir_address {
     struct conf_loc loc;
 };
 
-struct weir_transform {
+struct conf_transform {
     char *spec; /* "name" or "name:argument", as written */
     struct conf_loc loc;
 };
@@ -114,7 +114,7 @@ struct weir_pipeline {
     struct weir_address *source;
     struct conf_loc source_loc; /* set even when the address was bad */
     unsigned sink_keys;         /* sink lines seen, good or bad */
-    struct weir_transform *transforms;
+    struct conf_transform *transforms;
     size_t ntransforms;
     struct weir_address **sinks;
     size_t nsinks;

@@ -222,18 +222,10 @@ static int pipeline_setup(struct run *r, struct pipeline_rt *pl)
     pl->ls = calloc(n + 1, sizeof(*pl->ls));
     if (!pl->sink_addr || !pl->sink_addrlen || !pl->sink_file_fd || !pl->ls)
         return -ENOMEM;
-    if (p->ntransforms > 0) {
-        log_errx("pipeline %s: transforms are not available yet", p->name);
-        return -ENOTSUP;
-    }
     for (size_t i = 0; i < n; i++) {
         const struct weir_address *a = p->sinks[i];
 
         pl->sink_file_fd[i] = -1;
-        if (a->on_full_set && a->on_full != ON_FULL_BLOCK)
-            log_warnx("pipeline %s: %s: on_full=%s is not applied yet; "
-                      "this sink blocks like the others",
-                      p->name, a->text, on_full_name(a->on_full));
         if (pl->mode == PL_SERVE && !addr_kind_listens(a->kind)) {
             log_errx("pipeline %s: a listen sink must be the pipeline's "
                      "only kind of sink (%s)",

@@ -24,6 +24,7 @@
 #include "weir/splice.h"
 #include "weir/tee.h"
 #include "weir/worker.h"
+#include "weir/xform.h"
 
 struct run;
 struct stream;
@@ -79,8 +80,26 @@ struct half {
     struct weir_tee *tee;         /* several sinks */
     struct weir_splice *splice;   /* the zero-copy stage instead */
     struct weir_endpoint **sinks; /* the sink half (or the whole stream) */
-    unsigned pipes;               /* pipes still running */
+    struct weir_xform **xf;       /* the transform stages, when here */
+    unsigned nxf;
+    /* Parked transforms are retried from this timer (stream.c). */
+    struct weir_timer kick;
+    uint64_t kick_ns;
+    bool kicking; /* inside the timer's callback */
+    bool reap;    /* finished while the timer was pending or running */
+    struct weir_reader dead; /* cancels a readable nobody will read */
+    unsigned pipes;          /* pipes still running */
     bool finished;
+};
+
+/* What one sink did, for the log line at the end of a stream and weir
+ * pipe's summary. Written by the sinks' worker before `done`. */
+struct sink_stats {
+    uint64_t delivered; /* bytes the sink wrote */
+    uint64_t dropped;   /* bytes its on_full policy dropped */
+    uint64_t produced;  /* bytes offered to it (tee'd sinks only) */
+    bool teed;          /* it had a tee branch (counters valid) */
+    bool disconnected;  /* on_full=disconnect cut it loose */
 };
 
 struct stream {
@@ -103,7 +122,15 @@ struct stream {
     int src_rc;   /* the source's pipe */
     int *sink_rc; /* each sink's pipe */
     uint64_t *sink_bytes;
-    struct pipe_ctx *pc; /* nsinks + 1: the source's pipe, then the sinks' */
+    struct sink_stats *ss;
+    /* The first transform error: the code, the input offset (corrupt
+     * input) and the transform's name. */
+    int xf_err;
+    uint64_t xf_off;
+    char xf_name[16];
+    /* nsinks + 1 + ntransforms: the source's pipe, the sinks', then the
+     * pipes into the transforms. */
+    struct pipe_ctx *pc;
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
     struct stream *next, *prev; /* the run's live list */
@@ -143,6 +170,9 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
 void stream_start(struct stream *s);
 void stream_stop(struct stream *s);
 void stream_free(struct stream *s);
+
+/* stream_report.c: main thread, when the stream ended. */
+void stream_report(struct stream *s);
 
 /* listener.c */
 int listener_open(struct listener *l);

@@ -2,11 +2,12 @@
  * stream.c - one stream of a pipeline on the workers.
  *
  * A stream is core streams joined by core pipes: the source endpoint's
- * readable, then either the sinks on the same worker (through a tee when
- * there are several), or a channel whose writable is on the source's
- * worker and whose readable feeds the sinks on another worker. Each half
- * finishes when its pipes have; the last half posts `done` to the main
- * loop, which logs the outcome and frees the stream.
+ * readable, the transforms (core transforms from lib/xform), then either
+ * the sinks on the same worker (through a tee when there are several, or
+ * when a sink's on_full policy is not block), or a channel whose writable
+ * is on the source's worker and whose readable feeds the rest on another
+ * worker. Each half finishes when its pipes have; the last half posts
+ * `done` to the main loop, which logs the outcome and frees the stream.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,14 +22,56 @@
 #define CONTAINER(ptr, type, member)                                           \
     ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
-static struct pipe_ctx *pipe_ctx_of(struct stream *s, int idx)
-{
-    return &s->pc[idx + 1];
-}
-
 static unsigned stream_nsinks(const struct stream *s)
 {
     return s->pl->mode == PL_SERVE ? 1 : (unsigned)s->pl->p->nsinks;
+}
+
+/*
+ * Placement of a pipeline with transforms, measured (see XFORM_PLACEMENT
+ * below): PLACE_SAME runs the whole stream on one worker; PLACE_SOURCE
+ * splits it after the transforms (read and transform on one worker, the
+ * sinks on another: the channel carries the transformed bytes);
+ * PLACE_SINK splits it before them (the read on one worker, transforms
+ * and sinks on another). WEIR_PLACEMENT=same|split (split: the default
+ * side) and WEIR_XFORM_SIDE=source|sink override it, for measuring.
+ */
+enum xf_place { PLACE_SAME, PLACE_SOURCE, PLACE_SINK };
+
+#ifndef XFORM_PLACEMENT
+#define XFORM_PLACEMENT PLACE_SAME
+#endif
+
+static enum xf_place xf_placement(void)
+{
+    const char *pl = getenv("WEIR_PLACEMENT");
+    const char *side = getenv("WEIR_XFORM_SIDE");
+
+    if (pl && strcmp(pl, "same") == 0)
+        return PLACE_SAME;
+    if (side && strcmp(side, "source") == 0)
+        return PLACE_SOURCE;
+    if (side && strcmp(side, "sink") == 0)
+        return PLACE_SINK;
+    if (pl && strcmp(pl, "split") == 0)
+        return XFORM_PLACEMENT == PLACE_SAME ? PLACE_SINK : XFORM_PLACEMENT;
+    return XFORM_PLACEMENT;
+}
+
+/* The half the transforms run on. */
+static struct half *xf_half(struct stream *s)
+{
+    if (s->pl->p->ntransforms == 0)
+        return NULL;
+    return s->split && xf_placement() == PLACE_SINK ? &s->h[1] : &s->h[0];
+}
+
+/* idx -1: the source's pipe; 0..n-1: sink idx's; -2-k: transform k's. */
+static struct pipe_ctx *pipe_ctx_of(struct stream *s, int idx)
+{
+    if (idx >= -1)
+        return &s->pc[idx + 1];
+    return &s->pc[stream_nsinks(s) + 1 + (unsigned)(-2 - idx)];
 }
 
 static void done_task(struct weir_task *t)
@@ -37,6 +80,7 @@ static void done_task(struct weir_task *t)
 
     s->done_seen = true;
     run_stream_ended(s);
+    stream_report(s);
     if (!s->stop_posted || s->stop_acked)
         stream_free(s);
 }
@@ -50,13 +94,69 @@ static void stop_ack_task(struct weir_task *t)
         stream_free(s);
 }
 
-static void half_finish(struct half *h)
+/* Keeps the first transform error of the stream for its log line. */
+static void xforms_destroy(struct half *h)
 {
     struct stream *s = h->s;
 
+    for (unsigned i = 0; i < h->nxf; i++) {
+        uint64_t off = 0;
+        int err;
+
+        if (!h->xf[i])
+            continue;
+        err = weir_xform_error(h->xf[i], &off);
+        if (err && !s->xf_err) {
+            s->xf_err = err;
+            s->xf_off = off;
+            snprintf(s->xf_name, sizeof(s->xf_name), "%s",
+                     weir_xform_name(h->xf[i]));
+        }
+        weir_xform_destroy(h->xf[i]);
+    }
+    free(h->xf);
+    h->xf = NULL;
+    h->nxf = 0;
+}
+
+static void tee_collect(struct half *h)
+{
+    struct stream *s = h->s;
+    struct weir_tee_stats st;
+
+    for (unsigned i = 0; i < stream_nsinks(s); i++) {
+        weir_tee_stats(h->tee, i, &st);
+        s->ss[i].teed = true;
+        s->ss[i].dropped = st.dropped_bytes;
+        s->ss[i].produced = weir_tee_produced_bytes(h->tee);
+        s->ss[i].disconnected = st.disconnected;
+    }
+}
+
+static void half_teardown(struct half *h);
+
+/* The kick timer may still be pending, or its callback running: then the
+ * teardown waits for it (mark and reap). */
+static void half_finish(struct half *h)
+{
     h->finished = true;
-    if (h->tee)
+    if (h->kicking || h->kick.op.pending) {
+        h->reap = true;
+        if (h->kick.op.pending)
+            weir_loop_timer_stop(h->loop, &h->kick);
+        return;
+    }
+    half_teardown(h);
+}
+
+static void half_teardown(struct half *h)
+{
+    struct stream *s = h->s;
+
+    if (h->tee) {
+        tee_collect(h);
         weir_tee_destroy(h->tee);
+    }
     if (h->splice) {
         s->sink_bytes[0] = weir_splice_bytes(h->splice);
         weir_splice_destroy(h->splice);
@@ -68,6 +168,7 @@ static void half_finish(struct half *h)
         s->sink_bytes[i] = weir_endpoint_bytes(h->sinks[i]);
         weir_endpoint_destroy(h->sinks[i]);
     }
+    xforms_destroy(h);
     if (h->src)
         weir_endpoint_destroy(h->src);
     if (h->tx)
@@ -99,9 +200,12 @@ static void pipe_done(void *ctx, int rc)
     struct pipe_ctx *pc = ctx;
     struct stream *s = pc->h->s;
 
-    if (pc->idx < 0)
+    if (pc->idx == -1)
         s->src_rc = rc;
-    else
+    else if (pc->idx < -1) {
+        if (rc < 0 && s->src_rc == 0)
+            s->src_rc = rc;
+    } else
         s->sink_rc[pc->idx] = rc;
     half_put(pc->h);
 }
@@ -190,7 +294,8 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
              * pipeline's one stream keeps trying; weir pipe reports
              * the failure instead. */
             .reconnect = s->pl->mode == PL_ONCE && !s->run->conf->oneshot,
-            .replay_fd = s->replay_fd,
+            /* The file's bytes are not the stream's once transformed. */
+            .replay_fd = s->pl->p->ntransforms ? -1 : s->replay_fd,
             .on_event = sink_event,
             .event_arg = pipe_ctx_of(s, (int)i),
         };
@@ -199,6 +304,30 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     default:
         return -EINVAL;
     }
+}
+
+static enum weir_tee_policy tee_policy(enum on_full f)
+{
+    switch (f) {
+    case ON_FULL_DROP_NEWEST:
+        return WEIR_TEE_DROP_NEWEST;
+    case ON_FULL_DROP_OLDEST:
+        return WEIR_TEE_DROP_OLDEST;
+    case ON_FULL_DISCONNECT:
+        return WEIR_TEE_DISCONNECT;
+    default:
+        return WEIR_TEE_BLOCK;
+    }
+}
+
+/* A readable that earlier stages feed but nothing will read (a later
+ * stage could not be built): cancelling it ends those stages' pipes. */
+static void cancel_unread(struct half *h, struct weir_readable *rs, int rc)
+{
+    if (weir_readable_locked(rs) || weir_reader_acquire(&h->dead, rs) != 0)
+        return;
+    weir_reader_cancel(&h->dead, rc);
+    weir_reader_release(&h->dead);
 }
 
 /* The sinks of the stream, fed by rs. */
@@ -212,6 +341,7 @@ static void build_sinks(struct half *h, struct weir_readable *rs)
     h->sinks = calloc(n, sizeof(*h->sinks));
     if (!h->sinks) {
         s->sink_rc[0] = -ENOMEM;
+        cancel_unread(h, rs, -ENOMEM);
         return;
     }
     for (unsigned i = 0; i < n; i++) {
@@ -224,22 +354,28 @@ static void build_sinks(struct half *h, struct weir_readable *rs)
             break;
         }
     }
-    if (rc)
+    if (rc) {
+        cancel_unread(h, rs, rc);
         return;
-    if (n == 1) {
+    }
+    if (n == 1 && s->pl->p->sinks[0]->on_full == ON_FULL_BLOCK) {
         start_pipe(h, rs, weir_endpoint_writable(h->sinks[0]), 0);
         return;
     }
-    /* Several sinks: the core's tee; the slowest sink governs (block) until
-     * per-sink policies arrive with the fan-out work. */
+    /* Several sinks, or a policy other than block: the core's tee, one
+     * branch per sink with the sink's on_full policy. The branch holds at
+     * most one chunk past what the sink's own queue (its high_water_mark)
+     * holds, so a sink's memory is its hwm + one chunk whatever its
+     * policy; a drop policy acts when both are full. */
     for (unsigned i = 0; i < n; i++)
         bo[i] = (struct weir_tee_branch_options){
             .strategy = {.hwm = s->pl->p->chunk_size, .bytes = true},
-            .policy = WEIR_TEE_BLOCK,
+            .policy = tee_policy(s->pl->p->sinks[i]->on_full),
         };
     rc = weir_tee_create(&h->tee, rs, n, bo);
     if (rc) {
         s->sink_rc[0] = rc;
+        cancel_unread(h, rs, rc);
         return;
     }
     for (unsigned i = 0; i < n; i++)
@@ -265,6 +401,112 @@ static int make_source(struct half *h)
                                          fd, &o);
     return weir_endpoint_fd_source(&h->src, h->loop, weir_worker_pool(), fd,
                                    &o);
+}
+
+/*
+ * Parked transforms. A transform parks when its pool is empty or its
+ * readable side is full past its burst, and wants weir_xform_resume once
+ * that may have changed; the loop has no per-turn hook, so a timer on the
+ * transforms' worker retries them: first after KICK_MIN_NS, doubling up to
+ * KICK_MAX_NS while nothing moves (a sink stuck behind a slow peer costs a
+ * few hundred wakeups a second, not a spinning core), back to the minimum
+ * as soon as one resume went through. A resume that finds no room yet
+ * only compares two numbers.
+ */
+#define KICK_MIN_NS (20ull * 1000)
+#define KICK_MAX_NS (2ull * 1000 * 1000)
+
+static void kick_arm(struct half *h)
+{
+    if (h->kicking || h->kick.op.pending || h->finished)
+        return;
+    if (weir_loop_timer_start(h->loop, &h->kick, h->kick_ns) != 0)
+        log_debug("pipeline %s: cannot arm the transform timer",
+                  h->s->pl->p->name);
+}
+
+static void xf_on_stall(void *ctx, struct weir_xform *x)
+{
+    (void)x;
+    kick_arm(ctx);
+}
+
+static void kick_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct half *h = CONTAINER(op, struct half, kick.op);
+    bool moved = false, parked = false;
+
+    (void)res;
+    (void)flags;
+    if (h->reap) {
+        half_teardown(h);
+        return;
+    }
+    h->kicking = true;
+    /* A resume may finish the stream's pipes (half_finish marks reap);
+     * the transforms stay until the loop is over. */
+    for (unsigned i = 0; i < h->nxf && !h->reap; i++)
+        if (weir_xform_stalled(h->xf[i]) &&
+            weir_xform_resume(h->xf[i]) != WEIR_PENDING)
+            moved = true;
+    h->kicking = false;
+    if (h->reap) {
+        half_teardown(h);
+        return;
+    }
+    for (unsigned i = 0; i < h->nxf; i++)
+        parked = parked || weir_xform_stalled(h->xf[i]);
+    if (moved || !parked)
+        h->kick_ns = KICK_MIN_NS;
+    else if (h->kick_ns < KICK_MAX_NS)
+        h->kick_ns *= 2;
+    if (parked)
+        kick_arm(h);
+}
+
+/* The pipeline's transforms on this half, fed by rs: the readable their
+ * output comes out of, or NULL when one could not be made (then the
+ * stream errors). */
+static struct weir_readable *build_xforms(struct half *h,
+                                          struct weir_readable *rs)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->pl->p;
+    struct weir_xform_options o = {
+        .pool = weir_worker_pool(),
+        .slot = weir_loop_slot(h->loop),
+        /* One chunk in, one chunk out: the stage's share of the memory
+         * formula. */
+        .writable = {.hwm = p->chunk_size, .bytes = true},
+        .readable = {.hwm = p->chunk_size, .bytes = true},
+        .on_stall = xf_on_stall,
+        .stall_ctx = h,
+    };
+    int rc;
+
+    h->kick.op.fn = kick_fire;
+    h->kick_ns = KICK_MIN_NS;
+    h->xf = calloc(p->ntransforms, sizeof(*h->xf));
+    if (!h->xf) {
+        s->src_rc = -ENOMEM;
+        cancel_unread(h, rs, -ENOMEM);
+        return NULL;
+    }
+    for (size_t k = 0; k < p->ntransforms; k++) {
+        rc = weir_xform_create(&h->xf[k], p->transforms[k].spec, &o);
+        if (rc) {
+            h->xf[k] = NULL;
+            s->src_rc = rc;
+            cancel_unread(h, rs, rc);
+            return NULL;
+        }
+        h->nxf = (unsigned)k + 1;
+        start_pipe(h, rs,
+                   weir_transform_writable(weir_xform_transform(h->xf[k])),
+                   -2 - (int)k);
+        rs = weir_transform_readable(weir_xform_transform(h->xf[k]));
+    }
+    return rs;
 }
 
 static void splice_done(void *ctx, int rc)
@@ -332,7 +574,11 @@ static void half_start(struct weir_task *t)
             return;
         }
         rs = weir_endpoint_readable(h->src);
-        if (s->split) {
+        if (xf_half(s) == h)
+            rs = build_xforms(h, rs);
+        if (!rs) {
+            /* The source's readable was cancelled; nothing to pipe. */
+        } else if (s->split) {
             rc = weir_chan_tx_open(h->tx, &ws);
             if (rc)
                 s->src_rc = rc;
@@ -343,10 +589,14 @@ static void half_start(struct weir_task *t)
         }
     } else {
         rc = weir_chan_rx_open(h->rx, &rs);
-        if (rc)
+        if (rc) {
             s->sink_rc[0] = rc;
-        else
-            build_sinks(h, rs);
+        } else {
+            if (xf_half(s) == h)
+                rs = build_xforms(h, rs);
+            if (rs)
+                build_sinks(h, rs);
+        }
     }
     half_put(h);
 }
@@ -422,10 +672,12 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
         return NULL;
     s->sink_rc = calloc(n, sizeof(int));
     s->sink_bytes = calloc(n, sizeof(uint64_t));
-    s->pc = calloc(n + 1, sizeof(*s->pc));
-    if (!s->sink_rc || !s->sink_bytes || !s->pc) {
+    s->ss = calloc(n, sizeof(*s->ss));
+    s->pc = calloc(n + 1 + pl->p->ntransforms, sizeof(*s->pc));
+    if (!s->sink_rc || !s->sink_bytes || !s->ss || !s->pc) {
         free(s->sink_rc);
         free(s->sink_bytes);
+        free(s->ss);
         free(s->pc);
         free(s);
         return NULL;
@@ -453,11 +705,14 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
      * splice stage does not: only weir pipe's connects take it. */
     s->zero_copy =
         r->zero_copy && s->src_regular && pl->p->nsinks == 1 &&
-        !(pl->p->follow || pl->p->source->follow) &&
+        pl->p->ntransforms == 0 && !(pl->p->follow || pl->p->source->follow) &&
         (pl->mode == PL_SERVE || (pl->mode == PL_ONCE && r->conf->oneshot &&
                                   (pl->p->sinks[0]->kind == ADDR_TCP ||
                                    pl->p->sinks[0]->kind == ADDR_UNIX)));
-    s->split = r->split && r->nworkers >= 2 && !s->zero_copy;
+    if (pl->p->ntransforms)
+        s->split = xf_placement() != PLACE_SAME && r->nworkers >= 2;
+    else
+        s->split = r->split && r->nworkers >= 2 && !s->zero_copy;
     w = r->next_worker++ % r->nworkers;
     for (unsigned i = 0; i < 2; i++) {
         s->h[i].s = s;

@@ -295,10 +295,15 @@ static const struct bad_case bad_cases[] = {
      {3},
      "given twice"},
     {"unknown_transform",
-     "[pipeline a]\nsource = file:data.txt\ntransform = uppercase\nsink = "
+     "[pipeline a]\nsource = file:data.txt\ntransform = sharpen\nsink = "
      "null\n",
      {3},
-     "unknown transform 'uppercase'"},
+     "unknown transform 'sharpen'"},
+    {"bad_transform_level",
+     "[pipeline a]\nsource = file:data.txt\ntransform = uppercase\n"
+     "transform = gzip:12\nsink = null\n",
+     {4},
+     "gzip level '12' is out of range 1-9"},
     {"bad_workers", "[daemon]\nworkers = many\n" OK_PIPELINE, {2}, "workers"},
     {"bad_log_level",
      "[daemon]\nlog_level = verbose\n" OK_PIPELINE,
@@ -543,8 +548,12 @@ static void test_pipe_arguments(void **state)
     expect_pipe(EX_CONFIG, "argument 4: sink: ", data, "tcp:nowhere", NULL);
     expect_pipe(EX_CONFIG, "argument 3: source: cannot open",
                 "file:/nonexistent", "null", NULL);
-    expect_pipe(EX_CONFIG, "argument 4: unknown transform 'gzip'", "-t", "gzip",
-                data, "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 4: unknown transform 'gunzap'", "-t",
+                "gunzap", data, "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 4: zstd level '20' is out of range 1-19",
+                "-t", "zstd:20", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "-t", "uppercase", "-t", "gzip:1", data,
+                "null", NULL);
     expect_pipe(EX_CONFIG, "argument 4: sink: stdin cannot be a sink", data,
                 "stdin", NULL);
     expect_pipe(EX_CONFIG, "argument 3: high_water_mark", "--high-water-mark=0",

@@ -1,0 +1,725 @@
+/*
+ * test_transforms.c - transforms and fan-out in the real binary
+ * (WEIR_BIN), judged by the system's own tools: gzip -dc, zstd -dc and
+ * tr a-z A-Z give the expected bytes, compared with cmp. Tee: identical
+ * copies; drop policies: delivered + dropped = produced per sink, read
+ * from the counters weir prints; the memory bound: VmRSS from /proc while
+ * a receiver reads about 1 MB/s.
+ */
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define TEXT  (6u << 20)  /* the text input */
+#define BIG   (48u << 20) /* the input of the drop tests */
+#define WAIT  60000       /* ms: generous for sanitizer builds */
+#define CHUNK (256u << 10)
+
+static char dir[] = "/tmp/weir-xf-XXXXXX";
+static char text[600], upper[600], big[600], big_hex[65];
+
+static void path(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+/* Runs a shell command; its exit status. */
+static int sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    int st;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    st = system(cmd);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+/* Text with upper and lower case, digits and punctuation, compressible
+ * but not trivially (seeded: the same every run). */
+static void make_text(const char *p, size_t size)
+{
+    static const char alpha[] = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ,.\n0123";
+    FILE *f = fopen(p, "w");
+    uint64_t seed = 42;
+
+    if (!f)
+        abort();
+    for (size_t i = 0; i < size; i++) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        fputc(alpha[(seed >> 20) % (sizeof(alpha) - 1)], f);
+    }
+    fclose(f);
+}
+
+static void show_log(const struct h_weir *w)
+{
+    char *t = h_slurp(w->log);
+
+    fprintf(stderr, "log of weir:\n%s\n", t ? t : "(none)");
+    free(t);
+}
+
+static void expect_clean(const struct h_weir *w)
+{
+    char *t = h_slurp(w->log);
+    bool bad = t && (strstr(t, "runtime error:") || strstr(t, "Sanitizer"));
+
+    if (bad)
+        fprintf(stderr, "log of weir:\n%s\n", t);
+    free(t);
+    assert_false(bad);
+}
+
+/* weir pipe ARGS... (NULL-terminated), logging to name.log; its status. */
+static int weir_pipe(struct h_weir *w, const char *name, ...)
+{
+    char *argv[32] = {"weir", "pipe"};
+    char log[600];
+    va_list ap;
+    int n = 2, rc;
+
+    va_start(ap, name);
+    while (n < 31 && (argv[n] = va_arg(ap, char *)) != NULL)
+        n++;
+    va_end(ap);
+    argv[n] = NULL;
+    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    unlink(log);
+    h_spawn(w, argv, log);
+    rc = h_wait(w, WAIT);
+    if (rc != 0)
+        show_log(w);
+    expect_clean(w);
+    return rc;
+}
+
+static void start_conf(struct h_weir *w, const char *name, const char *fmt, ...)
+{
+    char conf[600], log[600], body[4096];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(conf, sizeof(conf), "%s/%s.conf", dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    unlink(log);
+    h_write_text(conf, "%s%s",
+                 strncmp(body, "[daemon]", 8) ? "[daemon]\nworkers = 2\n" : "",
+                 body);
+    h_spawn(w, (char *const[]){"weir", "-c", conf, NULL}, log);
+}
+
+/* The counters of the sink written `sink` in the log: 0 when found. */
+static int counters(const struct h_weir *w, const char *sink,
+                    unsigned long long *delivered, unsigned long long *dropped)
+{
+    char needle[700], *t = h_slurp(w->log), *p;
+    int rc = -1;
+
+    snprintf(needle, sizeof(needle), "sink %s: ", sink);
+    p = t ? strstr(t, needle) : NULL;
+    if (p && sscanf(p + strlen(needle), "%llu bytes delivered, %llu dropped",
+                    delivered, dropped) == 2)
+        rc = 0;
+    if (rc)
+        fprintf(stderr, "no counters for '%s' in:\n%s\n", sink, t);
+    free(t);
+    return rc;
+}
+
+static int64_t file_size(const char *p)
+{
+    struct stat st;
+
+    return stat(p, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Reads fd to EOF into the file at p; the byte count or -1. */
+static int64_t drain_to(int fd, const char *p)
+{
+    static uint8_t buf[1 << 16];
+    FILE *f = fopen(p, "w");
+    int64_t total = 0;
+    ssize_t n;
+
+    if (!f)
+        return -1;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        fwrite(buf, 1, (size_t)n, f);
+        total += n;
+    }
+    fclose(f);
+    return n < 0 ? -1 : total;
+}
+
+/* ---- one transform at a time, with weir pipe ---- */
+
+static void test_uppercase(void **state)
+{
+    char src[620], dst[620], out[600];
+    struct h_weir w;
+
+    (void)state;
+    path(out, sizeof(out), "upper.out");
+    snprintf(src, sizeof(src), "file:%s", text);
+    snprintf(dst, sizeof(dst), "file:%s", out);
+    assert_int_equal(
+        weir_pipe(&w, "uppercase", "-t", "uppercase", src, dst, NULL), 0);
+    assert_int_equal(sh("tr a-z A-Z < %s | cmp -s - %s", text, out), 0);
+}
+
+static void test_gzip(void **state)
+{
+    static const char *levels[] = {"gzip", "gzip:1", "gzip:9"};
+    char src[620], dst[620], out[600];
+    struct h_weir w;
+
+    (void)state;
+    snprintf(src, sizeof(src), "file:%s", text);
+    for (unsigned i = 0; i < 3; i++) {
+        path(out, sizeof(out), "out.gz");
+        snprintf(dst, sizeof(dst), "file:%s", out);
+        assert_int_equal(weir_pipe(&w, "gzip", "-t", levels[i], src, dst, NULL),
+                         0);
+        assert_int_equal(sh("gzip -dc %s | cmp -s - %s", out, text), 0);
+        assert_int_equal(sh("python3 -c 'import gzip,sys; "
+                            "sys.stdout.buffer.write(gzip.open(\"%s\").read())'"
+                            " | cmp -s - %s",
+                            out, text),
+                         0);
+    }
+}
+
+static void test_zstd(void **state)
+{
+    char src[620], dst[620], out[600], in[600];
+    struct h_weir w;
+
+    (void)state;
+    path(out, sizeof(out), "out.zst");
+    snprintf(src, sizeof(src), "file:%s", text);
+    snprintf(dst, sizeof(dst), "file:%s", out);
+    assert_int_equal(weir_pipe(&w, "zstd", "-t", "zstd:1", src, dst, NULL), 0);
+    assert_int_equal(sh("zstd -dcq %s | cmp -s - %s", out, text), 0);
+    /* unzstd reads what zstd(1) wrote, two frames in a row. */
+    path(in, sizeof(in), "two.zst");
+    assert_int_equal(
+        sh("zstd -qc %s > %s && zstd -qc -19 %s >> %s", text, in, upper, in),
+        0);
+    path(out, sizeof(out), "unzstd.out");
+    snprintf(src, sizeof(src), "file:%s", in);
+    snprintf(dst, sizeof(dst), "file:%s", out);
+    assert_int_equal(weir_pipe(&w, "unzstd", "-t", "unzstd", src, dst, NULL),
+                     0);
+    assert_int_equal(sh("cat %s %s | cmp -s - %s", text, upper, out), 0);
+}
+
+/* gunzip reads what gzip(1) wrote, two members in a row; gzip then
+ * gunzip in one pipeline gives the input back. */
+static void test_gunzip_roundtrip(void **state)
+{
+    char src[620], dst[620], out[600], in[600];
+    struct h_weir w;
+
+    (void)state;
+    path(in, sizeof(in), "two.gz");
+    assert_int_equal(
+        sh("gzip -c %s > %s && gzip -1c %s >> %s", text, in, upper, in), 0);
+    path(out, sizeof(out), "gunzip.out");
+    snprintf(src, sizeof(src), "file:%s", in);
+    snprintf(dst, sizeof(dst), "file:%s", out);
+    assert_int_equal(weir_pipe(&w, "gunzip", "-t", "gunzip", src, dst, NULL),
+                     0);
+    assert_int_equal(sh("cat %s %s | cmp -s - %s", text, upper, out), 0);
+
+    path(out, sizeof(out), "roundtrip.out");
+    snprintf(src, sizeof(src), "file:%s", text);
+    snprintf(dst, sizeof(dst), "file:%s", out);
+    assert_int_equal(weir_pipe(&w, "roundtrip", "-t", "uppercase", "-t",
+                               "gzip:3", "-t", "gunzip", "-t", "zstd", "-t",
+                               "unzstd", src, dst, NULL),
+                     0);
+    assert_int_equal(sh("cmp -s %s %s", upper, out), 0);
+}
+
+/* The daemon: file -> uppercase -> gzip -> tcp, checked with gzip -dc. */
+static void test_daemon_to_tcp(void **state)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port), fd;
+    char got[600];
+    struct h_weir w;
+
+    (void)state;
+    assert_true(lfd >= 0);
+    path(got, sizeof(got), "tcp.gz");
+    start_conf(&w, "daemon_tcp",
+               "[pipeline up]\nsource = file:%s\ntransform = uppercase\n"
+               "transform = gzip:1\nsink = tcp:127.0.0.1:%u\n",
+               text, port);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    assert_true(drain_to(fd, got) > 0);
+    close(fd);
+    close(lfd);
+    if (h_wait(&w, WAIT) != 0)
+        show_log(&w);
+    expect_clean(&w);
+    assert_int_equal(sh("gzip -dc %s | cmp -s - %s", got, upper), 0);
+}
+
+/* Corrupt input to gunzip errors that stream only: the other pipeline
+ * finishes, and the log names the pipeline and the offset. */
+static void test_corrupt_gunzip(void **state)
+{
+    char bad[600], good[600], out_bad[600], needle[128], *log, *at;
+    long long gz, off;
+    struct h_weir w;
+
+    (void)state;
+    path(bad, sizeof(bad), "corrupt.gz");
+    path(out_bad, sizeof(out_bad), "corrupt.out");
+    path(good, sizeof(good), "good.gz");
+    assert_int_equal(sh("gzip -c %s > %s", text, bad), 0);
+    gz = file_size(bad);
+    assert_int_equal(sh("printf 'not gzip at all' >> %s", bad), 0);
+    start_conf(&w, "corrupt",
+               "[pipeline broken]\nsource = file:%s\ntransform = gunzip\n"
+               "sink = file:%s\n"
+               "[pipeline fine]\nsource = file:%s\ntransform = gzip\n"
+               "sink = file:%s\n",
+               bad, out_bad, text, good);
+    /* One pipeline failed: weir exits 1 once both are done. */
+    if (h_wait(&w, WAIT) != 1)
+        show_log(&w);
+    expect_clean(&w);
+    /* The offset is where the decoder noticed: inside the garbage's
+     * first bytes (zlib reads a header's worth before it can tell). */
+    snprintf(needle, sizeof(needle),
+             "pipeline broken: corrupt gzip input at byte ");
+    assert_true(h_wait_log(w.log, needle, 1000));
+    log = h_slurp(w.log);
+    at = strstr(log, needle);
+    assert_non_null(at);
+    assert_int_equal(sscanf(at + strlen(needle), "%lld", &off), 1);
+    free(log);
+    assert_true(off >= gz && off <= gz + 16);
+    assert_true(h_wait_log(w.log, "pipeline fine: done", 1000));
+    assert_int_equal(sh("gzip -dc %s | cmp -s - %s", good, text), 0);
+}
+
+/* ---- fan-out ---- */
+
+static void test_tee_files(void **state)
+{
+    char src[620], a[600], b[600], da[620], db[620];
+    unsigned long long del, drop;
+    struct h_weir w;
+
+    (void)state;
+    path(a, sizeof(a), "tee_a");
+    path(b, sizeof(b), "tee_b");
+    snprintf(src, sizeof(src), "file:%s", big);
+    snprintf(da, sizeof(da), "file:%s", a);
+    snprintf(db, sizeof(db), "file:%s", b);
+    assert_int_equal(weir_pipe(&w, "tee", src, da, db, NULL), 0);
+    assert_int_equal(sh("cmp -s %s %s && cmp -s %s %s", a, b, a, big), 0);
+    assert_int_equal(counters(&w, da, &del, &drop), 0);
+    assert_int_equal(del, BIG);
+    assert_int_equal(drop, 0);
+    assert_int_equal(counters(&w, db, &del, &drop), 0);
+    assert_int_equal(del, BIG);
+    assert_int_equal(drop, 0);
+}
+
+/*
+ * A tcp sink with a drop policy whose receiver reads nothing until the
+ * other (file) sink has everything: the file sink is never held back, the
+ * tcp sink drops, and delivered + dropped = produced for both.
+ */
+static void drop_case(const char *policy)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port), fd;
+    char src[620], tcp[128], out[600], dout[620], got[600];
+    unsigned long long del, drop;
+    int64_t end, received;
+    struct h_weir w;
+    char log[600];
+
+    assert_true(lfd >= 0);
+    path(out, sizeof(out), "drop_file");
+    path(got, sizeof(got), "drop_tcp");
+    path(log, sizeof(log), "drop.log");
+    unlink(log);
+    snprintf(src, sizeof(src), "file:%s", big);
+    snprintf(tcp, sizeof(tcp), "tcp:127.0.0.1:%u,on_full=%s", port, policy);
+    snprintf(dout, sizeof(dout), "file:%s", out);
+    h_spawn(&w, (char *const[]){"weir", "pipe", src, tcp, dout, NULL}, log);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    end = h_now_ms() + WAIT;
+    while (file_size(out) < (int64_t)BIG && h_now_ms() < end)
+        h_sleep_ms(20);
+    assert_int_equal(file_size(out), BIG);
+    received = drain_to(fd, got);
+    close(fd);
+    close(lfd);
+    if (h_wait(&w, WAIT) != 0)
+        show_log(&w);
+    expect_clean(&w);
+    assert_int_equal(sh("cmp -s %s %s", out, big), 0);
+    assert_int_equal(counters(&w, dout, &del, &drop), 0);
+    assert_int_equal(del, BIG);
+    assert_int_equal(drop, 0);
+    assert_int_equal(counters(&w, tcp, &del, &drop), 0);
+    assert_int_equal(del + drop, BIG);
+    assert_int_equal((unsigned long long)received, del);
+    /* The socket buffers hold a few MiB at most: much was dropped. */
+    assert_true(drop > 0);
+}
+
+static void test_drop_newest(void **state)
+{
+    (void)state;
+    drop_case("drop-newest");
+}
+
+static void test_drop_oldest(void **state)
+{
+    (void)state;
+    drop_case("drop-oldest");
+}
+
+/* Block (the default) never drops: both sinks get every byte. */
+static void test_block_never_drops(void **state)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port), fd;
+    char src[620], tcp[128], out[600], dout[620], hex[65];
+    unsigned long long del, drop;
+    struct h_weir w;
+    char log[600];
+
+    (void)state;
+    assert_true(lfd >= 0);
+    path(out, sizeof(out), "block_file");
+    path(log, sizeof(log), "block.log");
+    unlink(log);
+    snprintf(src, sizeof(src), "file:%s", big);
+    snprintf(tcp, sizeof(tcp), "tcp:127.0.0.1:%u", port);
+    snprintf(dout, sizeof(dout), "file:%s", out);
+    h_spawn(&w, (char *const[]){"weir", "pipe", src, tcp, dout, NULL}, log);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
+    assert_string_equal(hex, big_hex);
+    close(fd);
+    close(lfd);
+    if (h_wait(&w, WAIT) != 0)
+        show_log(&w);
+    expect_clean(&w);
+    assert_int_equal(sh("cmp -s %s %s", out, big), 0);
+    assert_int_equal(counters(&w, dout, &del, &drop), 0);
+    assert_int_equal(del, BIG);
+    assert_int_equal(drop, 0);
+    assert_int_equal(counters(&w, tcp, &del, &drop), 0);
+    assert_int_equal(del, BIG);
+    assert_int_equal(drop, 0);
+}
+
+/* ---- the memory bound ---- */
+
+static int64_t vmrss_kib(pid_t pid)
+{
+    char p[64], line[256];
+    int64_t kib = -1;
+    FILE *f;
+
+    snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+    f = fopen(p, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %" SCNd64, &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+/* A receiver on a thread: reads `rate` bytes a second in 10 steps, or as
+ * fast as it can when rate is 0, until told to stop. */
+struct reader {
+    pthread_t th;
+    int fd;
+    size_t rate;
+    _Atomic bool stop;
+    _Atomic int64_t got;
+};
+
+static void *reader_run(void *arg)
+{
+    struct reader *r = arg;
+    static _Thread_local uint8_t buf[1 << 16];
+
+    while (!atomic_load(&r->stop)) {
+        size_t want = r->rate ? r->rate / 10 : sizeof(buf);
+        size_t have = 0;
+
+        while (have < want && !atomic_load(&r->stop)) {
+            struct pollfd p = {.fd = r->fd, .events = POLLIN};
+            size_t n = want - have < sizeof(buf) ? want - have : sizeof(buf);
+            ssize_t k;
+
+            if (poll(&p, 1, 100) != 1)
+                continue;
+            k = read(r->fd, buf, n);
+            if (k <= 0)
+                return NULL;
+            have += (size_t)k;
+            atomic_fetch_add(&r->got, k);
+        }
+        if (r->rate)
+            h_sleep_ms(100);
+    }
+    return NULL;
+}
+
+/* The RSS of a weir with the same workers and nothing running. */
+static int64_t idle_rss(void)
+{
+    uint16_t port = h_free_port(false);
+    struct h_weir w;
+    int64_t kib;
+
+    start_conf(&w, "idle",
+               "[pipeline idle]\nsource = tcp-listen:127.0.0.1:%u\n"
+               "sink = null\n",
+               port);
+    if (!h_wait_log(w.log, "listening on", WAIT))
+        show_log(&w);
+    h_sleep_ms(300);
+    kib = vmrss_kib(w.pid);
+    kill(w.pid, SIGKILL);
+    h_wait(&w, WAIT);
+    return kib;
+}
+
+/*
+ * Samples the daemon's RSS for `secs` seconds while its receivers run;
+ * checks every sample against the bound and the last against the first
+ * (after a second of warm-up): no growth beyond a chunk.
+ */
+static void watch_rss(pid_t pid, int64_t bound_kib, unsigned secs,
+                      int64_t *first, int64_t *peak)
+{
+    int64_t end, now;
+
+    h_sleep_ms(1000);
+    *first = vmrss_kib(pid);
+    *peak = *first;
+    end = h_now_ms() + (int64_t)secs * 1000;
+    while ((now = h_now_ms()) < end) {
+        int64_t kib = vmrss_kib(pid);
+
+        assert_true(kib > 0);
+        if (kib > *peak)
+            *peak = kib;
+        h_sleep_ms(250);
+    }
+    fprintf(stderr, "# rss: bound %lld KiB, first %lld, peak %lld, last %lld\n",
+            (long long)bound_kib, (long long)*first, (long long)*peak,
+            (long long)vmrss_kib(pid));
+    assert_true(*peak <= bound_kib);
+    assert_true(vmrss_kib(pid) <= *first + (int64_t)(CHUNK / 1024) * 2);
+}
+
+/*
+ * The documented formula (config/weir.conf.md, "Sizing memory"): idle +
+ * the sinks' high-water marks + the source's read-ahead (5 chunks) + one
+ * chunk per other stage + each tee branch's chunk, plus a slack of 8 MiB
+ * for the allocator's and the pool's pages outside buffers (per-thread
+ * caches, the rings, a stream's objects) and page rounding.
+ */
+#define SLACK_KIB (8 * 1024)
+
+static int64_t bound_kib(int64_t idle, unsigned sinks, bool tee)
+{
+    int64_t chunks = 5 + sinks + (tee ? sinks : 0);
+
+    return idle + sinks * 1024 + chunks * (CHUNK / 1024) + SLACK_KIB;
+}
+
+static void make_sparse(char *out, size_t len)
+{
+    /* 64 GiB of holes: no disk, and more than any run reads. */
+    path(out, len, "sparse.bin");
+    if (file_size(out) < 0)
+        assert_int_equal(sh("truncate -s 64G %s", out), 0);
+}
+
+static void test_memory_slow_sink(void **state)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port);
+    struct reader r = {.rate = 1000 * 1000};
+    char sparse[600];
+    int64_t idle, first, peak;
+    struct h_weir w;
+
+    (void)state;
+    assert_true(lfd >= 0);
+    make_sparse(sparse, sizeof(sparse));
+    idle = idle_rss();
+    assert_true(idle > 0);
+    start_conf(&w, "memory",
+               "[pipeline slow]\nsource = file:%s\nhigh_water_mark = 1MiB\n"
+               "sink = tcp:127.0.0.1:%u\n",
+               sparse, port);
+    r.fd = h_accept(lfd, WAIT);
+    assert_true(r.fd >= 0);
+    pthread_create(&r.th, NULL, reader_run, &r);
+    watch_rss(w.pid, bound_kib(idle, 1, false), 5, &first, &peak);
+    atomic_store(&r.stop, true);
+    pthread_join(r.th, NULL);
+    kill(w.pid, SIGKILL);
+    h_wait(&w, WAIT);
+    close(r.fd);
+    close(lfd);
+    /* ~1 MB/s for ~6 s: the receiver did read, slowly. */
+    assert_true(atomic_load(&r.got) > 0);
+}
+
+/* A fast and a slow sink: under block the fast one waits (memory stays
+ * bounded); under drop-oldest it runs on and receives far more. */
+static void tee_memory(const char *policy, bool fast_runs)
+{
+    uint16_t pf = h_free_port(false), ps = h_free_port(false);
+    int lf = h_listen(false, pf), ls = h_listen(false, ps);
+    struct reader fast = {.rate = 0}, slow = {.rate = 1000 * 1000};
+    char sparse[600];
+    int64_t idle, first, peak;
+    struct h_weir w;
+
+    assert_true(lf >= 0 && ls >= 0);
+    make_sparse(sparse, sizeof(sparse));
+    idle = idle_rss();
+    assert_true(idle > 0);
+    start_conf(&w, "tee_memory",
+               "[pipeline tee]\nsource = file:%s\nhigh_water_mark = 1MiB\n"
+               "sink = tcp:127.0.0.1:%u\nsink = tcp:127.0.0.1:%u,on_full=%s\n",
+               sparse, pf, ps, policy);
+    fast.fd = h_accept(lf, WAIT);
+    slow.fd = h_accept(ls, WAIT);
+    assert_true(fast.fd >= 0 && slow.fd >= 0);
+    pthread_create(&fast.th, NULL, reader_run, &fast);
+    pthread_create(&slow.th, NULL, reader_run, &slow);
+    watch_rss(w.pid, bound_kib(idle, 2, true), 5, &first, &peak);
+    atomic_store(&fast.stop, true);
+    atomic_store(&slow.stop, true);
+    pthread_join(fast.th, NULL);
+    pthread_join(slow.th, NULL);
+    kill(w.pid, SIGKILL);
+    h_wait(&w, WAIT);
+    close(fast.fd);
+    close(slow.fd);
+    close(lf);
+    close(ls);
+    fprintf(stderr, "# %s: fast got %lld, slow got %lld\n", policy,
+            (long long)atomic_load(&fast.got),
+            (long long)atomic_load(&slow.got));
+    assert_true(atomic_load(&slow.got) > 0);
+    if (fast_runs)
+        assert_true(atomic_load(&fast.got) > 10 * atomic_load(&slow.got));
+    else
+        assert_true(atomic_load(&fast.got) <
+                    4 * atomic_load(&slow.got) + (int64_t)(32u << 20));
+}
+
+static void test_memory_tee_block(void **state)
+{
+    (void)state;
+    tee_memory("block", false);
+}
+
+static void test_memory_tee_drop_oldest(void **state)
+{
+    (void)state;
+    tee_memory("drop-oldest", true);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_reap_all();
+    return 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_uppercase, teardown),
+        cmocka_unit_test_teardown(test_gzip, teardown),
+        cmocka_unit_test_teardown(test_zstd, teardown),
+        cmocka_unit_test_teardown(test_gunzip_roundtrip, teardown),
+        cmocka_unit_test_teardown(test_daemon_to_tcp, teardown),
+        cmocka_unit_test_teardown(test_corrupt_gunzip, teardown),
+        cmocka_unit_test_teardown(test_tee_files, teardown),
+        cmocka_unit_test_teardown(test_drop_newest, teardown),
+        cmocka_unit_test_teardown(test_drop_oldest, teardown),
+        cmocka_unit_test_teardown(test_block_never_drops, teardown),
+        cmocka_unit_test_teardown(test_memory_slow_sink, teardown),
+        cmocka_unit_test_teardown(test_memory_tee_block, teardown),
+        cmocka_unit_test_teardown(test_memory_tee_drop_oldest, teardown),
+    };
+    int rc;
+
+    /* The harness's helpers this file has no use for. */
+    (void)h_send_file;
+    (void)h_connect;
+    (void)h_stop;
+    (void)h_count;
+    (void)h_file_sha;
+    signal(SIGPIPE, SIG_IGN);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    path(text, sizeof(text), "text.txt");
+    path(upper, sizeof(upper), "text.upper");
+    path(big, sizeof(big), "big.bin");
+    make_text(text, TEXT);
+    if (sh("tr a-z A-Z < %s > %s", text, upper) != 0)
+        return 1;
+    h_make_file(big, BIG, 3, big_hex);
+    if (getenv("TEST_FILTER"))
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}

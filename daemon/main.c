@@ -139,5 +139,5 @@ int main(int argc, char *argv[])
         log_set_level(conf->daemon.log_level);
     if (!pipe_mode && conffile == NULL)
         demo_hints(conf);
-    return daemon_run(conf);
+    return daemon_run(conf, pipe_mode ? NULL : conffile, verbose);
 }

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "address.h"
+#include "listenfds.h"
+#include "notify.h"
 #include "runtime.h"
 #include "signals.h"
 
@@ -67,15 +69,27 @@ int64_t run_now_ns(void)
 
 static bool listeners_open(const struct run *r)
 {
-    for (size_t i = 0; i < r->conf->npipelines; i++)
-        for (unsigned j = 0; j < r->pls[i].nls; j++)
-            if (r->pls[i].ls[j].fd >= 0)
+    for (const struct pipeline_rt *pl = r->pls; pl; pl = pl->next)
+        for (unsigned j = 0; j < pl->nls; j++)
+            if (pl->ls[j].fd >= 0)
                 return true;
     return false;
 }
 
+static void close_listeners(struct run *r)
+{
+    for (struct pipeline_rt *pl = r->pls; pl; pl = pl->next)
+        for (unsigned j = 0; j < pl->nls; j++)
+            listener_close(&pl->ls[j]);
+}
+
 void run_check_finished(struct run *r)
 {
+    for (const struct pipeline_rt *pl = r->pls; pl; pl = pl->next)
+        if (pl->draining) {
+            pipeline_reap_later(r);
+            break;
+        }
     if (r->finished || r->nlive > 0 || listeners_open(r))
         return;
     r->finished = true;
@@ -87,9 +101,7 @@ static void run_stop(struct run *r)
     if (r->stopping)
         return;
     r->stopping = true;
-    for (size_t i = 0; i < r->conf->npipelines; i++)
-        for (unsigned j = 0; j < r->pls[i].nls; j++)
-            listener_close(&r->pls[i].ls[j]);
+    close_listeners(r);
     for (struct stream *s = r->live; s; s = s->next)
         stream_stop(s);
     if (r->nlive > 0)
@@ -125,6 +137,12 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
             sig_arm(r);
         return;
     }
+    if (signals_is_reload(r->siginfo) && !r->conf->oneshot) {
+        if (!r->stopping)
+            reload(r);
+        sig_arm(r);
+        return;
+    }
     if (r->stopping) {
         log_warnx("%s again: exiting now", signals_name(r->siginfo));
         r->finished = true;
@@ -133,6 +151,8 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
     }
     log_info("%s: stopping (no new connections; running streams finish)",
              signals_name(r->siginfo));
+    if (!r->conf->oneshot)
+        notify_stopping();
     r->exit_status = 0;
     sig_arm(r);
     run_stop(r);
@@ -165,6 +185,7 @@ void run_stream_ended(struct stream *s)
     unsigned long long out =
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
 
+    r->bytes_done += out;
     if (r->conf->oneshot) {
         progress_summary(r);
         r->one = NULL;
@@ -174,9 +195,7 @@ void run_stream_ended(struct stream *s)
         }
         if (!r->stopping) {
             r->stopping = true;
-            for (size_t i = 0; i < r->conf->npipelines; i++)
-                for (unsigned j = 0; j < r->pls[i].nls; j++)
-                    listener_close(&r->pls[i].ls[j]);
+            close_listeners(r);
         }
         return;
     }
@@ -196,112 +215,6 @@ void run_stream_ended(struct stream *s)
     } else {
         log_info("pipeline %s: done, %llu bytes", p->name, out);
     }
-}
-
-static enum pl_mode pipeline_mode(const struct weir_pipeline *p)
-{
-    if (addr_kind_listens(p->source->kind))
-        return PL_ACCEPT;
-    for (size_t i = 0; i < p->nsinks; i++)
-        if (addr_kind_listens(p->sinks[i]->kind))
-            return PL_SERVE;
-    return PL_ONCE;
-}
-
-static int pipeline_setup(struct run *r, struct pipeline_rt *pl)
-{
-    const struct weir_pipeline *p = pl->p;
-    size_t n = p->nsinks;
-    int rc;
-
-    pl->run = r;
-    pl->mode = pipeline_mode(p);
-    pl->sink_addr = calloc(n, sizeof(*pl->sink_addr));
-    pl->sink_addrlen = calloc(n, sizeof(*pl->sink_addrlen));
-    pl->sink_file_fd = calloc(n, sizeof(int));
-    pl->ls = calloc(n + 1, sizeof(*pl->ls));
-    if (!pl->sink_addr || !pl->sink_addrlen || !pl->sink_file_fd || !pl->ls)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const struct weir_address *a = p->sinks[i];
-
-        pl->sink_file_fd[i] = -1;
-        if (pl->mode == PL_SERVE && !addr_kind_listens(a->kind)) {
-            log_errx("pipeline %s: a listen sink must be the pipeline's "
-                     "only kind of sink (%s)",
-                     p->name, a->text);
-            return -ENOTSUP;
-        }
-        if (pl->mode == PL_SERVE && p->source->kind != ADDR_FILE) {
-            log_errx("pipeline %s: a listen sink serves a file source; "
-                     "%s is not one",
-                     p->name, p->source->text);
-            return -ENOTSUP;
-        }
-        if (addr_kind_listens(a->kind)) {
-            pl->ls[pl->nls++] =
-                (struct listener){.pl = pl, .addr = a, .fd = -1};
-            continue;
-        }
-        if (a->kind == ADDR_FILE) {
-            int fd = open(a->path,
-                          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-                              (a->append ? 0 : O_TRUNC),
-                          0644);
-
-            if (fd < 0) {
-                log_err("pipeline %s: %s", p->name, a->path);
-                return -errno;
-            }
-            pl->sink_file_fd[i] = fd;
-        } else if (a->kind == ADDR_TCP || a->kind == ADDR_UNIX) {
-            rc = sockaddr_resolve(a, &pl->sink_addr[i], &pl->sink_addrlen[i]);
-            if (rc) {
-                log_errx("pipeline %s: cannot resolve %s: %s", p->name, a->text,
-                         strerror(-rc));
-                return rc;
-            }
-        }
-    }
-    if (pl->mode == PL_ACCEPT)
-        pl->ls[pl->nls++] =
-            (struct listener){.pl = pl, .addr = p->source, .fd = -1};
-    for (unsigned j = 0; j < pl->nls; j++) {
-        rc = listener_open(&pl->ls[j]);
-        if (rc) {
-            log_errx("pipeline %s: cannot listen on %s: %s", p->name,
-                     pl->ls[j].addr->text, strerror(-rc));
-            return rc;
-        }
-        listener_arm(&pl->ls[j]);
-    }
-    if (pl->mode == PL_ONCE) {
-        struct stream *s = stream_new(pl, -1, -1, NULL);
-
-        if (!s)
-            return -ENOMEM;
-        if (r->conf->oneshot)
-            r->one = s;
-        stream_start(s);
-    }
-    return 0;
-}
-
-static void pipeline_teardown(struct pipeline_rt *pl)
-{
-    for (unsigned j = 0; pl->ls && j < pl->nls; j++)
-        if (pl->ls[j].fd >= 0) {
-            close(pl->ls[j].fd);
-            if (pl->ls[j].addr->kind == ADDR_UNIX_LISTEN)
-                unlink(pl->ls[j].addr->path);
-        }
-    for (size_t i = 0; pl->sink_file_fd && i < pl->p->nsinks; i++)
-        if (pl->sink_file_fd[i] >= 0)
-            close(pl->sink_file_fd[i]);
-    free(pl->sink_addr);
-    free(pl->sink_addrlen);
-    free(pl->sink_file_fd);
-    free(pl->ls);
 }
 
 static bool uring_unavailable(int err)
@@ -362,7 +275,65 @@ static void raise_fd_limit(void)
     }
 }
 
-int daemon_run(struct weir_config *conf)
+/* Socket activation: the passed sockets, taken before anything else
+ * opens an fd. A malformed LISTEN_FDS is logged and ignored. */
+static void take_listenfds(struct run *r)
+{
+    int rc = listenfds_take(&r->lfds);
+
+    if (rc) {
+        log_errx("socket activation: %s", strerror(-rc));
+        r->lfds = NULL;
+    } else if (listenfds_count(r->lfds) > 0) {
+        log_debug("socket activation: %zu socket%s passed",
+                  listenfds_count(r->lfds),
+                  listenfds_count(r->lfds) == 1 ? "" : "s");
+    }
+}
+
+static void report_unused_listenfds(const struct run *r)
+{
+    struct listenfd_info info[16];
+    size_t n;
+
+    if (!r->lfds)
+        return;
+    n = listenfds_unused(r->lfds, info, 16);
+    for (size_t i = 0; i < n && i < 16; i++)
+        log_errx("socket activation: fd %d (%s, %s) matches no listen "
+                 "address in the config",
+                 info[i].fd, info[i].name, info[i].addr);
+    if (n > 16)
+        log_errx("socket activation: %zu more unused sockets", n - 16);
+}
+
+/* Every pipeline prepared first, then all started: READY=1 follows only
+ * when each one listens. */
+static int pipelines_start(struct run *r)
+{
+    struct pipeline_rt **tail = &r->pls;
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < r->conf->npipelines; i++) {
+        struct pipeline_rt *pl = calloc(1, sizeof(*pl));
+
+        if (!pl)
+            return -ENOMEM;
+        pl->p = r->conf->pipelines[i];
+        pl->cref = r->cref;
+        r->cref->refs++;
+        *tail = pl;
+        tail = &pl->next;
+        rc = pipeline_prepare(r, pl, NULL);
+    }
+    if (rc)
+        return rc;
+    for (struct pipeline_rt *pl = r->pls; pl; pl = pl->next)
+        pipeline_start(pl);
+    return 0;
+}
+
+int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
 {
     struct run r = {.conf = conf, .sigfd = -1};
     struct weir_workers_options wo = {0};
@@ -370,11 +341,25 @@ int daemon_run(struct weir_config *conf)
     size_t bufsz = buffer_size(conf);
     int rc;
 
+    if (!conf->oneshot)
+        take_listenfds(&r);
+    r.conffile = conffile;
+    r.verbose = verbose;
+    r.bufsz = bufsz;
+    r.cref = calloc(1, sizeof(*r.cref));
+    if (!r.cref) {
+        log_errx("out of memory");
+        listenfds_free(r.lfds);
+        config_free(conf);
+        return 1;
+    }
+    *r.cref = (struct conf_ref){.conf = conf, .refs = 1};
     raise_fd_limit();
     r.sigfd = signals_block();
     if (r.sigfd < 0) {
         log_errx("cannot watch signals: %s", strerror(-r.sigfd));
-        config_free(conf);
+        listenfds_free(r.lfds);
+        conf_ref_put(r.cref);
         return 1;
     }
     r.nworkers = worker_count(conf);
@@ -397,7 +382,8 @@ int daemon_run(struct weir_config *conf)
     if (rc) {
         log_errx("%s", weir_loop_strerror(rc));
         close(r.sigfd);
-        config_free(conf);
+        listenfds_free(r.lfds);
+        conf_ref_put(r.cref);
         return uring_unavailable(rc) ? EX_UNAVAILABLE : 1;
     }
     r.split = placement_split();
@@ -407,17 +393,16 @@ int daemon_run(struct weir_config *conf)
               r.nworkers == 1 ? "" : "s", r.split ? "split" : "same-worker");
     sig_arm(&r);
     r.drain.op.fn = drain_expired;
-    r.pls = calloc(conf->npipelines, sizeof(*r.pls));
-    rc = r.pls ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < conf->npipelines; i++) {
-        r.pls[i].p = conf->pipelines[i];
-        rc = pipeline_setup(&r, &r.pls[i]);
-    }
+    rc = pipelines_start(&r);
     if (rc) {
         r.exit_status = 1;
         run_stop(&r);
     } else if (conf->oneshot) {
         progress_start(&r);
+    } else {
+        report_unused_listenfds(&r);
+        notify_ready();
+        status_start(&r);
     }
     run_check_finished(&r);
     if (!r.finished)
@@ -426,13 +411,17 @@ int daemon_run(struct weir_config *conf)
     /* Workers first: after this nothing posts to the main loop. */
     if (weir_workers_stop(r.workers) != 0)
         log_debug("buffers were still in use at exit");
-    for (size_t i = 0; r.pls && i < conf->npipelines; i++)
-        pipeline_teardown(&r.pls[i]);
-    free(r.pls);
+    while (r.pls) {
+        struct pipeline_rt *pl = r.pls;
+
+        r.pls = pl->next;
+        pipeline_free(pl);
+    }
     weir_loop_destroy(r.main);
     close(r.sigfd);
+    listenfds_free(r.lfds);
     if (r.failures)
         r.exit_status = 1;
-    config_free(conf);
+    conf_ref_put(r.cref);
     return r.exit_status;
 }

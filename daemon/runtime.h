@@ -26,8 +26,17 @@
 #include "weir/worker.h"
 #include "weir/xform.h"
 
+struct listenfds;
 struct run;
 struct stream;
+
+/* A config shared by the pipelines built from it: an unchanged pipeline
+ * keeps its definition across reloads, so a config lives until the last
+ * pipeline that points into it is gone. */
+struct conf_ref {
+    struct weir_config *conf;
+    unsigned refs;
+};
 
 /* How a pipeline becomes streams. */
 enum pl_mode {
@@ -44,6 +53,10 @@ struct listener {
     struct sockaddr_storage peer;
     socklen_t peerlen;
     bool closing;
+    bool systemd; /* passed by systemd: its path is not ours to unlink */
+    /* While a reload is prepared: the listener of a pipeline being replaced
+     * whose socket this one takes over at the commit. */
+    struct listener *from;
 };
 
 struct pipeline_rt {
@@ -55,9 +68,14 @@ struct pipeline_rt {
     /* Resolved connect addresses: [i] for sink i, and the source's. */
     struct sockaddr_storage *sink_addr;
     socklen_t *sink_addrlen;
-    int *sink_file_fd; /* file sinks, opened once; -1 elsewhere */
-    unsigned clients;  /* live streams (main thread) */
-    uint64_t streams;  /* started so far */
+    int *sink_file_fd;        /* file sinks, opened once; -1 elsewhere */
+    unsigned clients;         /* live streams (main thread) */
+    uint64_t streams;         /* started so far */
+    struct conf_ref *cref;    /* the config p belongs to */
+    struct pipeline_rt *next; /* the run's list */
+    bool draining;            /* removed or replaced by a reload */
+    bool replaced;            /* while a reload is prepared: to drain */
+    struct weir_timer drain;  /* its drain timeout */
 };
 
 /* Which pipe of a stream finished: idx -1 is the source's pipe into the
@@ -112,6 +130,7 @@ struct stream {
     int replay_fd; /* a file source, for a reconnecting sink; or -1 */
     bool src_regular;
     bool zero_copy;   /* try the splice stage first */
+    int kill_fd;      /* an accepted client's socket (a dup), to cut it */
     struct half h[2]; /* [0] source side, [1] sink side when split */
     bool split;
     _Atomic unsigned halves_left;
@@ -137,14 +156,21 @@ struct stream {
 };
 
 struct run {
-    struct weir_config *conf;
+    struct weir_config *conf; /* the current one: cref->conf */
+    struct conf_ref *cref;
+    const char *conffile; /* what SIGHUP reads again; NULL: nothing */
+    bool verbose;         /* -v: debug whatever log_level says */
+    size_t bufsz;         /* the pools' buffers: a reload's ceiling */
     struct weir_workers *workers;
     unsigned nworkers;
     struct weir_loop *main;
     bool split;     /* placement: source and sinks on different workers */
     bool zero_copy; /* file -> socket streams take the splice stage */
     unsigned next_worker;
-    struct pipeline_rt *pls;
+    struct pipeline_rt *pls; /* a list, the draining ones too */
+    struct weir_reap reap;   /* frees drained pipelines */
+    bool reap_queued;
+    struct listenfds *lfds; /* socket activation */
     struct stream *live;
     unsigned nlive;
     unsigned failures;
@@ -156,6 +182,13 @@ struct run {
     struct weir_op sig_op;
     uint8_t siginfo[128];
     struct weir_timer drain;
+    /* systemd: STATUS= and WATCHDOG=1. */
+    struct weir_timer status;
+    struct weir_timer watchdog;
+    uint64_t watchdog_ns;
+    uint64_t bytes_done; /* sink 0's bytes of the streams that ended */
+    uint64_t status_bytes;
+    int64_t status_ns;
     /* weir pipe. */
     struct weir_timer progress;
     bool tty;
@@ -178,6 +211,31 @@ void stream_report(struct stream *s);
 int listener_open(struct listener *l);
 void listener_arm(struct listener *l);
 void listener_close(struct listener *l);
+/* Whether a and b name the same socket (kind, path, resolved address). */
+bool listener_same_addr(const struct weir_address *a,
+                        const struct weir_address *b);
+/* Takes over from->fd at a reload's commit; from stops accepting. */
+void listener_take_over(struct listener *l, struct listener *from);
+
+/* pipeline.c */
+/* Builds pl (pl->p, pl->cref set) up to open listeners, not yet armed;
+ * with `old`, a listen address of a draining-to-be pipeline is taken over
+ * rather than bound. On failure pipeline_free undoes it. */
+int pipeline_prepare(struct run *r, struct pipeline_rt *pl,
+                     struct pipeline_rt *old);
+void pipeline_start(struct pipeline_rt *pl);
+/* Stops accepting, lets the streams finish up to the drain timeout. */
+void pipeline_drain(struct pipeline_rt *pl);
+void pipeline_free(struct pipeline_rt *pl);
+/* Frees the draining pipelines that have nothing left (deferred). */
+void pipeline_reap_later(struct run *r);
+unsigned pipeline_count(const struct run *r); /* not draining */
+
+/* reload.c */
+void reload(struct run *r);
+bool pipeline_same(const struct weir_pipeline *a,
+                   const struct weir_pipeline *b);
+void conf_ref_put(struct conf_ref *c);
 
 /* sockaddr.c */
 int sockaddr_resolve(const struct weir_address *a, struct sockaddr_storage *ss,
@@ -189,6 +247,9 @@ void sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf,
 void run_stream_ended(struct stream *s);
 void run_check_finished(struct run *r);
 int64_t run_now_ns(void);
+
+/* status.c: STATUS= kept current, WATCHDOG=1, under systemd. */
+void status_start(struct run *r);
 
 /* progress.c */
 void progress_start(struct run *r);

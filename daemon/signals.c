@@ -1,7 +1,7 @@
 /*
- * signals.c - SIGTERM and SIGINT reach the main loop through a signalfd:
- * they are blocked in every thread (the workers inherit the mask) and read
- * as data, so no handler ever runs in signal context.
+ * signals.c - SIGTERM, SIGINT and SIGHUP reach the main loop through a
+ * signalfd: they are blocked in every thread (the workers inherit the mask) and
+ * read as data, so no handler ever runs in signal context.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,6 +21,7 @@ int signals_block(void)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
         return -EINVAL;
     fd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -31,7 +32,21 @@ const char *signals_name(const void *siginfo)
 {
     const struct signalfd_siginfo *si = siginfo;
 
-    return si->ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+    switch (si->ssi_signo) {
+    case SIGINT:
+        return "SIGINT";
+    case SIGHUP:
+        return "SIGHUP";
+    default:
+        return "SIGTERM";
+    }
+}
+
+bool signals_is_reload(const void *siginfo)
+{
+    const struct signalfd_siginfo *si = siginfo;
+
+    return si->ssi_signo == SIGHUP;
 }
 
 size_t signals_info_size(void)

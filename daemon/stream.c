@@ -686,6 +686,7 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
     s->pl = pl;
     s->id = ++pl->streams;
     s->replay_fd = -1;
+    s->kill_fd = -1;
     s->sink_fd = sink_fd;
     snprintf(s->peer, sizeof(s->peer), "%s", peer ? peer : "");
     if (src_fd >= 0) {
@@ -789,6 +790,8 @@ void stream_free(struct stream *s)
         close(s->sink_fd);
     if (s->replay_fd >= 0)
         close(s->replay_fd);
+    if (s->kill_fd >= 0)
+        close(s->kill_fd);
     free(s->h[0].sinks);
     free(s->h[1].sinks);
     free(s->sink_rc);

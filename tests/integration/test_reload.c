@@ -1,0 +1,454 @@
+/*
+ * test_reload.c - reload on SIGHUP and the drain on SIGTERM, with the real
+ * binary (WEIR_BIN): transfers in flight across a reload that keeps one
+ * pipeline, changes one, removes one and adds one; a reload with a broken
+ * config; a removed pipeline whose stalled client is cut at the drain
+ * timeout; SIGTERM during a transfer; a second SIGTERM. Clients pause in
+ * the middle of a transfer (they stop reading; the daemon's queues fill
+ * and it waits), so "in flight" needs no timing. Every byte is checked by
+ * SHA-256 and every wait is bounded.
+ */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "harness.h"
+#pragma GCC diagnostic pop
+
+#define BIG   (32u << 20)
+#define SMALL (1u << 20)
+#define WAIT  30000 /* ms: generous for sanitizer builds on a busy box */
+
+static char dir[] = "/tmp/weir-reload-XXXXXX";
+static char big[300], small[300], big_hex[65], small_hex[65];
+
+static void dump_log(const struct h_weir *w)
+{
+    char *t = h_slurp(w->log);
+
+    fprintf(stderr, "weir's log:\n%s\n", t);
+    free(t);
+}
+
+static void expect_log(const struct h_weir *w, const char *needle)
+{
+    if (!h_wait_log(w->log, needle, WAIT)) {
+        fprintf(stderr, "the log lacks '%s'\n", needle);
+        dump_log(w);
+        fail();
+    }
+}
+
+static void expect_exit(struct h_weir *w, int rc, bool stop)
+{
+    int got = stop ? h_stop(w, WAIT) : h_wait(w, WAIT);
+    char *t = h_slurp(w->log);
+    bool bad =
+        got != rc || strstr(t, "runtime error:") || strstr(t, "Sanitizer");
+
+    if (bad)
+        fprintf(stderr, "weir exited %d, expected %d; log:\n%s\n", got, rc, t);
+    free(t);
+    if (bad)
+        fail();
+}
+
+static void conf_path(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s.conf", dir, name);
+}
+
+static void start(struct h_weir *w, const char *name)
+{
+    char conf[400], log[400];
+
+    conf_path(conf, sizeof(conf), name);
+    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    h_spawn(w, (char *const[]){"weir", "-v", "-c", conf, NULL}, log);
+}
+
+/* A client that reads part of a file, pauses, and reads the rest later,
+ * hashing all of it. */
+struct reader {
+    int fd;
+    struct sha256 sha;
+    uint64_t got;
+};
+
+static void reader_open(struct reader *rd, uint16_t port)
+{
+    rd->fd = h_connect(false, port, NULL, WAIT);
+    assert_true(rd->fd >= 0);
+    sha256_init(&rd->sha);
+    rd->got = 0;
+}
+
+/* Reads up to `max` bytes in all; stops at EOF. False on an error or a
+ * timeout (a reset counts as an error). */
+static bool reader_read(struct reader *rd, uint64_t max)
+{
+    static uint8_t buf[1 << 16];
+
+    while (rd->got < max) {
+        struct pollfd p = {.fd = rd->fd, .events = POLLIN};
+        size_t want = max - rd->got < sizeof(buf) ? max - rd->got : sizeof(buf);
+        ssize_t n;
+
+        if (poll(&p, 1, WAIT) != 1)
+            return false;
+        n = read(rd->fd, buf, want);
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return true;
+        sha256_update(&rd->sha, buf, (size_t)n);
+        rd->got += (uint64_t)n;
+    }
+    return true;
+}
+
+/* Reads to EOF and checks length and hash. */
+static void reader_finish(struct reader *rd, uint64_t size, const char *hex)
+{
+    char got_hex[65];
+
+    assert_true(reader_read(rd, UINT64_MAX));
+    close(rd->fd);
+    sha256_hex(&rd->sha, got_hex);
+    assert_int_equal(rd->got, size);
+    assert_string_equal(got_hex, hex);
+}
+
+static void fetch(uint16_t port, uint64_t size, const char *hex)
+{
+    struct reader rd;
+
+    reader_open(&rd, port);
+    reader_finish(&rd, size, hex);
+}
+
+/* One connect attempt: true when it was refused. */
+static bool refused_once(uint16_t port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, port);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool refused =
+        connect(fd, (struct sockaddr *)&ss, len) != 0 && errno == ECONNREFUSED;
+
+    close(fd);
+    return refused;
+}
+
+/* The port stops accepting: connections are refused within WAIT. */
+static bool becomes_refused(uint16_t port)
+{
+    int64_t end = h_now_ms() + WAIT;
+
+    do {
+        if (refused_once(port))
+            return true;
+        h_sleep_ms(20);
+    } while (h_now_ms() < end);
+    return false;
+}
+
+static void reload_and_wait(struct h_weir *w, unsigned nth)
+{
+    char needle[32];
+
+    snprintf(needle, sizeof(needle), "reloaded ");
+    assert_int_equal(kill(w->pid, SIGHUP), 0);
+    /* The nth "reloaded" line. */
+    for (int64_t end = h_now_ms() + WAIT; h_now_ms() < end; h_sleep_ms(20)) {
+        char *t = h_slurp(w->log);
+        unsigned n = h_count(t, needle);
+
+        free(t);
+        if (n >= nth)
+            return;
+    }
+    dump_log(w);
+    fail();
+}
+
+/*
+ * keep (unchanged), change (a new high_water_mark, same port), gone
+ * (removed), and then added (new). A transfer of keep and one of change
+ * are paused across the reload and must complete whole; change's port
+ * serves the new definition at once; gone refuses; added serves.
+ */
+static void test_reload_add_remove_inflight(void **state)
+{
+    struct h_weir w;
+    char conf[400];
+    uint16_t pk = h_free_port(false), pc = h_free_port(false);
+    uint16_t pg = h_free_port(false), pa = h_free_port(false);
+    struct reader rk, rc;
+
+    (void)state;
+    conf_path(conf, sizeof(conf), "inflight");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 60s\n\n"
+                 "[pipeline keep]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n\n"
+                 "[pipeline change]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n\n"
+                 "[pipeline gone]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, pk, big, pc, small, pg);
+    start(&w, "inflight");
+    expect_log(&w, "listening on 127.0.0.1:");
+    reader_open(&rk, pk);
+    reader_open(&rc, pc);
+    assert_true(reader_read(&rk, 1u << 20));
+    assert_true(reader_read(&rc, 1u << 20));
+    assert_int_equal(rk.got, 1u << 20);
+    assert_int_equal(rc.got, 1u << 20);
+
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 60s\n\n"
+                 "[pipeline keep]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n\n"
+                 "[pipeline change]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n"
+                 "high_water_mark = 512KiB\n\n"
+                 "[pipeline added]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, pk, big, pc, small, pa);
+    reload_and_wait(&w, 1);
+    expect_log(&w, "1 pipeline unchanged, 1 changed, 1 new, 1 removed");
+    expect_log(&w, "pipeline change: took over");
+
+    /* The new pipeline serves, the changed one serves on its old port,
+     * the removed one refuses. */
+    fetch(pa, SMALL, small_hex);
+    fetch(pc, BIG, big_hex);
+    if (!becomes_refused(pg)) {
+        dump_log(&w);
+        fail();
+    }
+    /* The paused transfers complete, each whole. */
+    reader_finish(&rk, BIG, big_hex);
+    reader_finish(&rc, BIG, big_hex);
+    expect_log(&w, "pipeline change: drained");
+    fetch(pk, BIG, big_hex);
+    expect_exit(&w, 0, true);
+}
+
+/* A config with an error: nothing changes, the log says FILE:LINE. */
+static void test_reload_broken_config(void **state)
+{
+    struct h_weir w;
+    char conf[400], needle[500];
+    uint16_t port = h_free_port(false), other = h_free_port(false);
+    struct reader rd;
+
+    (void)state;
+    conf_path(conf, sizeof(conf), "broken");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\n\n"
+                 "[pipeline a]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 small, port);
+    start(&w, "broken");
+    expect_log(&w, "listening on 127.0.0.1:");
+    reader_open(&rd, port);
+    assert_true(reader_read(&rd, 4096));
+
+    /* Line 7 is wrong; pipeline a would be removed and b added. */
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\n\n"
+                 "[pipeline b]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n"
+                 "high_water_mark = lots\n",
+                 small, other);
+    assert_int_equal(kill(w.pid, SIGHUP), 0);
+    snprintf(needle, sizeof(needle), "%s:7: ", conf);
+    expect_log(&w, needle);
+    expect_log(&w, "the running configuration stays");
+    reader_finish(&rd, SMALL, small_hex);
+    fetch(port, SMALL, small_hex);
+    assert_true(refused_once(other));
+
+    /* A config that parses but cannot run (its port is taken) changes
+     * nothing either. */
+    int busy = h_listen(false, other);
+    assert_true(busy >= 0);
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\n\n"
+                 "[pipeline b]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 small, other);
+    assert_int_equal(kill(w.pid, SIGHUP), 0);
+    expect_log(&w, "pipeline b cannot be set up");
+    close(busy);
+    fetch(port, SMALL, small_hex);
+
+    /* Fixed: the reload goes through. */
+    reload_and_wait(&w, 1);
+    fetch(other, SMALL, small_hex);
+    if (!becomes_refused(port)) {
+        dump_log(&w);
+        fail();
+    }
+    expect_exit(&w, 0, true);
+}
+
+/* A removed pipeline's client that stops reading is cut at the drain
+ * timeout; the rest of the daemon runs on. */
+static void test_reload_drain_timeout(void **state)
+{
+    struct h_weir w;
+    char conf[400];
+    uint16_t pg = h_free_port(false), pa = h_free_port(false);
+    struct reader rd;
+
+    (void)state;
+    conf_path(conf, sizeof(conf), "cut");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 200ms\n\n"
+                 "[pipeline gone]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, pg);
+    start(&w, "cut");
+    expect_log(&w, "listening on 127.0.0.1:");
+    reader_open(&rd, pg);
+    assert_true(reader_read(&rd, 1u << 20));
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 200ms\n\n"
+                 "[pipeline added]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 small, pa);
+    reload_and_wait(&w, 1);
+    expect_log(&w, "pipeline gone: 1 stream still running after the drain "
+                   "timeout; closed 1");
+    /* The stalled client finds its connection ended short of the file. */
+    reader_read(&rd, UINT64_MAX);
+    close(rd.fd);
+    assert_true(rd.got < BIG);
+    expect_log(&w, "pipeline gone: drained");
+    fetch(pa, SMALL, small_hex);
+    expect_exit(&w, 0, true);
+}
+
+/* SIGTERM while a transfer is paused half-way: it completes, exit 0. */
+static void test_sigterm_drains(void **state)
+{
+    struct h_weir w;
+    char conf[400];
+    uint16_t port = h_free_port(false);
+    struct reader rd;
+
+    (void)state;
+    conf_path(conf, sizeof(conf), "term");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 60s\n\n"
+                 "[pipeline big]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, port);
+    start(&w, "term");
+    expect_log(&w, "listening on 127.0.0.1:");
+    reader_open(&rd, port);
+    assert_true(reader_read(&rd, 1u << 20));
+    assert_int_equal(kill(w.pid, SIGTERM), 0);
+    expect_log(&w, "SIGTERM: stopping");
+    /* No new clients once stopping. */
+    if (!becomes_refused(port)) {
+        dump_log(&w);
+        fail();
+    }
+    reader_finish(&rd, BIG, big_hex);
+    expect_exit(&w, 0, false);
+}
+
+/* A client that never reads: the drain timeout ends the wait, exit 0; and
+ * a second SIGTERM does not wait for the drain at all. */
+static void test_sigterm_timeout_and_second(void **state)
+{
+    struct h_weir w;
+    char conf[400];
+    uint16_t port = h_free_port(false);
+    struct reader rd;
+
+    (void)state;
+    conf_path(conf, sizeof(conf), "stall");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 300ms\n\n"
+                 "[pipeline big]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, port);
+    start(&w, "stall");
+    expect_log(&w, "listening on 127.0.0.1:");
+    reader_open(&rd, port);
+    assert_true(reader_read(&rd, 1u << 20));
+    expect_exit(&w, 0, true);
+    close(rd.fd);
+    {
+        char *t = h_slurp(w.log);
+        bool said = strstr(t, "still running after the drain timeout");
+
+        free(t);
+        assert_true(said);
+    }
+
+    /* An hour's drain: only the second signal can end it within WAIT. */
+    conf_path(conf, sizeof(conf), "stall2");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 1h\n\n"
+                 "[pipeline big]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, port);
+    start(&w, "stall2");
+    expect_log(&w, "listening on 127.0.0.1:");
+    reader_open(&rd, port);
+    assert_true(reader_read(&rd, 1u << 20));
+    assert_int_equal(kill(w.pid, SIGTERM), 0);
+    expect_log(&w, "SIGTERM: stopping");
+    assert_int_equal(kill(w.pid, SIGTERM), 0);
+    expect_exit(&w, 0, false);
+    close(rd.fd);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+                    struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_reap_all();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_reload_add_remove_inflight, teardown),
+        cmocka_unit_test_teardown(test_reload_broken_config, teardown),
+        cmocka_unit_test_teardown(test_reload_drain_timeout, teardown),
+        cmocka_unit_test_teardown(test_sigterm_drains, teardown),
+        cmocka_unit_test_teardown(test_sigterm_timeout_and_second, teardown),
+    };
+    int rc;
+
+    /* A reader that stops reading must not kill us when weir resets. */
+    signal(SIGPIPE, SIG_IGN);
+    if (mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(big, sizeof(big), "%s/big", dir);
+    snprintf(small, sizeof(small), "%s/small", dir);
+    h_make_file(big, BIG, 11, big_hex);
+    h_make_file(small, SMALL, 12, small_hex);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}

@@ -185,6 +185,18 @@ static bool try_sleep(struct weir_loop *loop)
         memory_order_relaxed);
 }
 
+/* Owner, after a sleep. Takes the mark back if no post replaced it, so that
+ * posts during this busy turn do not ring a doorbell nobody needs. */
+static void awake(struct weir_loop *loop)
+{
+    uintptr_t mark = LOOP_SLEEPING;
+
+    /* Relaxed: no data moves with the mark. A post that wins the race
+     * replaced it (and rang); its task is then taken by run_inbox. */
+    atomic_compare_exchange_strong_explicit(
+        &loop->inbox, &mark, 0, memory_order_relaxed, memory_order_relaxed);
+}
+
 void weir_loop_defer(struct weir_loop *loop, struct weir_reap *r)
 {
     r->next = NULL;
@@ -236,6 +248,8 @@ int weir_loop_run(struct weir_loop *loop)
         err = loop_backend_turn(loop, block);
         if (err)
             break;
+        if (block)
+            awake(loop);
         run_reaps(loop);
     }
     /* What the last turn queued (a task's post to another loop rings its

@@ -111,7 +111,8 @@ int weir_loop_create(struct weir_loop **out,
                      const struct weir_loop_options *opts);
 
 /* Owner. Frees the loop. Pending ops are abandoned: their memory must stay
- * valid until this returns, and their callbacks never run. */
+ * valid until this returns, and their callbacks never run. Tasks still
+ * queued are not run, and none may be posted to it any more. */
 void weir_loop_destroy(struct weir_loop *loop);
 
 /* Any thread. A sentence for an operator: what failed when weir_loop_create

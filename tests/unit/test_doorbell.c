@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -20,12 +21,22 @@
 
 static struct xfer x;
 
+/* WEIR_STRESS_SCALE=N multiplies the run lengths, for a soak by hand;
+ * CI runs the default, 1. */
+static uint64_t scale(void)
+{
+    const char *v = getenv("WEIR_STRESS_SCALE");
+    uint64_t n = v ? strtoull(v, NULL, 10) : 1;
+
+    return n ? n : 1;
+}
+
 static struct xfer_params bursts(enum weir_doorbell bell)
 {
     return (struct xfer_params){
         .workers = 2,
         .bell = bell,
-        .chunks = 150000,
+        .chunks = 150000 * scale(),
         .len_min = 16,
         .len_max = 1024,
         .batch_max = 8,
@@ -78,7 +89,9 @@ static void test_bursts_eventfd(void **state)
 
 /* ---- tasks posted back and forth, with gaps ---- */
 
-#define ROUNDS 20000
+#define ROUNDS_BASE 20000
+
+static uint64_t rounds;
 
 struct pingpong {
     struct weir_workers *w;
@@ -115,7 +128,7 @@ static void pp_ran(struct weir_task *t)
 
     pp.runs[i]++;
     atomic_fetch_add_explicit(&pp.progress, 1, memory_order_relaxed);
-    if (i == 0 && pp.runs[0] == ROUNDS) {
+    if (i == 0 && pp.runs[0] == rounds) {
         pthread_mutex_lock(&pp.lock);
         pp.done = true;
         pthread_cond_broadcast(&pp.cond);
@@ -139,6 +152,7 @@ static void run_pingpong(enum weir_doorbell bell)
     uint64_t last = 0;
 
     memset(&pp, 0, sizeof(pp));
+    rounds = ROUNDS_BASE * scale();
     pp.rng[0] = 1234567;
     pp.rng[1] = 7654321;
     atomic_init(&pp.progress, 0);
@@ -170,8 +184,8 @@ static void run_pingpong(enum weir_doorbell bell)
     pthread_mutex_unlock(&pp.lock);
     assert_int_equal(weir_workers_stop(pp.w), 0);
     /* One message in flight at a time: nothing coalesced, nothing lost. */
-    assert_int_equal(pp.runs[0], ROUNDS);
-    assert_int_equal(pp.runs[1], ROUNDS - 1);
+    assert_int_equal(pp.runs[0], rounds);
+    assert_int_equal(pp.runs[1], rounds - 1);
     pthread_mutex_destroy(&pp.lock);
     pthread_cond_destroy(&pp.cond);
 }

@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "address.h"
@@ -173,18 +172,11 @@ static void drain_expired(struct weir_op *op, int res, uint32_t flags)
         (struct pipeline_rt *)(void *)((char *)op -
                                        offsetof(struct pipeline_rt, drain.op));
     struct run *r = pl->run;
-    unsigned cut = 0;
 
     (void)flags;
     if (res != -ECANCELED && pl->clients > 0) {
-        /* The client's socket, shut down from here through the stream's
-         * own dup: the worker's pending send or receive fails and the
-         * stream ends through its usual path. */
-        for (struct stream *s = r->live; s; s = s->next)
-            if (s->pl == pl && s->kill_fd >= 0) {
-                shutdown(s->kill_fd, SHUT_RDWR);
-                cut++;
-            }
+        unsigned cut = run_cut_streams(r, pl);
+
         log_warnx("pipeline %s: %u stream%s still running after the drain "
                   "timeout; closed %u",
                   pl->p->name, pl->clients, pl->clients == 1 ? "" : "s", cut);

@@ -245,9 +245,11 @@ void reload(struct run *r)
 
     if (rc < 0)
         log_debug("sd_notify: %s", strerror(-rc));
-    if (r->conffile == NULL)
+    if (r->conffile == NULL) {
         log_info("SIGHUP: running the embedded demo, no file to read again");
-    else
+    } else {
+        log_info("SIGHUP: reloading %s", r->conffile);
         reload_file(r);
+    }
     notify_ready();
 }

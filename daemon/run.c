@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,6 +111,56 @@ static void run_stop(struct run *r)
     run_check_finished(r);
 }
 
+/* How long streams whose connections were shut down get to end before
+ * weir exits anyway: a worker sees the shutdown at its next send or
+ * receive, so this is a bound, not a wait. */
+#define CUT_GRACE_NS (500ull * 1000 * 1000)
+
+unsigned run_cut_streams(struct run *r, const struct pipeline_rt *pl)
+{
+    unsigned cut = 0;
+
+    /* Through the stream's own dup of the client's socket: the worker's
+     * pending send or receive fails, and the stream ends through its
+     * usual path, freeing what it holds. */
+    for (struct stream *s = r->live; s; s = s->next)
+        if ((!pl || s->pl == pl) && s->kill_fd >= 0) {
+            shutdown(s->kill_fd, SHUT_RDWR);
+            cut++;
+        }
+    return cut;
+}
+
+static void cut_expired(struct weir_op *op, int res, uint32_t flags)
+{
+    struct run *r =
+        (struct run *)(void *)((char *)op - offsetof(struct run, cut.op));
+
+    (void)flags;
+    if (res == -ECANCELED || r->finished)
+        return;
+    log_warnx("%u stream%s did not end; exiting", r->nlive,
+              r->nlive == 1 ? "" : "s");
+    r->finished = true;
+    weir_loop_stop(r->main);
+}
+
+/* Stopping, and no more waiting: every client connection is shut down;
+ * the loop stops when the last stream has ended, or after the grace. */
+static void run_cut(struct run *r)
+{
+    if (r->cutting)
+        return;
+    r->cutting = true;
+    if (r->drain.op.pending)
+        weir_loop_timer_stop(r->main, &r->drain);
+    run_cut_streams(r, NULL);
+    r->cut.op.fn = cut_expired;
+    if (r->nlive > 0)
+        weir_loop_timer_start(r->main, &r->cut, CUT_GRACE_NS);
+    run_check_finished(r);
+}
+
 static void drain_expired(struct weir_op *op, int res, uint32_t flags)
 {
     struct run *r =
@@ -118,10 +169,10 @@ static void drain_expired(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     if (res == -ECANCELED || r->finished)
         return;
-    log_warnx("%u stream%s still running after the drain timeout; exiting",
+    log_warnx("%u stream%s still running after the drain timeout; closing "
+              "them",
               r->nlive, r->nlive == 1 ? "" : "s");
-    r->finished = true;
-    weir_loop_stop(r->main);
+    run_cut(r);
 }
 
 static void sig_arm(struct run *r);
@@ -145,8 +196,7 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
     }
     if (r->stopping) {
         log_warnx("%s again: exiting now", signals_name(r->siginfo));
-        r->finished = true;
-        weir_loop_stop(r->main);
+        run_cut(r);
         return;
     }
     log_info("%s: stopping (no new connections; running streams finish)",

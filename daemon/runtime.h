@@ -106,18 +106,24 @@ struct half {
     bool kicking; /* inside the timer's callback */
     bool reap;    /* finished while the timer was pending or running */
     struct weir_reader dead; /* cancels a readable nobody will read */
-    unsigned pipes;          /* pipes still running */
+    /* Samples the block sinks' queues: time blocked, and the warning for
+     * a sink that holds the pipeline back (stream.c). */
+    struct weir_timer watch;
+    int64_t *full_since;  /* per sink: when its queue was first seen full */
+    int64_t *warned;      /* per sink: when it was last warned about */
+    uint64_t *full_bytes; /* per sink: its bytes when it filled */
+    unsigned pipes;       /* pipes still running */
     bool finished;
 };
 
 /* What one sink did, for the log line at the end of a stream and weir
  * pipe's summary. Written by the sinks' worker before `done`. */
 struct sink_stats {
-    uint64_t delivered; /* bytes the sink wrote */
-    uint64_t dropped;   /* bytes its on_full policy dropped */
-    uint64_t produced;  /* bytes offered to it (tee'd sinks only) */
-    bool teed;          /* it had a tee branch (counters valid) */
-    bool disconnected;  /* on_full=disconnect cut it loose */
+    uint64_t dropped;    /* bytes its on_full policy dropped */
+    uint64_t produced;   /* bytes offered to it (tee'd sinks only) */
+    uint64_t blocked_ns; /* its full queue held the source back */
+    bool teed;           /* it had a tee branch (counters valid) */
+    bool disconnected;   /* on_full=disconnect cut it loose */
 };
 
 struct stream {
@@ -182,8 +188,6 @@ struct run {
     struct weir_op sig_op;
     uint8_t siginfo[128];
     struct weir_timer drain;
-    struct weir_timer cut; /* the bound on ending cut streams */
-    bool cutting;
     /* systemd: STATUS= and WATCHDOG=1. */
     struct weir_timer status;
     struct weir_timer watchdog;
@@ -248,9 +252,6 @@ void sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf,
 /* run.c: called on the main thread when a stream ended. */
 void run_stream_ended(struct stream *s);
 void run_check_finished(struct run *r);
-/* Shuts down the client connections of pl's streams (NULL: all streams);
- * returns how many. */
-unsigned run_cut_streams(struct run *r, const struct pipeline_rt *pl);
 int64_t run_now_ns(void);
 
 /* status.c: STATUS= kept current, WATCHDOG=1, under systemd. */

@@ -134,6 +134,91 @@ static void xforms_destroy(struct half *h)
     h->nxf = 0;
 }
 
+/*
+ * The sinks' watch. Every WATCH_NS the sinks' worker looks at each block
+ * sink's queue: a full queue is the sink holding the source back, and the
+ * interval counts as blocked time. A sink full for WARN_NS on end gets one
+ * warning line, again at most every WARN_EVERY_NS while it stays so, when
+ * it is stuck (it delivered less than a chunk meanwhile) or slower than
+ * another sink of the stream (the others wait for it); a lone sink that is
+ * simply the slowest stage of a busy stream is not news.
+ */
+static void half_try_reap(struct half *h);
+
+#define WATCH_NS      (250ull * 1000 * 1000)
+#define WARN_NS       (5ll * 1000 * 1000 * 1000)
+#define WARN_EVERY_NS (60ll * 1000 * 1000 * 1000)
+
+static bool sink_full(struct half *h, unsigned i)
+{
+    return h->sinks[i] &&
+           weir_writable_desired_size(weir_endpoint_writable(h->sinks[i])) <= 0;
+}
+
+static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
+{
+    struct stream *s = h->s;
+    const struct weir_address *a = s->pl->p->sinks[i];
+    uint64_t bytes = weir_endpoint_bytes(h->sinks[i]);
+
+    if (!sink_full(h, i)) {
+        h->full_since[i] = 0;
+        return;
+    }
+    if (h->full_since[i] == 0) {
+        h->full_since[i] = now;
+        h->full_bytes[i] = bytes;
+        return;
+    }
+    s->ss[i].blocked_ns += WATCH_NS;
+    if (now - h->full_since[i] < WARN_NS ||
+        (h->warned[i] && now - h->warned[i] < WARN_EVERY_NS))
+        return;
+    if (!others && bytes - h->full_bytes[i] >= s->pl->p->chunk_size)
+        return;
+    h->warned[i] = now;
+    log_warnx("pipeline %s: sink %s has held the source back for %.0f s "
+              "(its queue is full; on_full=block)",
+              s->pl->p->name, s->peer[0] ? s->peer : a->text,
+              (double)(now - h->full_since[i]) / 1e9);
+}
+
+static void watch_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct half *h = CONTAINER(op, struct half, watch.op);
+    struct stream *s = h->s;
+    unsigned n = stream_nsinks(s), full = 0;
+    int64_t now = run_now_ns();
+
+    (void)res;
+    (void)flags;
+    if (h->reap) {
+        half_try_reap(h);
+        return;
+    }
+    if (h->finished)
+        return;
+    for (unsigned i = 0; i < n; i++)
+        full += sink_full(h, i);
+    for (unsigned i = 0; i < n; i++)
+        if (s->pl->p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
+            watch_sink(h, i, now, full < n);
+    weir_loop_timer_start(h->loop, &h->watch, WATCH_NS);
+}
+
+static void watch_start(struct half *h)
+{
+    unsigned n = stream_nsinks(h->s);
+
+    h->full_since = calloc(n, sizeof(*h->full_since));
+    h->warned = calloc(n, sizeof(*h->warned));
+    h->full_bytes = calloc(n, sizeof(*h->full_bytes));
+    if (!h->full_since || !h->warned || !h->full_bytes)
+        return; /* no counters; the stream runs on */
+    h->watch.op.fn = watch_fire;
+    weir_loop_timer_start(h->loop, &h->watch, WATCH_NS);
+}
+
 static void tee_collect(struct half *h)
 {
     struct stream *s = h->s;
@@ -155,13 +240,22 @@ static void half_teardown(struct half *h);
 static void half_finish(struct half *h)
 {
     h->finished = true;
-    if (h->kicking || h->kick.op.pending) {
+    if (h->kicking || h->kick.op.pending || h->watch.op.pending) {
         h->reap = true;
         if (h->kick.op.pending)
             weir_loop_timer_stop(h->loop, &h->kick);
+        if (h->watch.op.pending)
+            weir_loop_timer_stop(h->loop, &h->watch);
         return;
     }
     half_teardown(h);
+}
+
+/* A half marked for reaping goes once none of its timers is pending. */
+static void half_try_reap(struct half *h)
+{
+    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending)
+        half_teardown(h);
 }
 
 static void half_teardown(struct half *h)
@@ -373,6 +467,7 @@ static void build_sinks(struct half *h, struct weir_readable *rs)
         cancel_unread(h, rs, rc);
         return;
     }
+    watch_start(h);
     if (n == 1 && s->pl->p->sinks[0]->on_full == ON_FULL_BLOCK) {
         start_pipe(h, rs, weir_endpoint_writable(h->sinks[0]), 0);
         return;
@@ -454,7 +549,7 @@ static void kick_fire(struct weir_op *op, int res, uint32_t flags)
     (void)res;
     (void)flags;
     if (h->reap) {
-        half_teardown(h);
+        half_try_reap(h);
         return;
     }
     h->kicking = true;
@@ -466,7 +561,7 @@ static void kick_fire(struct weir_op *op, int res, uint32_t flags)
             moved = true;
     h->kicking = false;
     if (h->reap) {
-        half_teardown(h);
+        half_try_reap(h);
         return;
     }
     for (unsigned i = 0; i < h->nxf; i++)
@@ -807,8 +902,12 @@ void stream_free(struct stream *s)
         close(s->replay_fd);
     if (s->kill_fd >= 0)
         close(s->kill_fd);
-    free(s->h[0].sinks);
-    free(s->h[1].sinks);
+    for (unsigned i = 0; i < 2; i++) {
+        free(s->h[i].sinks);
+        free(s->h[i].full_since);
+        free(s->h[i].warned);
+        free(s->h[i].full_bytes);
+    }
     free(s->sink_rc);
     free(s->sink_bytes);
     free(s->ss);

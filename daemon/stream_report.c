@@ -1,7 +1,8 @@
 /*
  * stream_report.c - what a stream tells the operator when it ends: the
  * transform that failed (with the input offset of corrupt data) and, per
- * sink, the bytes delivered and dropped. The daemon logs them; weir pipe
+ * sink, the bytes delivered and dropped and the time it held the source
+ * back. The daemon logs them; weir pipe
  * prints the counters after its summary line.
  */
 #include <errno.h>
@@ -39,10 +40,11 @@ static void sink_line(const struct stream *s, unsigned i, char *buf, size_t len)
     const struct sink_stats *st = &s->ss[i];
     const struct weir_address *a = s->pl->p->sinks[i];
 
-    snprintf(buf, len, "sink %s: %llu bytes delivered, %llu dropped%s",
+    snprintf(buf, len,
+             "sink %s: %llu bytes delivered, %llu dropped, blocked %.1f s%s",
              s->pl->mode == PL_SERVE && s->peer[0] ? s->peer : a->text,
              (unsigned long long)s->sink_bytes[i],
-             (unsigned long long)st->dropped,
+             (unsigned long long)st->dropped, (double)st->blocked_ns / 1e9,
              st->disconnected ? ", disconnected (queue full)" : "");
 }
 

@@ -631,6 +631,9 @@ static void tee_memory(const char *policy, bool fast_runs)
     pthread_create(&fast.th, NULL, reader_run, &fast);
     pthread_create(&slow.th, NULL, reader_run, &slow);
     watch_rss(w.pid, bound_kib(idle, 2, true), 5, &first, &peak);
+    /* Under block the slow sink holds the fast one back: one warning. */
+    if (!fast_runs && !h_wait_log(w.log, "has held the source back", WAIT))
+        show_log(&w), fail();
     atomic_store(&fast.stop, true);
     atomic_store(&slow.stop, true);
     pthread_join(fast.th, NULL);

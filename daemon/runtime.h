@@ -188,6 +188,8 @@ struct run {
     struct weir_op sig_op;
     uint8_t siginfo[128];
     struct weir_timer drain;
+    struct weir_timer cut; /* the bound on ending cut streams */
+    bool cutting;
     /* systemd: STATUS= and WATCHDOG=1. */
     struct weir_timer status;
     struct weir_timer watchdog;
@@ -252,6 +254,9 @@ void sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf,
 /* run.c: called on the main thread when a stream ended. */
 void run_stream_ended(struct stream *s);
 void run_check_finished(struct run *r);
+/* Shuts down the client connections of pl's streams (NULL: all streams);
+ * returns how many. */
+unsigned run_cut_streams(struct run *r, const struct pipeline_rt *pl);
 int64_t run_now_ns(void);
 
 /* status.c: STATUS= kept current, WATCHDOG=1, under systemd. */

@@ -52,12 +52,15 @@ struct weir_channel {
 
     /* Producer's own. */
     alignas(WEIR_CACHELINE) uint64_t produced;
+    _Atomic uint64_t p_produced; /* produced, for weir_channel_stats */
+    _Atomic uint64_t p_waits;
     bool p_done;
     struct weir_task p_task; /* posted by the consumer to p_loop */
 
     /* Consumer's own, and the credit it publishes. */
     alignas(WEIR_CACHELINE) _Atomic uint64_t consumed;
     uint64_t c_consumed;
+    _Atomic uint64_t c_waits;
     bool c_done;
     struct weir_task c_task; /* posted by the producer to c_loop */
 
@@ -68,6 +71,13 @@ struct weir_channel {
     _Atomic int error;
     _Atomic uint32_t refs;
 };
+
+/* Single writer: a load and a store, not an atomic increment. */
+static void counter_inc(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
 
 static void channel_free(struct weir_channel *ch, unsigned self)
 {
@@ -151,6 +161,9 @@ int weir_channel_create(struct weir_channel **out,
     weir_task_init(&ch->p_task, p_task_run);
     weir_task_init(&ch->c_task, c_task_run);
     atomic_init(&ch->consumed, 0);
+    atomic_init(&ch->p_produced, 0);
+    atomic_init(&ch->p_waits, 0);
+    atomic_init(&ch->c_waits, 0);
     atomic_init(&ch->c_waiting, 0);
     atomic_init(&ch->p_waiting, 0);
     atomic_init(&ch->state, 0);
@@ -204,7 +217,10 @@ int weir_channel_ready(struct weir_channel *ch)
         atomic_exchange_explicit(&ch->p_waiting, 0, memory_order_seq_cst);
         return 1;
     }
-    return canceled(ch) ? -ECANCELED : 0;
+    if (canceled(ch))
+        return -ECANCELED;
+    counter_inc(&ch->p_waits);
+    return 0;
 }
 
 int weir_channel_push(struct weir_channel *ch, const struct weir_chunk *c,
@@ -232,6 +248,8 @@ int weir_channel_push(struct weir_channel *ch, const struct weir_chunk *c,
         bytes += c[i].len;
     }
     ch->produced += bytes;
+    /* Relaxed: a statistic; the single writer's store, read by anyone. */
+    atomic_store_explicit(&ch->p_produced, ch->produced, memory_order_relaxed);
     /* One release store for the whole batch (weir_spsc_publish). */
     weir_spsc_publish(&ch->idx, got);
     /* Seq_cst exchange pairs with the exchange of c_waiting in
@@ -318,6 +336,7 @@ int weir_channel_pop(struct weir_channel *ch, struct weir_chunk *out,
         return (int)n;
     }
     /* A close that raced with the announce posts the task anyway. */
+    counter_inc(&ch->c_waits);
     return 0;
 }
 
@@ -342,4 +361,16 @@ void weir_channel_cancel(struct weir_channel *ch)
      * source; either way it must hear of the cancel. */
     channel_notify(ch, ch->p_loop, &ch->p_task);
     channel_unref(ch, self);
+}
+
+void weir_channel_stats(struct weir_channel *ch, struct weir_channel_stats *st)
+{
+    /* Relaxed: counters, each with one writer; a snapshot. */
+    st->produced = atomic_load_explicit(&ch->p_produced, memory_order_relaxed);
+    st->consumed = atomic_load_explicit(&ch->consumed, memory_order_relaxed);
+    st->queued = st->produced > st->consumed ? st->produced - st->consumed : 0;
+    st->producer_waits =
+        atomic_load_explicit(&ch->p_waits, memory_order_relaxed);
+    st->consumer_waits =
+        atomic_load_explicit(&ch->c_waits, memory_order_relaxed);
 }

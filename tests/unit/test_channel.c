@@ -50,6 +50,12 @@ static void test_transfer(void **state)
     assert_int_equal(x.received, prm.chunks);
     assert_true(x.recv_sum == x.sent_sum);
     assert_int_equal(x.c_result, -EPIPE);
+    /* The channel's own counters agree with both sides'. */
+    assert_true(x.p_stats.produced == x.sent_sum);
+    assert_true(x.p_stats.producer_waits == x.p_waits);
+    assert_true(x.c_stats.consumed == x.recv_sum);
+    assert_true(x.c_stats.consumer_waits == x.c_waits);
+    assert_true(x.c_stats.queued == 0);
     /* A push starts only with credit left (desired > 0) and adds at most
      * one batch: queued never exceeds hwm - 1 + batch_max chunks. */
     assert_true(x.min_desired > -(int64_t)(prm.batch_max * prm.len_max));

@@ -76,7 +76,8 @@ struct xfer {
     int p_result;
     bool p_finished;
     bool p_in_gap;
-    uint64_t p_waits; /* times ready() said stop */
+    uint64_t p_waits;                  /* times ready() said stop */
+    struct weir_channel_stats p_stats; /* taken before the close */
 
     /* Consumer side, worker c only. */
     struct weir_task c_start;
@@ -88,7 +89,8 @@ struct xfer {
     int c_result;
     bool c_finished;
     bool c_in_pause;
-    uint64_t c_waits; /* times pop() said empty */
+    uint64_t c_waits;                  /* times pop() said empty */
+    struct weir_channel_stats c_stats; /* taken before the cancel */
 
     /* Progress, read by the watchdog. */
     _Atomic uint64_t progress;
@@ -148,6 +150,7 @@ static void xfer_produce(struct xfer *x);
 
 static void xfer_p_finish(struct xfer *x, int err)
 {
+    weir_channel_stats(x->ch, &x->p_stats);
     x->p_finished = true;
     x->p_result = err;
     weir_channel_close(x->ch, err);
@@ -296,6 +299,7 @@ static void xfer_p_start(struct weir_task *t)
 
 static void xfer_c_finish(struct xfer *x, int res)
 {
+    weir_channel_stats(x->ch, &x->c_stats);
     x->c_finished = true;
     x->c_result = res;
     weir_channel_cancel(x->ch);

@@ -101,4 +101,16 @@ int weir_channel_pop(struct weir_channel *ch, struct weir_chunk *out,
  */
 void weir_channel_cancel(struct weir_channel *ch);
 
+struct weir_channel_stats {
+    uint64_t produced;       /* bytes pushed */
+    uint64_t consumed;       /* bytes popped (credit returned) */
+    uint64_t queued;         /* produced - consumed */
+    uint64_t producer_waits; /* times ready() said stop: backpressure */
+    uint64_t consumer_waits; /* times pop() found it empty */
+};
+
+/* Either side's thread, while it has not closed or canceled. A snapshot:
+ * the other side's counters may lag by one batch. */
+void weir_channel_stats(struct weir_channel *ch, struct weir_channel_stats *st);
+
 #endif /* WEIR_CHANNEL_H */

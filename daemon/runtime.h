@@ -241,8 +241,6 @@ unsigned pipeline_count(const struct run *r); /* not draining */
 
 /* reload.c */
 void reload(struct run *r);
-bool pipeline_same(const struct weir_pipeline *a,
-                   const struct weir_pipeline *b);
 void conf_ref_put(struct conf_ref *c);
 
 /* sockaddr.c */

@@ -112,7 +112,10 @@ struct half {
     int64_t *full_since;  /* per sink: when its queue was first seen full */
     int64_t *warned;      /* per sink: when it was last warned about */
     uint64_t *full_bytes; /* per sink: its bytes when it filled */
-    unsigned pipes;       /* pipes still running */
+    /* A followed source's idle time, for syncing the transforms. */
+    uint64_t idle_bytes, synced_bytes;
+    unsigned idle_ticks;
+    unsigned pipes; /* pipes still running */
     bool finished;
 };
 

@@ -183,6 +183,33 @@ static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
               (double)(now - h->full_since[i]) / 1e9);
 }
 
+/*
+ * A followed file that stopped growing: the compressors' held-back output
+ * (a partial gzip member, a zstd block) goes out, so a reader can decode
+ * everything written so far. The source idle for two watches in a row
+ * (~0.5 s) syncs every transform, twice: the second sync pushes out what
+ * the first one's output gave the next transform of the chain. Only where
+ * the transforms run with the sinks (not with PLACE_SOURCE).
+ */
+static void sync_idle(struct half *h)
+{
+    struct stream *s = h->s;
+    /* Relaxed: a statistic added by the source; only compared here. */
+    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+
+    if (in != h->idle_bytes) {
+        h->idle_bytes = in;
+        h->idle_ticks = 0;
+        return;
+    }
+    if (in == h->synced_bytes || ++h->idle_ticks < 2)
+        return;
+    for (unsigned i = 0; i < h->nxf; i++)
+        (void)weir_xform_sync(h->xf[i]);
+    if (h->idle_ticks >= 3)
+        h->synced_bytes = in;
+}
+
 static void watch_fire(struct weir_op *op, int res, uint32_t flags)
 {
     struct half *h = CONTAINER(op, struct half, watch.op);
@@ -203,6 +230,8 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     for (unsigned i = 0; i < n; i++)
         if (s->pl->p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
             watch_sink(h, i, now, full < n);
+    if (h->nxf && (s->pl->p->follow || s->pl->p->source->follow))
+        sync_idle(h);
     weir_loop_timer_start(h->loop, &h->watch, WATCH_NS);
 }
 

@@ -324,6 +324,72 @@ static void test_corrupt_gunzip(void **state)
     assert_int_equal(sh("gzip -dc %s | cmp -s - %s", good, text), 0);
 }
 
+/* Reads what is there on fd into the file at p (appending) until the
+ * shell check `cond` passes or WAIT ms passed; the check's last status. */
+static int read_until(int fd, const char *p, const char *cond)
+{
+    int64_t end = h_now_ms() + WAIT;
+    uint8_t buf[1 << 16];
+    int st = -1;
+
+    while (h_now_ms() < end) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        ssize_t n;
+
+        if (poll(&pf, 1, 200) == 1) {
+            FILE *f = fopen(p, "a");
+
+            n = read(fd, buf, sizeof(buf));
+            if (n > 0 && f)
+                fwrite(buf, 1, (size_t)n, f);
+            if (f)
+                fclose(f);
+            if (n <= 0)
+                break;
+        }
+        if ((st = sh("%s", cond)) == 0)
+            break;
+    }
+    return st;
+}
+
+/* A followed file through gzip: what was written so far can be decoded
+ * while the stream goes on (the member ends when the file goes quiet). */
+static void test_follow_sync(void **state)
+{
+    uint16_t port = h_free_port(false);
+    int lfd = h_listen(false, port), fd;
+    char live[600], got[600], want[600], cond[2000];
+    struct h_weir w;
+
+    (void)state;
+    assert_true(lfd >= 0);
+    path(live, sizeof(live), "live.txt");
+    path(got, sizeof(got), "live.gz");
+    path(want, sizeof(want), "live.want");
+    unlink(got);
+    h_write_text(live, "first line\n");
+    start_conf(&w, "follow_sync",
+               "[pipeline live]\nsource = file:%s\nfollow = yes\n"
+               "transform = uppercase\ntransform = gzip\n"
+               "sink = tcp:127.0.0.1:%u\n",
+               live, port);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    h_write_text(want, "FIRST LINE\n");
+    snprintf(cond, sizeof(cond), "gzip -dc %s 2>/dev/null | cmp -s - %s", got,
+             want);
+    assert_int_equal(read_until(fd, got, cond), 0);
+    assert_int_equal(sh("printf 'second line\\n' >> %s", live), 0);
+    h_write_text(want, "FIRST LINE\nSECOND LINE\n");
+    assert_int_equal(read_until(fd, got, cond), 0);
+    close(fd);
+    close(lfd);
+    kill(w.pid, SIGKILL);
+    h_wait(&w, WAIT);
+    expect_clean(&w);
+}
+
 /* ---- fan-out ---- */
 
 static void test_tee_files(void **state)
@@ -692,6 +758,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gunzip_roundtrip, teardown),
         cmocka_unit_test_teardown(test_daemon_to_tcp, teardown),
         cmocka_unit_test_teardown(test_corrupt_gunzip, teardown),
+        cmocka_unit_test_teardown(test_follow_sync, teardown),
         cmocka_unit_test_teardown(test_tee_files, teardown),
         cmocka_unit_test_teardown(test_drop_newest, teardown),
         cmocka_unit_test_teardown(test_drop_oldest, teardown),

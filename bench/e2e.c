@@ -35,118 +35,9 @@
 
 #include "bench.h"
 #include "e2e.h"
+#include "harness.h"
 
-#define RECV_BUF (1u << 20)
-#define GiB      (1024.0 * 1024.0 * 1024.0)
-/* Nothing here should take this long; a stuck sender or server is
- * stopped and reported instead of hanging the bench. */
-#define STALL_SECONDS 120
-
-struct receiver {
-    int listen_fd;
-    uint64_t bytes;
-    uint64_t cpu_ns;
-    int err; /* 0, or an errno from accept/recv */
-};
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void *receiver_main(void *arg)
-{
-    struct receiver *rx = arg;
-    struct timeval tv = {.tv_sec = STALL_SECONDS};
-    struct pollfd pfd = {.fd = rx->listen_fd, .events = POLLIN};
-    char *buf = malloc(RECV_BUF);
-    uint64_t cpu0;
-    int ready, fd;
-
-    if (!buf) {
-        rx->err = ENOMEM;
-        return NULL;
-    }
-    /* Bounded wait: a sender that never connects is reported, not waited
-     * for forever. */
-    ready = poll(&pfd, 1, STALL_SECONDS * 1000);
-    fd = ready > 0 ? accept4(rx->listen_fd, NULL, NULL, SOCK_CLOEXEC) : -1;
-    if (fd < 0) {
-        rx->err = ready == 0 ? ETIMEDOUT : errno;
-        free(buf);
-        return NULL;
-    }
-    cpu0 = thread_cpu_ns();
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    for (;;) {
-        ssize_t n = recv(fd, buf, RECV_BUF, 0);
-        if (n > 0) {
-            rx->bytes += (uint64_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            rx->err = errno;
-        break;
-    }
-    rx->cpu_ns = thread_cpu_ns() - cpu0;
-    close(fd);
-    free(buf);
-    return NULL;
-}
-
-/* A listening socket on 127.0.0.1 with a kernel-chosen port. */
-static int listen_loopback(int backlog, int *port)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-    socklen_t len = sizeof(sin);
-    int one = 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -1;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-        listen(fd, backlog) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
-        close(fd);
-        return -1;
-    }
-    *port = ntohs(sin.sin_port);
-    return fd;
-}
-
-/* Waits for pid until `deadline_ns`, then kills it. Returns the wait
- * status, or -1 if it had to be killed. */
-static int reap(pid_t pid, uint64_t deadline_ns, struct rusage *ru)
-{
-    int status;
-
-    for (;;) {
-        pid_t got = wait4(pid, &status, WNOHANG, ru);
-        if (got == pid)
-            return status;
-        if (got < 0 && errno != EINTR)
-            return -1;
-        if (bench_now_ns() > deadline_ns) {
-            kill(pid, SIGKILL);
-            wait4(pid, &status, 0, ru);
-            return -1;
-        }
-        usleep(1000);
-    }
-}
-
-static double ru_cpu_s(const struct rusage *ru)
-{
-    return (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
-           (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
-}
+#define GiB (1024.0 * 1024.0 * 1024.0)
 
 struct sender_result {
     double gbps;
@@ -161,64 +52,30 @@ static struct sender_result run_sender(const struct e2e_sender *s,
                                        const char *sizestr)
 {
     struct sender_result res = {0};
-    struct receiver rx = {0};
-    struct rusage ru = {0};
-    pthread_t th;
-    char port[16];
-    uint64_t t0, t1;
-    int status, p;
-    pid_t pid;
+    struct bench_run run;
 
-    rx.listen_fd = listen_loopback(1, &p);
-    if (rx.listen_fd < 0) {
-        printf("e2e sender=%s size=%s: FAILED (listen: %s)\n", s->name, sizestr,
-               strerror(errno));
-        res.done = 1;
-        return res;
-    }
-    snprintf(port, sizeof(port), "%d", p);
-    if (pthread_create(&th, NULL, receiver_main, &rx) != 0) {
-        printf("e2e sender=%s size=%s: FAILED (no receiver thread)\n", s->name,
-               sizestr);
-        close(rx.listen_fd);
-        res.done = 1;
-        return res;
-    }
-
-    t0 = bench_now_ns();
-    pid = e2e_spawn(s->argv, env, env->file, port);
-    status = pid < 0 ? -1 : reap(pid, t0 + STALL_SECONDS * 1000000000ull, &ru);
-    /* A sender that failed may have died before connecting, leaving the
-     * receiver waiting to accept: shutting the listener down wakes it. A
-     * sender that succeeded did connect, so its connection is left alone
-     * even if the receiver has not accepted it yet. */
-    if (status != 0)
-        shutdown(rx.listen_fd, SHUT_RDWR);
-    pthread_join(th, NULL);
-    t1 = bench_now_ns();
-    close(rx.listen_fd);
-
-    if (pid < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 127)) {
+    bench_run_to_receiver(s->argv, env, env->file, &run);
+    if (run.missing) {
         printf("e2e sender=%s size=%s: missing (%s cannot be run here)\n",
                s->name, sizestr, s->argv[0]);
         fflush(stdout);
         res.done = 1;
         return res;
     }
-    if (status != 0 || rx.bytes != env->size) {
+    if (run.status != 0 || run.bytes != env->size) {
         printf("e2e sender=%s size=%s: FAILED (exit status %d, received "
                "%llu of %llu bytes%s%s)\n",
-               s->name, sizestr, status, (unsigned long long)rx.bytes,
-               (unsigned long long)env->size, rx.err ? ", " : "",
-               rx.err ? strerror(rx.err) : "");
+               s->name, sizestr, run.status, (unsigned long long)run.bytes,
+               (unsigned long long)env->size, run.err ? ", " : "",
+               run.err ? strerror(run.err) : "");
         fflush(stdout);
         res.done = 1;
         return res;
     }
     res.ok = 1;
-    res.gbps = (double)env->size / (double)(t1 - t0);
-    res.cpu_per_gib = ru_cpu_s(&ru) / (env->size / GiB);
-    res.recv_cpu_per_gib = (double)rx.cpu_ns / 1e9 / (env->size / GiB);
+    res.gbps = (double)env->size / (double)run.ns;
+    res.cpu_per_gib = run.cpu_s / (env->size / GiB);
+    res.recv_cpu_per_gib = run.recv_cpu_s / (env->size / GiB);
     return res;
 }
 

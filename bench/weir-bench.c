@@ -31,6 +31,8 @@ static const struct {
     {"tee-memory", bench_core_tee_memory,
      "chunk core: slow tee branch's peak queue"},
     {"xform-core", bench_xform_core, "transforms in process: MB/s, ratio"},
+    {"xform", bench_xform,
+     "file -> uppercase -> gzip -1 -> TCP vs tr | gzip | nc, Node; tee"},
 };
 
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

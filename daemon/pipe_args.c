@@ -26,6 +26,8 @@ void pipe_args_usage(FILE *f)
             "MiB)\n"
             "      --chunk-size SIZE      read size (default 64 KiB)\n"
             "  -f, --follow               keep reading a file as it grows\n"
+            "  -w, --workers N            worker threads (default: one per "
+            "CPU)\n"
             "  -h, --help                 this text\n"
             "\n"
             "Exit status: 64 for a malformed command, 78 for a bad value\n"
@@ -142,6 +144,17 @@ static int parse_one(struct pipe_parse *pp, int argc, char **argv, int *i,
         loc.line = (unsigned)*i;
         set_size(pp, v, CONF_MIN_CHUNK, CONF_MAX_CHUNK, &pl->chunk_size,
                  &pl->chunk_size_loc, &loc, "chunk_size");
+    } else if (is_option(arg, "-w", "--workers")) {
+        uint64_t n;
+
+        if ((v = option_value(pp, argc, argv, i, "--workers")) == NULL)
+            return 0;
+        loc.line = (unsigned)*i;
+        if (value_uint(v, 1, CONF_MAX_WORKERS, &n, err, sizeof(err)) < 0)
+            config_error(&pp->diag, &loc, "workers: %s", err);
+        else
+            pp->conf->daemon.workers = (unsigned)n;
+        pp->conf->daemon.workers_loc = loc;
     } else if (is_option(arg, "-f", "--follow") && strchr(arg, '=') == NULL) {
         pl->follow = true;
         pl->follow_loc = loc;

@@ -28,11 +28,14 @@ static void report_xform(const struct stream *s)
     if (s->xf_err == 0 || s->xf_err == -ECANCELED)
         return;
     if (s->xf_err == -EBADMSG)
-        log_warnx("pipeline %s: corrupt %s input at byte %llu", name,
-                  input_format(s->xf_name), (unsigned long long)s->xf_off);
+        log_warnx("pipeline %s: corrupt %s input at byte %llu%s%s%s", name,
+                  input_format(s->xf_name), (unsigned long long)s->xf_off,
+                  s->peer[0] ? " (client " : "", s->peer,
+                  s->peer[0] ? ")" : "");
     else
-        log_warnx("pipeline %s: transform %s: %s", name, s->xf_name,
-                  strerror(-s->xf_err));
+        log_warnx("pipeline %s: transform %s: %s%s%s%s", name, s->xf_name,
+                  strerror(-s->xf_err), s->peer[0] ? " (client " : "", s->peer,
+                  s->peer[0] ? ")" : "");
 }
 
 static void sink_line(const struct stream *s, unsigned i, char *buf, size_t len)

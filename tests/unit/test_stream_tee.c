@@ -204,6 +204,13 @@ static void drop_policy_accounts_for_every_chunk(void **state,
     assert_true(st.delivered == slow.got);
     assert_true(st.dropped + st.delivered == weir_tee_produced(t));
     assert_true(weir_tee_produced(t) == 20000);
+    /* The same in bytes, for the daemon's per-sink counters. */
+    assert_true(st.dropped_bytes > 0);
+    assert_true(st.dropped_bytes + st.delivered_bytes ==
+                weir_tee_produced_bytes(t));
+    weir_tee_stats(t, 0, &st);
+    assert_true(st.dropped_bytes == 0);
+    assert_true(st.delivered_bytes == weir_tee_produced_bytes(t));
     weir_tee_destroy(t);
     weir_readable_destroy(rs);
 }

@@ -30,24 +30,24 @@ suites=${*:-pipe-to readable-read readable-read-buffered tee \
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-if [ -n "${WEIR_OUTPUT:-}" ]; then
-    cp "$WEIR_OUTPUT" "$tmp/weir"
-else
-    : >"$tmp/weir"
-    for s in $suites; do
-        # A suite weir-bench does not have yet leaves its rows empty.
+# Each suite runs on weir, then on Node, back to back, so the two sides of a
+# row see the same machine state (on a shared machine the load drifts over
+# a run of minutes). A side given as a file is read instead of run.
+: >"$tmp/weir"
+: >"$tmp/node"
+for s in $suites; do
+    if [ -z "${WEIR_OUTPUT:-}" ]; then
+        # A suite weir-bench does not have leaves its rows empty.
         "$bench" "$s" >>"$tmp/weir" 2>"$tmp/weir.err" ||
             echo "compare-core: weir-bench $s failed:" \
                 "$(head -n 1 "$tmp/weir.err")" >&2
-    done
-fi
-
-if [ -n "${NODE_OUTPUT:-}" ]; then
-    cp "$NODE_OUTPUT" "$tmp/node"
-else
-    # shellcheck disable=SC2086 # suites is a word list
-    node "$here/peers/node/webstreams.mjs" $suites >"$tmp/node"
-fi
+    fi
+    if [ -z "${NODE_OUTPUT:-}" ]; then
+        node "$here/peers/node/webstreams.mjs" "$s" >>"$tmp/node"
+    fi
+done
+[ -z "${WEIR_OUTPUT:-}" ] || cp "$WEIR_OUTPUT" "$tmp/weir"
+[ -z "${NODE_OUTPUT:-}" ] || cp "$NODE_OUTPUT" "$tmp/node"
 
 echo "node $(node --version 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs"
 awk -F': ' '

@@ -42,12 +42,16 @@ static void sink_line(const struct stream *s, unsigned i, char *buf, size_t len)
 {
     const struct sink_stats *st = &s->ss[i];
     const struct weir_address *a = s->pl->p->sinks[i];
+    /* A sink cut loose lost everything it did not deliver. */
+    uint64_t dropped = st->disconnected && st->produced > s->sink_bytes[i]
+                           ? st->produced - s->sink_bytes[i]
+                           : st->dropped;
 
     snprintf(buf, len,
              "sink %s: %llu bytes delivered, %llu dropped, blocked %.1f s%s",
              s->pl->mode == PL_SERVE && s->peer[0] ? s->peer : a->text,
-             (unsigned long long)s->sink_bytes[i],
-             (unsigned long long)st->dropped, (double)st->blocked_ns / 1e9,
+             (unsigned long long)s->sink_bytes[i], (unsigned long long)dropped,
+             (double)st->blocked_ns / 1e9,
              st->disconnected ? ", disconnected (queue full)" : "");
 }
 

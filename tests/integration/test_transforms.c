@@ -419,7 +419,7 @@ static void test_tee_files(void **state)
  * other (file) sink has everything: the file sink is never held back, the
  * tcp sink drops, and delivered + dropped = produced for both.
  */
-static void drop_case(const char *policy)
+static void drop_case(const char *policy, int status)
 {
     uint16_t port = h_free_port(false);
     int lfd = h_listen(false, port), fd;
@@ -447,8 +447,8 @@ static void drop_case(const char *policy)
     received = drain_to(fd, got);
     close(fd);
     close(lfd);
-    if (h_wait(&w, WAIT) != 0)
-        show_log(&w);
+    if (h_wait(&w, WAIT) != status)
+        show_log(&w), fail();
     expect_clean(&w);
     assert_int_equal(sh("cmp -s %s %s", out, big), 0);
     assert_int_equal(counters(&w, dout, &del, &drop), 0);
@@ -459,18 +459,28 @@ static void drop_case(const char *policy)
     assert_int_equal((unsigned long long)received, del);
     /* The socket buffers hold a few MiB at most: much was dropped. */
     assert_true(drop > 0);
+    if (status != 0)
+        assert_true(h_wait_log(w.log, "disconnected (queue full)", 1000));
 }
 
 static void test_drop_newest(void **state)
 {
     (void)state;
-    drop_case("drop-newest");
+    drop_case("drop-newest", 0);
 }
 
 static void test_drop_oldest(void **state)
 {
     (void)state;
-    drop_case("drop-oldest");
+    drop_case("drop-oldest", 0);
+}
+
+/* disconnect: the tcp sink is cut loose (weir pipe then fails), the file
+ * sink gets everything, and the cut sink's counters still add up. */
+static void test_disconnect(void **state)
+{
+    (void)state;
+    drop_case("disconnect", 1);
 }
 
 /* Block (the default) never drops: both sinks get every byte. */
@@ -762,6 +772,7 @@ int main(void)
         cmocka_unit_test_teardown(test_tee_files, teardown),
         cmocka_unit_test_teardown(test_drop_newest, teardown),
         cmocka_unit_test_teardown(test_drop_oldest, teardown),
+        cmocka_unit_test_teardown(test_disconnect, teardown),
         cmocka_unit_test_teardown(test_block_never_drops, teardown),
         cmocka_unit_test_teardown(test_memory_slow_sink, teardown),
         cmocka_unit_test_teardown(test_memory_tee_block, teardown),

@@ -54,10 +54,17 @@ static unsigned check_against_run(const struct run *r,
                          "for it",
                          p->name, (unsigned long long)p->chunk_size, r->bufsz);
     }
-    if (conf->daemon.workers != r->cref->conf->daemon.workers)
-        log_warnx("%s:%u: workers changed; that takes effect at the next "
-                  "start",
-                  conf->file, conf->daemon.workers_loc.line);
+    /* The worker threads and their pools stay as they started. */
+    if (conf->daemon.workers != r->cref->conf->daemon.workers) {
+        if (conf_loc_set(&conf->daemon.workers_loc))
+            log_warnx("%s:%u: workers changed; that takes effect at the "
+                      "next start",
+                      conf->file, conf->daemon.workers_loc.line);
+        else
+            log_warnx("%s: workers changed; that takes effect at the next "
+                      "start",
+                      conf->file);
+    }
     return diag.errors;
 }
 

@@ -189,7 +189,9 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     if (signals_is_reload(r->siginfo) && !r->conf->oneshot) {
-        if (!r->stopping)
+        if (r->stopping)
+            log_info("SIGHUP while stopping: no reload");
+        else
             reload(r);
         sig_arm(r);
         return;

@@ -337,6 +337,63 @@ static void test_reload_drain_timeout(void **state)
     expect_exit(&w, 0, true);
 }
 
+/* A unix-listen socket passes from the old definition to the new one (its
+ * path stays, the paused client completes); removed, its path goes. */
+static void test_reload_unix_handover(void **state)
+{
+    struct h_weir w;
+    char conf[400], sock[400];
+    struct reader rd;
+    struct stat st;
+    int fd;
+    char hex[65];
+
+    (void)state;
+    conf_path(conf, sizeof(conf), "unix");
+    snprintf(sock, sizeof(sock), "%s/serve.sock", dir);
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 60s\n\n"
+                 "[pipeline u]\nsource = file:%s\nsink = unix-listen:%s\n",
+                 big, sock);
+    start(&w, "unix");
+    expect_log(&w, "listening on");
+    rd.fd = h_connect(false, 0, sock, WAIT);
+    assert_true(rd.fd >= 0);
+    sha256_init(&rd.sha);
+    rd.got = 0;
+    assert_true(reader_read(&rd, 1u << 20));
+
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ndrain_timeout = 60s\n\n"
+                 "[pipeline u]\nsource = file:%s\nsink = unix-listen:%s\n"
+                 "chunk_size = 64KiB\n",
+                 small, sock);
+    reload_and_wait(&w, 1);
+    expect_log(&w, "pipeline u: took over");
+    /* The new definition serves on the same path. */
+    fd = h_connect(false, 0, sock, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), SMALL);
+    close(fd);
+    assert_string_equal(hex, small_hex);
+    reader_finish(&rd, BIG, big_hex);
+    expect_log(&w, "pipeline u: drained");
+    assert_int_equal(stat(sock, &st), 0);
+
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\n\n"
+                 "[pipeline other]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 small, h_free_port(false));
+    reload_and_wait(&w, 2);
+    expect_log(&w, "pipeline u: drained");
+    for (int64_t end = h_now_ms() + WAIT;
+         stat(sock, &st) == 0 && h_now_ms() < end; h_sleep_ms(20))
+        ;
+    assert_int_not_equal(stat(sock, &st), 0);
+    expect_exit(&w, 0, true);
+}
+
 /* SIGTERM while a transfer is paused half-way: it completes, exit 0. */
 static void test_sigterm_drains(void **state)
 {
@@ -435,6 +492,7 @@ int main(void)
         cmocka_unit_test_teardown(test_reload_add_remove_inflight, teardown),
         cmocka_unit_test_teardown(test_reload_broken_config, teardown),
         cmocka_unit_test_teardown(test_reload_drain_timeout, teardown),
+        cmocka_unit_test_teardown(test_reload_unix_handover, teardown),
         cmocka_unit_test_teardown(test_sigterm_drains, teardown),
         cmocka_unit_test_teardown(test_sigterm_timeout_and_second, teardown),
     };

@@ -9,6 +9,8 @@
  * SHA-256 and every wait is bounded.
  */
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -394,6 +396,79 @@ static void test_reload_unix_handover(void **state)
     expect_exit(&w, 0, true);
 }
 
+/* A client that connects again and again (one attempt each, no retry)
+ * while the pipeline is replaced under it. */
+struct hammer {
+    pthread_t th;
+    uint16_t port;
+    atomic_bool stop;
+    unsigned ok, refused, bad;
+};
+
+static void *hammer_run(void *arg)
+{
+    struct hammer *h = arg;
+
+    while (!atomic_load(&h->stop)) {
+        struct sockaddr_storage ss;
+        socklen_t len = h_addr(&ss, false, h->port);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        char hex[65];
+
+        if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
+            h->refused++;
+        } else if (h_drain(fd, hex, UINT64_MAX, WAIT) == SMALL &&
+                   strcmp(hex, small_hex) == 0) {
+            h->ok++;
+        } else {
+            h->bad++;
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+/* Six reloads that each replace the pipeline on a port: no client is
+ * refused or cut short meanwhile. */
+static void test_reload_refuses_no_client(void **state)
+{
+    struct h_weir w;
+    char conf[400];
+    uint16_t port = h_free_port(false);
+    struct hammer h = {.port = port};
+
+    (void)state;
+    conf_path(conf, sizeof(conf), "hammer");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\n\n"
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 small, port);
+    start(&w, "hammer");
+    expect_log(&w, "listening on 127.0.0.1:");
+    atomic_init(&h.stop, false);
+    assert_int_equal(pthread_create(&h.th, NULL, hammer_run, &h), 0);
+    for (unsigned i = 1; i <= 6; i++) {
+        h_write_text(conf,
+                     "[daemon]\nworkers = 2\n\n"
+                     "[pipeline p]\nsource = file:%s\n"
+                     "sink = tcp-listen:127.0.0.1:%u\n"
+                     "high_water_mark = %uMiB\n",
+                     small, port, 1 + i % 2);
+        reload_and_wait(&w, i);
+        h_sleep_ms(50); /* let a few clients through each definition */
+    }
+    atomic_store(&h.stop, true);
+    pthread_join(h.th, NULL);
+    fprintf(stderr, "%u clients served, %u refused, %u short\n", h.ok,
+            h.refused, h.bad);
+    assert_int_equal(h.refused, 0);
+    assert_int_equal(h.bad, 0);
+    assert_true(h.ok > 0);
+    expect_log(&w, "0 pipelines unchanged, 1 changed, 0 new, 0 removed");
+    expect_exit(&w, 0, true);
+}
+
 /* SIGTERM while a transfer is paused half-way: it completes, exit 0. */
 static void test_sigterm_drains(void **state)
 {
@@ -493,6 +568,7 @@ int main(void)
         cmocka_unit_test_teardown(test_reload_broken_config, teardown),
         cmocka_unit_test_teardown(test_reload_drain_timeout, teardown),
         cmocka_unit_test_teardown(test_reload_unix_handover, teardown),
+        cmocka_unit_test_teardown(test_reload_refuses_no_client, teardown),
         cmocka_unit_test_teardown(test_sigterm_drains, teardown),
         cmocka_unit_test_teardown(test_sigterm_timeout_and_second, teardown),
     };

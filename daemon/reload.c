@@ -223,4 +223,5 @@ void reload(struct run *r)
         reload_file(r);
     }
     notify_ready();
+    status_update(r);
 }

@@ -208,6 +208,7 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
     r->exit_status = 0;
     sig_arm(r);
     run_stop(r);
+    status_update(r);
 }
 
 static void sig_arm(struct run *r)

@@ -262,6 +262,7 @@ int64_t run_now_ns(void);
 
 /* status.c: STATUS= kept current, WATCHDOG=1, under systemd. */
 void status_start(struct run *r);
+void status_update(struct run *r); /* now, after a change */
 
 /* progress.c */
 void progress_start(struct run *r);

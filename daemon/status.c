@@ -67,6 +67,13 @@ static void watchdog_tick(struct weir_op *op, int res, uint32_t flags)
     weir_loop_timer_start(r->main, &r->watchdog, r->watchdog_ns);
 }
 
+void status_update(struct run *r)
+{
+    /* Only while the timer runs: under systemd, and not yet exiting. */
+    if (r->status.op.pending)
+        status_send(r);
+}
+
 void status_start(struct run *r)
 {
     int rc;

@@ -131,7 +131,7 @@ struct weir_daemon_conf {
     struct conf_loc workers_loc;
     enum log_level log_level;
     struct conf_loc log_level_loc;
-    uint64_t drain_timeout_ms; /* reserved for the reload/stop issue */
+    uint64_t drain_timeout_ms; /* a stop's and a reload's drain */
     struct conf_loc drain_timeout_loc;
     struct weir_address *metrics; /* reserved: HOST:PORT, or NULL */
     struct conf_loc daemon_loc;   /* the first [daemon] line */

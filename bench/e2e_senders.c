@@ -8,13 +8,16 @@ const struct e2e_sender e2e_senders[] = {
     /*
      * weir first: the first sender that runs is the reference of the
      * ratios, and the goals are stated against weir. A weir that is not
-     * built shows as missing. Still to come here: the daemon,
-     *   {"weir-daemon", ...}: weir -c with a config whose pipeline has
-     *                  source file:{file} and sink tcp:127.0.0.1:{port}
-     *                  (needs a {config} token written per run).
+     * built shows as missing. The daemon reads its pipeline from a config
+     * file, which a shell writes next to the test file for each run.
      */
     {"weir-pipe",
      {"{builddir}/daemon/weir", "pipe", "file:{file}", "tcp:127.0.0.1:{port}"}},
+    {"weir-daemon",
+     {"sh", "-c",
+      "printf '[pipeline e2e]\\nsource = file:%s\\nsink = tcp:127.0.0.1:%s\\n' "
+      "\"$1\" \"$2\" >\"$1.conf\" && exec \"$3\" -c \"$1.conf\"",
+      "sh", "{file}", "{port}", "{builddir}/daemon/weir"}},
     {"socat",
      {"socat", "-u", "-b", "65536", "FILE:{file}", "TCP:127.0.0.1:{port}"}},
     {"nc", {"nc", "-N", "127.0.0.1", "{port}", "<{file}"}},
@@ -28,8 +31,13 @@ const size_t e2e_nsenders = sizeof(e2e_senders) / sizeof(e2e_senders[0]);
  * each forked child (the listen address comes first, -U sends right to
  * left), so every client reads from offset 0. */
 const struct e2e_sender e2e_servers[] = {
-    /* weir goes here, first, when the daemon exists: a pipeline with
-     * source file:{file} and sink tcp-listen:127.0.0.1:{port}. */
+    /* weir's file server: one stream per client, each from byte 0. */
+    {"weir",
+     {"sh", "-c",
+      "printf '[pipeline e2e]\\nsource = file:%s\\n"
+      "sink = tcp-listen:127.0.0.1:%s,backlog=1024\\n' "
+      "\"$1\" \"$2\" >\"$1.serve.conf\" && exec \"$3\" -c \"$1.serve.conf\"",
+      "sh", "{file}", "{port}", "{builddir}/daemon/weir"}},
     {"socat-fork",
      {"socat", "-U", "-b", "65536",
       "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,backlog=1024",

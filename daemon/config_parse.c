@@ -25,7 +25,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-
 /* Longer lines are an error; inih's buffer may grow to hold this much. */
 #define MAX_LINE 8192
 

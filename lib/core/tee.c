@@ -28,15 +28,25 @@ struct tee_branch {
     uint64_t delivered_bytes, dropped_bytes;
     bool gone; /* cancelled or disconnected */
     bool disconnected;
+    bool used; /* the slot holds a branch (added, not removed) */
 };
 
 struct weir_tee {
     struct weir_reader reader;
     uint64_t produced, produced_bytes;
-    unsigned n, gone, slot;
+    /* n: slots in use or once used (the loops' bound); cap: slots there
+     * are; nused: slots in use; gone: used slots whose branch left. */
+    unsigned n, cap, nused, gone, slot;
     uint32_t busy;
     bool reading, read_again, doomed;
     bool ready; /* every branch exists */
+    /* A live tee (weir_tee_create_live): reads whenever no block branch
+     * is full, whether or not a branch asks, and with no branch at all
+     * drops what it reads; it never cancels the source for want of
+     * branches. */
+    bool live, ended;
+    weir_tee_end_fn *on_end;
+    void *end_ctx;
     struct tee_branch b[];
 };
 
@@ -61,7 +71,8 @@ static void tee_put(struct weir_tee *t)
 
 static bool branch_live(const struct tee_branch *b)
 {
-    return !b->gone && b->rs->state == RS_READABLE && !b->rs->close_requested;
+    return b->used && !b->gone && b->rs->state == RS_READABLE &&
+           !b->rs->close_requested;
 }
 
 /* Whether the branch has room: desired size > 0, or a read waiting. */
@@ -88,7 +99,7 @@ static bool tee_may_read(const struct weir_tee *t)
         else if (b->policy == WEIR_TEE_BLOCK)
             return false;
     }
-    return wanted;
+    return wanted || t->live;
 }
 
 static void branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
@@ -96,7 +107,7 @@ static void branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
     if (b->gone)
         return;
     b->gone = true;
-    if (++t->gone == t->n)
+    if (++t->gone == t->nused && !t->live)
         weir_reader_cancel(&t->reader, reason);
 }
 
@@ -186,6 +197,9 @@ static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
 
 static void tee_end(struct weir_tee *t, int rc)
 {
+    bool first = !t->ended;
+
+    t->ended = true;
     for (unsigned i = 0; i < t->n; i++) {
         struct tee_branch *b = &t->b[i];
 
@@ -196,6 +210,8 @@ static void tee_end(struct weir_tee *t, int rc)
         else
             weir_readable_error(b->rs, rc);
     }
+    if (first && t->on_end)
+        t->on_end(t->end_ctx, rc);
 }
 
 static void tee_handle(struct weir_tee *t, int rc, struct weir_chunk chunk)
@@ -217,7 +233,7 @@ static void tee_read(struct weir_tee *t)
         t->read_again = true;
         return;
     }
-    while (t->ready && t->reader.stream && tee_may_read(t)) {
+    while (t->ready && !t->ended && t->reader.stream && tee_may_read(t)) {
         t->reading = true;
         t->read_again = false;
         rc = weir_reader_read_as_(&t->reader, &chunk, tee_read_cb, t, true);
@@ -225,7 +241,7 @@ static void tee_read(struct weir_tee *t)
             return;
         tee_handle(t, rc, chunk);
         t->reading = false;
-        if (!t->read_again || rc != 0)
+        if (!(t->read_again || t->live) || rc != 0)
             return;
     }
 }
@@ -237,7 +253,7 @@ static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk)
     tee_hold(t);
     tee_handle(t, rc, chunk);
     t->reading = false;
-    if (rc == 0 && t->read_again)
+    if (rc == 0 && (t->read_again || t->live))
         tee_read(t);
     tee_put(t);
 }
@@ -264,7 +280,7 @@ static void tee_cancel(struct weir_readable *rs, void *ctx, int reason)
     branch_gone(t, b, reason);
     /* The branch that left may have been the one holding the others
      * back. */
-    if (t->gone < t->n)
+    if (t->gone < t->nused || t->live)
         tee_read(t);
     tee_put(t);
 }
@@ -273,6 +289,41 @@ static const struct weir_source_ops tee_branch_ops = {
     .pull = tee_pull,
     .cancel = tee_cancel,
 };
+
+static int branch_init(struct weir_tee *t, unsigned i,
+                       const struct weir_tee_branch_options *opt)
+{
+    struct weir_readable_options ro = {
+        .strategy = {.hwm = 1},
+        .byte_stream = t->reader.stream->byte_stream,
+        .slot = t->slot,
+    };
+    struct tee_branch *b = &t->b[i];
+
+    *b = (struct tee_branch){.tee = t, .used = true};
+    if (opt) {
+        ro.strategy = opt->strategy;
+        b->policy = opt->policy;
+    }
+    if (weir_readable_create(&b->rs, &tee_branch_ops, b, &ro)) {
+        *b = (struct tee_branch){0};
+        return -ENOMEM;
+    }
+    t->nused++;
+    return 0;
+}
+
+static struct weir_tee *tee_alloc(struct weir_readable *src, unsigned cap)
+{
+    struct weir_tee *t = weir_core_zalloc(sizeof(*t) + cap * sizeof(t->b[0]));
+
+    if (!t)
+        return NULL;
+    t->cap = cap;
+    t->slot = src->slot;
+    weir_reader_acquire(&t->reader, src);
+    return t;
+}
 
 int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
                     unsigned n, const struct weir_tee_branch_options *opts)
@@ -283,29 +334,15 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
         return -EINVAL;
     if (src->locked)
         return -EBUSY;
-    t = weir_core_zalloc(sizeof(*t) + n * sizeof(t->b[0]));
+    t = tee_alloc(src, n);
     if (!t)
         return -ENOMEM;
-    t->n = n;
-    t->slot = src->slot;
-    weir_reader_acquire(&t->reader, src);
     for (unsigned i = 0; i < n; i++) {
-        struct weir_readable_options ro = {
-            .strategy = {.hwm = 1},
-            .byte_stream = src->byte_stream,
-            .slot = src->slot,
-        };
-        struct tee_branch *b = &t->b[i];
-
-        b->tee = t;
-        if (opts) {
-            ro.strategy = opts[i].strategy;
-            b->policy = opts[i].policy;
-        }
-        if (weir_readable_create(&b->rs, &tee_branch_ops, b, &ro)) {
+        if (branch_init(t, i, opts ? &opts[i] : NULL)) {
             tee_free(t);
             return -ENOMEM;
         }
+        t->n = i + 1;
     }
     /* The branches pulled as they were created (their start finished at
      * once, as the spec's does), before the tee could serve them. */
@@ -317,9 +354,88 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
     return 0;
 }
 
+int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
+                         unsigned cap, weir_tee_end_fn *on_end, void *ctx)
+{
+    struct weir_tee *t;
+
+    if (cap == 0 || cap > WEIR_TEE_MAX_BRANCHES)
+        return -EINVAL;
+    if (src->locked)
+        return -EBUSY;
+    t = tee_alloc(src, cap);
+    if (!t)
+        return -ENOMEM;
+    t->live = true;
+    t->on_end = on_end;
+    t->end_ctx = ctx;
+    t->ready = true;
+    *out = t;
+    tee_hold(t);
+    tee_read(t);
+    tee_put(t);
+    return 0;
+}
+
+int weir_tee_add_branch(struct weir_tee *t,
+                        const struct weir_tee_branch_options *opt,
+                        unsigned *idx)
+{
+    unsigned i = 0;
+    int rc;
+
+    if (t->ended)
+        return -EPIPE;
+    while (i < t->n && t->b[i].used)
+        i++;
+    if (i == t->cap)
+        return -ENOSPC;
+    /* A branch added to a tee that is not live yet: the source may have
+     * been cancelled already when every branch had left. */
+    if (!t->live && t->gone == t->nused && t->nused > 0)
+        return -EPIPE;
+    t->ready = false; /* its first pull waits for the slot to be counted */
+    rc = branch_init(t, i, opt);
+    t->ready = true;
+    if (rc)
+        return rc;
+    if (i == t->n)
+        t->n++;
+    *idx = i;
+    tee_hold(t);
+    tee_read(t);
+    tee_put(t);
+    return 0;
+}
+
+void weir_tee_remove_branch(struct weir_tee *t, unsigned i)
+{
+    struct tee_branch *b;
+
+    if (i >= t->n || !t->b[i].used)
+        return;
+    b = &t->b[i];
+    tee_hold(t);
+    if (!b->gone) {
+        if (b->rs->state == RS_READABLE && !b->rs->close_requested)
+            weir_readable_error(b->rs, -ECANCELED);
+        branch_gone(t, b, -ECANCELED);
+    }
+    weir_readable_destroy(b->rs);
+    t->gone--;
+    t->nused--;
+    *b = (struct tee_branch){0};
+    while (t->n > 0 && !t->b[t->n - 1].used)
+        t->n--;
+    /* The branch that left may have been the one holding the others
+     * back. */
+    tee_read(t);
+    tee_put(t);
+}
+
 struct weir_readable *weir_tee_branch(struct weir_tee *t, unsigned i)
 {
-    return i < t->n ? t->b[i].rs : NULL;
+    return i < t->n && t->b[i].used ? t->b[i].rs : NULL;
 }
 
 void weir_tee_stats(const struct weir_tee *t, unsigned i,

@@ -410,6 +410,179 @@ static void byte_stream_branches_serve_byob_reads(void **state)
     weir_readable_destroy(rs);
 }
 
+/* Completes the source's parked pull (one chunk). */
+static void step(struct src *s, unsigned times)
+{
+    for (unsigned k = 0; k < times; k++) {
+        assert_true(s->pull_pending);
+        src_finish_pull(s);
+    }
+}
+
+static uint64_t sum_range(uint32_t from, uint32_t to)
+{
+    uint64_t h = 0;
+
+    for (uint32_t i = from; i < to; i++)
+        h = sum_chunk(h, chunk_nr(i));
+    return h;
+}
+
+/* Reads what the branch holds now, and what the read it left parked last
+ * time got meanwhile: returns the count, sums into *sum. */
+static unsigned drain_branch(struct weir_reader *r, struct done *parked,
+                             uint64_t *sum, int *end)
+{
+    struct weir_chunk c;
+    unsigned got = 0;
+    int rc;
+
+    if (parked->calls > 0) {
+        *end = parked->rc;
+        if (parked->rc != 0)
+            return 0;
+        *sum = sum_chunk(*sum, parked->chunk);
+        got++;
+    }
+    *parked = (struct done){0};
+    while ((rc = weir_reader_read(r, &c, read_cb, parked)) == 0) {
+        *sum = sum_chunk(*sum, c);
+        got++;
+    }
+    *end = rc;
+    return got;
+}
+
+static void live_end(void *ctx, int rc)
+{
+    *(int *)ctx = rc;
+}
+
+static void live_tee_branches_see_only_what_follows_their_joining(void **state)
+{
+    struct src s = {.total = 30, .per_pull = 1, .async_pull = true};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee_branch_options o = {.strategy = {.hwm = 100}};
+    struct weir_tee *t = NULL;
+    struct weir_reader ra, rb;
+    uint64_t sa = 0, sb = 0;
+    struct done pa = {0}, pb = {0};
+    unsigned a, b;
+    int end = 0, ended = 0;
+
+    (void)state;
+    assert_int_equal(weir_tee_create_live(&t, rs, 2, live_end, &ended), 0);
+    /* No branch: the tee reads on and drops. */
+    step(&s, 5);
+    assert_true(weir_tee_produced(t) == 5);
+    assert_int_equal(weir_tee_add_branch(t, &o, &a), 0);
+    assert_int_equal(a, 0u);
+    step(&s, 5);
+    assert_int_equal(weir_tee_add_branch(t, &o, &b), 0);
+    assert_int_equal(b, 1u);
+    assert_int_equal(weir_tee_add_branch(t, &o, &b), -ENOSPC);
+    step(&s, 5);
+    assert_int_equal(weir_reader_acquire(&ra, weir_tee_branch(t, a)), 0);
+    assert_int_equal(weir_reader_acquire(&rb, weir_tee_branch(t, b)), 0);
+    assert_int_equal(drain_branch(&ra, &pa, &sa, &end), 10u);
+    assert_int_equal(end, WEIR_PENDING);
+    assert_true(sa == sum_range(5, 15));
+    assert_int_equal(drain_branch(&rb, &pb, &sb, &end), 5u);
+    assert_true(sb == sum_range(10, 15));
+    /* A leaves; the source goes on for B, then for nobody. */
+    weir_reader_release(&ra);
+    weir_tee_remove_branch(t, a);
+    assert_null(weir_tee_branch(t, a));
+    step(&s, 5);
+    assert_int_equal(s.cancels, 0);
+    assert_int_equal(drain_branch(&rb, &pb, &sb, &end), 5u);
+    assert_true(sb == sum_range(10, 20));
+    weir_reader_release(&rb);
+    weir_tee_remove_branch(t, b);
+    step(&s, 5);
+    assert_int_equal(s.cancels, 0);
+    assert_true(weir_tee_produced(t) == 25);
+    /* A slot comes back; the new branch sees the end of the source. */
+    assert_int_equal(weir_tee_add_branch(t, &o, &a), 0);
+    assert_int_equal(a, 0u);
+    step(&s, 5);
+    assert_true(s.pull_pending);
+    src_finish_pull(&s); /* past total: closes */
+    assert_int_equal(ended, WEIR_DONE);
+    sa = 0;
+    pa = (struct done){0};
+    assert_int_equal(weir_reader_acquire(&ra, weir_tee_branch(t, a)), 0);
+    assert_int_equal(drain_branch(&ra, &pa, &sa, &end), 5u);
+    assert_int_equal(end, WEIR_DONE);
+    assert_true(sa == sum_range(25, 30));
+    assert_int_equal(weir_tee_add_branch(t, &o, &b), -EPIPE);
+    weir_reader_release(&ra);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+static void
+live_tee_block_branch_holds_the_source_drop_branch_does_not(void **state)
+{
+    struct src s = {.endless = true, .per_pull = 1, .async_pull = true};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee_branch_options drop = {.strategy = {.hwm = 2},
+                                           .policy = WEIR_TEE_DROP_NEWEST};
+    struct weir_tee_branch_options block = {.strategy = {.hwm = 2}};
+    struct weir_tee_stats st;
+    struct weir_tee *t = NULL;
+    unsigned a, b;
+
+    (void)state;
+    assert_int_equal(weir_tee_create_live(&t, rs, 4, NULL, NULL), 0);
+    assert_int_equal(weir_tee_add_branch(t, &drop, &a), 0);
+    step(&s, 10); /* nobody reads the drop branch: it keeps the first 2 */
+    weir_tee_stats(t, a, &st);
+    assert_true(st.delivered == 2 && st.dropped == 8);
+    assert_int_equal(weir_tee_add_branch(t, &block, &b), 0);
+    step(&s, 2);
+    /* The block branch is full: the tee has stopped reading. */
+    assert_false(s.pull_pending && weir_tee_produced(t) > 12);
+    assert_true(weir_tee_produced(t) <= 13);
+    weir_tee_remove_branch(t, b);
+    assert_true(s.pull_pending);
+    step(&s, 3);
+    weir_tee_stats(t, a, &st);
+    assert_true(st.delivered + st.dropped == weir_tee_produced(t));
+    weir_tee_remove_branch(t, a);
+    assert_int_equal(s.cancels, 0);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+static void removing_a_branch_keeps_the_source_while_others_remain(void **state)
+{
+    struct src s = {.endless = true, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee *t = make_tee(rs, 2, WEIR_TEE_BLOCK, WEIR_TEE_BLOCK, 2);
+    struct weir_tee_branch_options o = {.strategy = {.hwm = 2}};
+    struct weir_reader r;
+    struct weir_chunk c;
+    unsigned idx = 9;
+
+    (void)state;
+    assert_int_equal(weir_tee_add_branch(t, &o, &idx), -ENOSPC);
+    /* Branch 0 never reads; removing it frees branch 1. */
+    weir_tee_remove_branch(t, 0);
+    assert_int_equal(s.cancels, 0);
+    assert_int_equal(weir_reader_acquire(&r, weir_tee_branch(t, 1)), 0);
+    for (int k = 0; k < 20; k++)
+        assert_int_equal(weir_reader_read(&r, &c, read_cb, NULL), 0);
+    assert_int_equal(weir_tee_add_branch(t, &o, &idx), 0);
+    assert_int_equal(idx, 0u);
+    weir_tee_remove_branch(t, 0);
+    weir_reader_release(&r);
+    weir_tee_remove_branch(t, 1);
+    assert_int_equal(s.cancels, 1);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +595,11 @@ int main(void)
         cmocka_unit_test(disconnect_errors_only_the_full_branch),
         cmocka_unit_test(shared_buffers_come_home),
         cmocka_unit_test(byte_stream_branches_serve_byob_reads),
+        cmocka_unit_test(live_tee_branches_see_only_what_follows_their_joining),
+        cmocka_unit_test(
+            live_tee_block_branch_holds_the_source_drop_branch_does_not),
+        cmocka_unit_test(
+            removing_a_branch_keeps_the_source_while_others_remain),
     };
 
     pattern_init();

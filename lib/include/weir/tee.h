@@ -64,7 +64,46 @@ struct weir_tee_stats {
 int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
                     unsigned n, const struct weir_tee_branch_options *opts);
 
-/* Branch i (< n): a readable stream owned by the tee. */
+/* Called once when the source of a live tee ends: rc WEIR_DONE (closed)
+ * or its error; the live branches have been closed or errored first. */
+typedef void weir_tee_end_fn(void *ctx, int rc);
+
+/*
+ * A live tee (a broadcast): starts with no branch and room for cap (1 <=
+ * cap <= WEIR_TEE_MAX_BRANCHES). It reads the source whenever no live
+ * block branch is full, whether or not a branch asks: with no branch, or
+ * only drop/disconnect branches that are full, what it reads is dropped,
+ * since a broadcast keeps no backlog; a block branch still holds the
+ * source back. Branches come and go with weir_tee_add_branch and
+ * weir_tee_remove_branch; the source is never cancelled for want of
+ * branches (stop it through its own endpoint). on_end (may be NULL) is
+ * told when the source ends. Returns 0, -EINVAL, -EBUSY, -ENOMEM.
+ */
+int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
+                         unsigned cap, weir_tee_end_fn *on_end, void *ctx);
+
+/*
+ * Adds a branch (opt NULL: the spec's defaults, block) in the lowest free
+ * slot and stores its index in *idx. The branch sees the chunks read from
+ * now on, none before. Returns 0, -ENOSPC when every slot is taken,
+ * -EPIPE when the source has ended (or, for a tee that is not live, was
+ * cancelled because every branch had left), -ENOMEM.
+ */
+int weir_tee_add_branch(struct weir_tee *t,
+                        const struct weir_tee_branch_options *opt,
+                        unsigned *idx);
+
+/*
+ * Removes branch i: a branch still readable errors with -ECANCELED (its
+ * reader sees it), its readable is freed, its slot and counters are
+ * reset for a later weir_tee_add_branch. The source goes on while other
+ * branches remain, or always for a live tee. Read weir_tee_stats first if
+ * they matter. Safe inside the branches' callbacks.
+ */
+void weir_tee_remove_branch(struct weir_tee *t, unsigned i);
+
+/* Branch i (< n): a readable stream owned by the tee; NULL for a slot
+ * with no branch. */
 struct weir_readable *weir_tee_branch(struct weir_tee *t, unsigned i);
 
 /* Counters of branch i; and the number of chunks read from the source. */

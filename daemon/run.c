@@ -126,6 +126,10 @@ unsigned run_cut_streams(struct run *r, const struct pipeline_rt *pl)
     for (struct stream *s = r->live; s; s = s->next)
         if ((!pl || s->pl == pl) && s->kill_fd >= 0) {
             shutdown(s->kill_fd, SHUT_RDWR);
+            /* A relayed stream's upstream too: an idle one would keep
+             * the reverse direction waiting. */
+            if (s->kill_up_fd >= 0)
+                shutdown(s->kill_up_fd, SHUT_RDWR);
             cut++;
         }
     return cut;

@@ -117,6 +117,14 @@ struct half {
     unsigned idle_ticks;
     unsigned pipes; /* pipes still running */
     bool finished;
+    bool stopped; /* stop arrived (a connect may still be in flight) */
+    /* A connect on the worker before the stages are built (relay.c). */
+    struct weir_op conn_op;
+    /* The reverse direction of a relayed proxy stream (relay.c): the
+     * upstream's replies back to the client, on this worker. */
+    struct weir_endpoint *rsrc, *rsink;
+    struct pipe_ctx rpc;
+    int rfd_up, rfd_cli; /* their fds: cutting the pair shuts both down */
 };
 
 /* What one sink did, for the log line at the end of a stream and weir
@@ -159,6 +167,17 @@ struct stream {
     /* nsinks + 1 + ntransforms: the source's pipe, the sinks', then the
      * pipes into the transforms. */
     struct pipe_ctx *pc;
+    /* A socket to connect on the worker first (the upstream of a relayed
+     * stream, or a connecting source), or -1; not owned here. */
+    int conn_fd;
+    struct sockaddr_storage conn_addr;
+    socklen_t conn_addrlen;
+    /* Relayed proxy stream (relay.c): up_fd is the upstream socket until
+     * the worker's endpoints own it; kill_up_fd a dup the main thread
+     * keeps to cut it, like kill_fd. */
+    bool relay;
+    int up_fd, kill_up_fd;
+    uint64_t rev_bytes; /* bytes relayed back to the client */
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
     struct stream *next, *prev; /* the run's live list */
@@ -214,6 +233,23 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
 void stream_start(struct stream *s);
 void stream_stop(struct stream *s);
 void stream_free(struct stream *s);
+
+/* stream.c, worker: builds the half's stages once its connect is done;
+ * half_put releases a hold on the half (the last one finishes it). */
+void half_build(struct half *h);
+void half_put(struct half *h);
+
+/* relay.c: the proxy's reverse direction, and connects on the worker. */
+bool relay_wanted(const struct pipeline_rt *pl); /* main thread */
+int relay_open(struct stream *s);                /* main thread */
+void relay_free(struct stream *s);               /* main thread */
+/* Worker. stream_connect starts h's connect when it needs one (true:
+ * half_build follows its completion, or the stream ends). */
+bool stream_connect(struct half *h);
+void relay_prepare(struct half *h); /* before the client's fd is consumed */
+void relay_start(struct half *h);   /* after the forward sink is built */
+void relay_cut(struct half *h);     /* an error on either side ends both */
+void relay_teardown(struct half *h);
 
 /* stream_report.c: main thread, when the stream ended. */
 void stream_report(struct stream *s);

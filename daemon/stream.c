@@ -307,6 +307,7 @@ static void half_teardown(struct half *h)
         weir_endpoint_destroy(h->sinks[i]);
     }
     xforms_destroy(h);
+    relay_teardown(h);
     if (h->src)
         weir_endpoint_destroy(h->src);
     if (h->tx)
@@ -327,7 +328,7 @@ static void half_teardown(struct half *h)
         weir_loop_post(s->run->main, &s->done);
 }
 
-static void half_put(struct half *h)
+void half_put(struct half *h)
 {
     if (--h->pipes == 0)
         half_finish(h);
@@ -345,6 +346,8 @@ static void pipe_done(void *ctx, int rc)
             s->src_rc = rc;
     } else
         s->sink_rc[pc->idx] = rc;
+    if (rc < 0 && s->relay)
+        relay_cut(pc->h);
     half_put(pc->h);
 }
 
@@ -408,6 +411,12 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     if (s->pl->mode == PL_SERVE) {
         fd = s->sink_fd;
         s->sink_fd = -1;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    }
+    if (s->relay) {
+        /* The upstream this stream's worker connected (relay.c). */
+        fd = s->up_fd;
+        s->up_fd = -1;
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
     }
     switch (a->kind) {
@@ -696,16 +705,27 @@ static void half_start(struct weir_task *t)
 {
     struct half *h = CONTAINER(t, struct half, start);
     struct stream *s = h->s;
-    struct weir_readable *rs = NULL;
-    struct weir_writable *ws;
-    int rc;
 
     h->pipes = 1; /* held while building */
     if (s->zero_copy && try_splice(h)) {
         half_put(h);
         return;
     }
+    /* A socket to connect first: half_build follows its completion. */
+    if (!stream_connect(h))
+        half_build(h);
+}
+
+void half_build(struct half *h)
+{
+    struct stream *s = h->s;
+    struct weir_readable *rs = NULL;
+    struct weir_writable *ws;
+    int rc;
+
     if (h == &s->h[0]) {
+        if (s->relay)
+            relay_prepare(h);
         rc = make_source(h);
         if (rc) {
             s->src_rc = rc;
@@ -726,6 +746,8 @@ static void half_start(struct weir_task *t)
         } else {
             build_sinks(h, rs);
         }
+        if (s->relay)
+            relay_start(h);
     } else {
         rc = weir_chan_rx_open(h->rx, &rs);
         if (rc) {
@@ -745,6 +767,7 @@ static void half_stop(struct weir_task *t)
     struct half *h = CONTAINER(t, struct half, stop);
     struct stream *s = h->s;
 
+    h->stopped = true;
     /* A file that does not follow ends by itself: let it. */
     if (!h->finished && h->src &&
         !(s->src_regular && !(s->pl->p->follow || s->pl->p->source->follow)))
@@ -757,8 +780,6 @@ static void half_stop(struct weir_task *t)
 static int open_source(struct stream *s)
 {
     const struct weir_address *a = s->pl->p->source;
-    struct sockaddr_storage ss;
-    socklen_t len;
     struct stat st;
     int fd, rc;
 
@@ -779,20 +800,16 @@ static int open_source(struct stream *s)
         return fd < 0 ? -errno : fd;
     case ADDR_TCP:
     case ADDR_UNIX:
-        /* A connecting source connects once, at start, on the main
-         * thread: a local peer answers at once, a remote one within the
-         * kernel's connect timeout. */
-        rc = sockaddr_resolve(a, &ss, &len);
+        /* A connecting source connects once, on its worker's loop
+         * (relay.c): a peer that is slow to answer holds up nothing
+         * else. */
+        rc = sockaddr_resolve(a, &s->conn_addr, &s->conn_addrlen);
         if (rc)
             return rc;
-        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        fd = socket(s->conn_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
             return -errno;
-        if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
-            rc = -errno;
-            close(fd);
-            return rc;
-        }
+        s->conn_fd = fd;
         return fd;
     default:
         return -EINVAL;
@@ -826,6 +843,9 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
     s->id = ++pl->streams;
     s->replay_fd = -1;
     s->kill_fd = -1;
+    s->conn_fd = -1;
+    s->up_fd = -1;
+    s->kill_up_fd = -1;
     s->sink_fd = sink_fd;
     snprintf(s->peer, sizeof(s->peer), "%s", peer ? peer : "");
     if (src_fd >= 0) {
@@ -853,6 +873,9 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
         s->split = xf_placement() != PLACE_SAME && r->nworkers >= 2;
     else
         s->split = r->split && r->nworkers >= 2 && !s->zero_copy;
+    /* A proxy relays replies on the worker that carries the requests. */
+    if (s->src_fd >= 0 && relay_wanted(pl) && relay_open(s) == 0)
+        s->split = false;
     w = r->next_worker++ % r->nworkers;
     for (unsigned i = 0; i < 2; i++) {
         s->h[i].s = s;
@@ -931,6 +954,7 @@ void stream_free(struct stream *s)
         close(s->replay_fd);
     if (s->kill_fd >= 0)
         close(s->kill_fd);
+    relay_free(s);
     for (unsigned i = 0; i < 2; i++) {
         free(s->h[i].sinks);
         free(s->h[i].full_since);

@@ -70,4 +70,10 @@ void stream_report(struct stream *s)
         else
             log_info("pipeline %s: %s", s->pl->p->name, line);
     }
+    if (s->relay && s->run->conf->oneshot)
+        fprintf(stderr, "weir pipe: %llu bytes relayed back to the client\n",
+                (unsigned long long)s->rev_bytes);
+    else if (s->relay)
+        log_debug("pipeline %s: client %s: %llu bytes relayed back",
+                  s->pl->p->name, s->peer, (unsigned long long)s->rev_bytes);
 }

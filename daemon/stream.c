@@ -768,6 +768,9 @@ static void half_stop(struct weir_task *t)
     struct stream *s = h->s;
 
     h->stopped = true;
+    /* A connect still in flight ends now (relay.c: no error). */
+    if (h->conn_op.pending)
+        weir_loop_cancel(h->loop, &h->conn_op);
     /* A file that does not follow ends by itself: let it. */
     if (!h->finished && h->src &&
         !(s->src_regular && !(s->pl->p->follow || s->pl->p->source->follow)))

@@ -608,6 +608,52 @@ static void test_source_connect(void **state)
     close(lfd);
 }
 
+/* A source whose connect hangs (its peer's accept queue is full, so the
+ * SYNs go unanswered) holds up nothing: another pipeline of the same
+ * daemon serves its clients meanwhile, and SIGTERM ends the connect. */
+static void test_source_connect_waits(void **state)
+{
+    uint16_t slow = h_free_port(false), front = h_free_port(false);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fill[4];
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, slow);
+    char out[600], hex[65], want[65];
+    uint64_t size;
+    struct h_weir w;
+    int fd;
+
+    (void)state;
+    assert_true(lfd >= 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&ss, len), 0);
+    assert_int_equal(listen(lfd, 0), 0);
+    for (int i = 0; i < 4; i++) {
+        fill[i] =
+            socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        assert_true(fill[i] >= 0);
+        (void)connect(fill[i], (struct sockaddr *)&ss, len);
+    }
+    seeded_hex(1u << 16, 11, want);
+    snprintf(out, sizeof(out), "%s/while_connecting.bin", dir);
+    start_conf(&w, "waits",
+               "[pipeline slow]\nsource = tcp:127.0.0.1:%u\nsink = null\n"
+               "[pipeline live]\nsource = tcp-listen:127.0.0.1:%u\n"
+               "sink = file:%s\n",
+               slow, front, out);
+    fd = h_connect(false, front, NULL, WAIT);
+    assert_true(fd >= 0);
+    assert_true(send_seeded(fd, 1u << 16, 11, NULL));
+    close(fd);
+    expect_log(&w, "done, 65536 bytes");
+    assert_true(h_file_sha(out, hex, &size));
+    assert_int_equal(size, 1u << 16);
+    assert_string_equal(hex, want);
+    expect_exit(&w, 0);
+    expect_log(&w, "pipeline slow: done, 0 bytes");
+    for (int i = 0; i < 4; i++)
+        close(fill[i]);
+    close(lfd);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -636,6 +682,7 @@ int main(void)
         cmocka_unit_test_teardown(test_ipv6, teardown),
         cmocka_unit_test_teardown(test_upstream_refused, teardown),
         cmocka_unit_test_teardown(test_source_connect, teardown),
+        cmocka_unit_test_teardown(test_source_connect_waits, teardown),
     };
     int rc;
 

@@ -686,7 +686,7 @@ int main(void)
     };
     int rc;
 
-    /* The shared harness's file helpers, unused here. */
+    /* The shared harness's file functions, unused here. */
     (void)h_make_file;
     (void)h_send_file;
     signal(SIGPIPE, SIG_IGN);

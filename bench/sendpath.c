@@ -7,6 +7,8 @@
  *   sendfile        a plain sendfile(2) loop (the classic zero-copy path)
  *   read-send       io_uring: reads at explicit offsets, `depth` of them in
  *                   flight, each followed in file order by one send
+ *   read-sendmsg    as read-send, but one sendmsg takes every buffer filled
+ *                   so far, in order (what weir's stream path does)
  *   splice          io_uring: SPLICE file -> pipe linked to SPLICE pipe ->
  *                   socket, `depth` linked pairs per submission
  *   read-send-zc    as read-send, with SEND_ZC
@@ -36,7 +38,17 @@ struct receiver {
     int listen_fd;
     int port;
     uint64_t bytes;
+    double cpu_s; /* the receiver thread's own CPU time */
 };
+
+static double thread_cpu_s(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_THREAD, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
 
 static void *receive_all(void *arg)
 {
@@ -45,10 +57,12 @@ static void *receive_all(void *arg)
     char *buf = malloc(cap);
     int fd = accept(rx->listen_fd, NULL, NULL);
     ssize_t n;
+    double c0 = thread_cpu_s();
 
     rx->bytes = 0;
     while (fd >= 0 && (n = read(fd, buf, cap)) > 0)
         rx->bytes += (uint64_t)n;
+    rx->cpu_s = thread_cpu_s() - c0;
     if (fd >= 0)
         close(fd);
     free(buf);
@@ -101,8 +115,10 @@ static int send_sendfile(int file, int sock, uint64_t size, size_t chunk,
  * may complete out of order when the first has to wait for room.
  */
 static int send_uring_read(int file, int sock, uint64_t size, size_t chunk,
-                           unsigned depth, bool zc)
+                           unsigned depth, bool zc, bool batch)
 {
+    struct iovec *iov = calloc(depth, sizeof(*iov));
+    struct msghdr msg;
     struct io_uring ring;
     struct io_uring_cqe *cqe;
     char **bufs = calloc(depth, sizeof(*bufs));
@@ -129,18 +145,28 @@ static int send_uring_read(int file, int sock, uint64_t size, size_t chunk,
             read_off += len;
             next_read_seq++;
         }
-        /* Send the next buffer in order when it is filled. */
+        /* Send the next buffer in order when it is filled; batched: every
+         * filled buffer from there on, in one sendmsg. */
         if (!send_in_flight && next_send_seq < next_read_seq &&
             filled[next_send_seq % depth]) {
             unsigned slot = (unsigned)(next_send_seq % depth);
             struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 
-            if (zc)
+            if (zc) {
                 io_uring_prep_send_zc(sqe, sock, bufs[slot], filled[slot], 0,
                                       0);
-            else
+            } else if (batch) {
+                unsigned n = 0;
+
+                for (uint64_t q = next_send_seq;
+                     q < next_read_seq && filled[q % depth]; q++, n++)
+                    iov[n] = (struct iovec){bufs[q % depth], filled[q % depth]};
+                msg = (struct msghdr){.msg_iov = iov, .msg_iovlen = n};
+                io_uring_prep_sendmsg(sqe, sock, &msg, 0);
+            } else {
                 io_uring_prep_send(sqe, sock, bufs[slot], filled[slot],
                                    MSG_WAITALL);
+            }
             io_uring_sqe_set_data64(sqe, (next_send_seq << 1) | 1);
             send_in_flight = true;
         }
@@ -167,15 +193,19 @@ static int send_uring_read(int file, int sock, uint64_t size, size_t chunk,
             }
             if (zc && (cqe->flags & IORING_CQE_F_MORE))
                 zc_notifs++;
-            /* A short send resumes from where it stopped. */
-            unsigned slot = (unsigned)(seq % depth);
-            if ((uint32_t)cqe->res < filled[slot]) {
-                memmove(bufs[slot], bufs[slot] + cqe->res,
-                        filled[slot] - (uint32_t)cqe->res);
-                filled[slot] -= (uint32_t)cqe->res;
-                sent += (uint64_t)cqe->res;
-            } else {
-                sent += filled[slot];
+            /* Whole buffers sent are free again; a short send resumes
+             * from where it stopped. */
+            uint32_t left = (uint32_t)cqe->res;
+            sent += left;
+            while (left > 0) {
+                unsigned slot = (unsigned)(next_send_seq % depth);
+
+                if (left < filled[slot]) {
+                    memmove(bufs[slot], bufs[slot] + left, filled[slot] - left);
+                    filled[slot] -= left;
+                    break;
+                }
+                left -= filled[slot];
                 filled[slot] = 0;
                 next_send_seq++;
             }
@@ -188,6 +218,7 @@ static int send_uring_read(int file, int sock, uint64_t size, size_t chunk,
         free(bufs[i]);
     free(bufs);
     free(filled);
+    free(iov);
     return rc;
 }
 
@@ -289,9 +320,16 @@ static uint64_t parse_size(const char *s)
     return v;
 }
 
-enum method { M_SENDFILE, M_READ_SEND, M_SPLICE, M_READ_SEND_ZC };
-static const char *const method_names[] = {"sendfile", "read-send", "splice",
-                                           "read-send-zc"};
+enum method {
+    M_SENDFILE,
+    M_READ_SEND,
+    M_READ_SENDMSG,
+    M_SPLICE,
+    M_READ_SEND_ZC,
+    M_COUNT
+};
+static const char *const method_names[] = {
+    "sendfile", "read-send", "read-sendmsg", "splice", "read-send-zc"};
 
 static double run_one(enum method m, const char *path, uint64_t size,
                       size_t chunk, unsigned depth)
@@ -314,13 +352,18 @@ static double run_one(enum method m, const char *path, uint64_t size,
         rc = send_sendfile(file, sock, size, chunk, depth);
         break;
     case M_READ_SEND:
-        rc = send_uring_read(file, sock, size, chunk, depth, false);
+        rc = send_uring_read(file, sock, size, chunk, depth, false, false);
+        break;
+    case M_READ_SENDMSG:
+        rc = send_uring_read(file, sock, size, chunk, depth, false, true);
         break;
     case M_SPLICE:
         rc = send_uring_splice(file, sock, size, chunk, depth);
         break;
     case M_READ_SEND_ZC:
-        rc = send_uring_read(file, sock, size, chunk, depth, true);
+        rc = send_uring_read(file, sock, size, chunk, depth, true, false);
+        break;
+    case M_COUNT:
         break;
     }
     shutdown(sock, SHUT_WR);
@@ -338,7 +381,8 @@ static double run_one(enum method m, const char *path, uint64_t size,
     double gbs = (double)size / (double)(t1 - t0);
     snprintf(params, sizeof(params), "method=%s chunk=%zu depth=%u",
              method_names[m], chunk, depth);
-    printf("sendpath %s: %.2f GB/s\n", params, gbs);
+    printf("sendpath %s: %.2f GB/s, receiver %.3f cpu-s/GiB\n", params, gbs,
+           rx.cpu_s * (double)(1u << 30) / (double)size);
     fflush(stdout);
     return gbs;
 }
@@ -349,7 +393,7 @@ int bench_sendpath(int argc, char **argv)
     size_t chunk = 256 << 10;
     unsigned depth = 4;
     const char *path = "/tmp/weir-bench-sendpath.dat";
-    double best[4] = {0};
+    double best[M_COUNT] = {0};
 
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "size=", 5) == 0)
@@ -366,12 +410,12 @@ int bench_sendpath(int argc, char **argv)
     /* Interleave the methods over three rounds so drift in the machine's
      * state affects them alike; report each one's best. */
     for (int round = 0; round < 3; round++)
-        for (int m = 0; m < 4; m++) {
+        for (int m = 0; m < M_COUNT; m++) {
             double g = run_one((enum method)m, path, size, chunk, depth);
             if (g > best[m])
                 best[m] = g;
         }
-    for (int m = 0; m < 4; m++)
+    for (int m = 0; m < M_COUNT; m++)
         printf("sendpath best method=%s: %.2f GB/s (%.2fx sendfile)\n",
                method_names[m], best[m], best[0] > 0 ? best[m] / best[0] : 0.0);
     return 0;

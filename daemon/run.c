@@ -23,16 +23,19 @@
 #include "signals.h"
 
 /*
- * Measured on the development machine (2 vCPUs, shared with other work:
- * load average 4-9, so single runs vary), a 1 GiB file in the page cache
- * to `socat -u -b 1048576 TCP-LISTEN:... /dev/null` on 127.0.0.1, four
- * rounds interleaved, wall time from start to the receiver's end, GB/s:
+ * Measured on the development machine (2 vCPUs, shared with other work,
+ * load average 2-5, so single runs vary), `weir-bench e2e size=1GiB reps=3`:
+ * a 1 GiB file in the page cache into its in-process receiver on
+ * 127.0.0.1, best of 3 per sender, four rounds interleaved, GB/s:
  *
- *   weir pipe, stream path, one worker      2.26 2.37 2.51 2.53
- *   weir pipe, stream path, two workers     0.56 0.57 0.58 1.00
- *   weir pipe, splice stage (1 MiB pipes)   1.65 1.68 1.72 2.00
- *   socat -u -b 65536 FILE: TCP:            1.46 1.65 1.67 1.95
- * (with 256 KiB chunks, the default; 64 KiB chunks gave ~1.4x less).
+ *   weir pipe, stream path (default)        3.06 2.82 2.69 3.05
+ *   weir pipe, splice stage (1 MiB pipe)    2.36 2.46 3.03 2.07
+ *   socat -u -b 65536 FILE: TCP:            1.71 1.63 1.56 1.76
+ *
+ * CPU per GiB: the stream path 0.24-0.39 s in weir and 0.07-0.11 s in the
+ * receiver; the splice stage 0.29-0.42 s and 0.16-0.29 s. Earlier figures
+ * (to socat's receiver): two workers joined by a channel 0.56-1.00 against
+ * 2.26-2.53 for one; 64 KiB chunks ~1.4x less than 256 KiB.
  *
  * Placement: the whole stream on one worker is 2.5-4x faster than its
  * source and its sink on two workers joined by a channel. On two cores the
@@ -42,13 +45,29 @@
  * workers whole, round-robin, one worker each.
  *
  * Send path: the stream path (reads at explicit offsets into pool buffers,
- * one sendmsg per batch) beat the linked-splice stage by ~1.4x here, with
- * less CPU (0.25-0.35 s against 0.3-0.4 s per GiB in earlier rounds); it
- * also needs no pipe per connection (unprivileged users get 64 pipes of
- * 1 MiB before fs.pipe-user-pages-soft stops them) and is the path that
- * reconnects and resumes. So it is the default; WEIR_SENDPATH=splice takes
- * the splice stage for a plain file into one socket (served clients, weir
- * pipe's tcp/unix sink), falling back to streams when no pipe can be had.
+ * one sendmsg per batch) stays ahead of the splice stage on loopback, and
+ * the profile (perf record -a) says why the bare splice loop of `weir-bench
+ * sendpath` looks faster than it is here. io_uring runs every SPLICE in an
+ * io-wq thread, so each pair is two hand-offs to kernel threads that share
+ * the two cores with the receiver; on loopback the sending side also runs
+ * the receiver's TCP input (tcp_v4_rcv under tcp_write_xmit), so its CPU
+ * hardly drops; and the copy the sender saves moves to the receiver, which
+ * then copies out of cold page-cache pages instead of the sender's fresh,
+ * cache-hot skb pages (its CPU per GiB doubles). Deeper links did not help
+ * (a trial build linking N pairs per round): 1 MiB x 1 pair
+ * 2.54 2.55 2.74 1.93 1.83, 1 MiB x 2 2.45 2.64 2.44 1.58 1.91, 1 MiB x 4
+ * 2.10 2.11 2.48 1.70 1.94, 256 KiB x 4 2.33 2.57 2.20 1.81 2.22, against
+ * the stream path's 3.00 2.67 2.80 2.12 1.82 in the same rounds. The bare
+ * bench's read-send compares splice with one 256 KiB send at a time;
+ * its read-sendmsg (batched, as here) is the fair one. SEND_ZC copies on
+ * loopback anyway and lost (read-send-zc 0.9-1.6 GB/s there). Over a real
+ * NIC the receiver is another machine and splice may win: re-measure there.
+ * The stream path also needs no pipe per connection (unprivileged users get
+ * 64 pipes of 1 MiB before fs.pipe-user-pages-soft stops them) and is the
+ * path that reconnects and resumes. So it is the default; WEIR_SENDPATH=
+ * splice takes the splice stage for a plain file into one socket (served
+ * clients, weir pipe's tcp/unix sink), falling back to streams when no pipe
+ * can be had.
  *
  * WEIR_PLACEMENT=split|same and WEIR_SENDPATH=splice|stream override the
  * defaults, for measuring.

@@ -192,8 +192,10 @@ struct run {
     struct weir_workers *workers;
     unsigned nworkers;
     struct weir_loop *main;
-    bool split;     /* placement: source and sinks on different workers */
-    bool zero_copy; /* file -> socket streams take the splice stage */
+    bool split;           /* placement: source and sinks on different workers */
+    bool zero_copy;       /* file -> socket streams take the splice stage */
+    bool zero_copy_serve; /* the same, for a listen sink's clients */
+    uint64_t splice_serve_max; /* bigger served files take streams; 0: any */
     unsigned next_worker;
     struct pipeline_rt *pls; /* a list, the draining ones too */
     struct weir_reap reap;   /* frees drained pipelines */

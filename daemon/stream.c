@@ -679,6 +679,7 @@ static bool try_splice(struct half *h)
 
     if (s->pl->mode == PL_SERVE) {
         sock = s->sink_fd;
+        o.max_length = s->run->splice_serve_max;
     } else {
         o.connect_addr = (const struct sockaddr *)&s->pl->sink_addr[0];
         o.connect_addrlen = s->pl->sink_addrlen[0];
@@ -695,7 +696,8 @@ static bool try_splice(struct half *h)
     }
     h->pipes--;
     h->splice = NULL;
-    if (rc != -EMFILE && rc != -ENFILE && rc != -EPERM && rc != -ENOMEM)
+    if (rc != -EMFILE && rc != -ENFILE && rc != -EPERM && rc != -ENOMEM &&
+        rc != -EFBIG)
         log_debug("pipeline %s: splice: %s; taking the stream path",
                   s->pl->p->name, strerror(-rc));
     return false;
@@ -867,8 +869,9 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
      * daemon's own connecting sink reconnects and resumes, which the
      * splice stage does not: only weir pipe's connects take it. */
     s->zero_copy =
-        r->zero_copy && s->src_regular && pl->p->nsinks == 1 &&
-        pl->p->ntransforms == 0 && !(pl->p->follow || pl->p->source->follow) &&
+        (pl->mode == PL_SERVE ? r->zero_copy_serve : r->zero_copy) &&
+        s->src_regular && pl->p->nsinks == 1 && pl->p->ntransforms == 0 &&
+        !(pl->p->follow || pl->p->source->follow) &&
         (pl->mode == PL_SERVE || (pl->mode == PL_ONCE && r->conf->oneshot &&
                                   (pl->p->sinks[0]->kind == ADDR_TCP ||
                                    pl->p->sinks[0]->kind == ADDR_UNIX)));

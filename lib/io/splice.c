@@ -207,6 +207,10 @@ int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
 
     if (!o || !done || file_fd < 0 || fstat(file_fd, &st) != 0)
         return -EINVAL;
+    if (o->max_length && (uint64_t)st.st_size > o->offset &&
+        (uint64_t)st.st_size - o->offset > o->max_length &&
+        o->length > o->max_length)
+        return -EFBIG;
     if (pipe2(p, O_CLOEXEC) != 0)
         return -errno;
     sp = calloc(1, sizeof(*sp));

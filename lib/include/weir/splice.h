@@ -25,7 +25,8 @@ struct weir_splice;
 struct weir_splice_options {
     uint64_t offset;           /* first byte of the file to send */
     uint64_t length;           /* bytes to send; UINT64_MAX: to the end */
-    uint32_t pipe_size;        /* bytes per splice pair; 0: 256 KiB */
+    uint32_t pipe_size;        /* bytes per splice pair; 0: 1 MiB */
+    uint64_t max_length;       /* a longer range: -EFBIG; 0: no limit */
     _Atomic uint64_t *counter; /* bytes sent are added here (relaxed) */
     /* When sock_fd is -1: connect to this address first (once). */
     const struct sockaddr *connect_addr;
@@ -37,7 +38,8 @@ struct weir_splice_options {
  * was sent (rc 0; the socket's write side is shut down) or failed (rc
  * -errno); or -errno at once, done not called: -EMFILE / -ENFILE / -EPERM
  * when no pipe of the wanted size can be had (the per-user pipe limits),
- * and then the caller takes the stream path. Both fds are the stage's
+ * -EFBIG when the range is longer than max_length; the caller then takes
+ * the stream path. Both fds are the stage's
  * from a successful start: it closes them.
  */
 int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,

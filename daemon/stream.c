@@ -871,6 +871,7 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
     s->zero_copy =
         (pl->mode == PL_SERVE ? r->zero_copy_serve : r->zero_copy) &&
         s->src_regular && pl->p->nsinks == 1 && pl->p->ntransforms == 0 &&
+        pl->p->sinks[0]->on_full == ON_FULL_BLOCK &&
         !(pl->p->follow || pl->p->source->follow) &&
         (pl->mode == PL_SERVE || (pl->mode == PL_ONCE && r->conf->oneshot &&
                                   (pl->p->sinks[0]->kind == ADDR_TCP ||

@@ -180,6 +180,10 @@ static void client_start(struct listener *l, int res,
     struct stream *s;
 
     sockaddr_format((const struct sockaddr *)from, fromlen, peer, sizeof(peer));
+    if (pl->mode == PL_BROADCAST) {
+        broadcast_client(l, res, peer);
+        return;
+    }
     if (a->max_clients && pl->clients >= a->max_clients) {
         log_warnx("pipeline %s: refused %s: max_clients=%u reached",
                   pl->p->name, peer, a->max_clients);

@@ -15,13 +15,24 @@
 #include "address.h"
 #include "runtime.h"
 
+/* A source that has no beginning to serve from: a followed file, a
+ * connection. */
+static bool source_live(const struct weir_pipeline *p)
+{
+    const struct weir_address *a = p->source;
+
+    if (a->kind == ADDR_FILE)
+        return p->follow || a->follow;
+    return a->kind == ADDR_TCP || a->kind == ADDR_UNIX;
+}
+
 static enum pl_mode pipeline_mode(const struct weir_pipeline *p)
 {
     if (addr_kind_listens(p->source->kind))
         return PL_ACCEPT;
     for (size_t i = 0; i < p->nsinks; i++)
         if (addr_kind_listens(p->sinks[i]->kind))
-            return PL_SERVE;
+            return source_live(p) ? PL_BROADCAST : PL_SERVE;
     return PL_ONCE;
 }
 
@@ -45,7 +56,8 @@ static int check_sink(const struct pipeline_rt *pl,
 {
     const struct weir_pipeline *p = pl->p;
 
-    if (pl->mode == PL_SERVE && !addr_kind_listens(a->kind)) {
+    if ((pl->mode == PL_SERVE || pl->mode == PL_BROADCAST) &&
+        !addr_kind_listens(a->kind)) {
         log_errx("pipeline %s: a listen sink must be the pipeline's "
                  "only kind of sink (%s)",
                  p->name, a->text);
@@ -164,6 +176,10 @@ void pipeline_start(struct pipeline_rt *pl)
             r->one = s;
         stream_start(s);
     }
+    if (pl->mode == PL_BROADCAST && broadcast_start(pl) != 0) {
+        log_errx("pipeline %s: out of memory", pl->p->name);
+        r->failures++;
+    }
 }
 
 static void drain_expired(struct weir_op *op, int res, uint32_t flags)
@@ -220,6 +236,7 @@ void pipeline_free(struct pipeline_rt *pl)
     free(pl->sink_addrlen);
     free(pl->sink_file_fd);
     free(pl->ls);
+    broadcast_free(pl);
     conf_ref_put(pl->cref);
     free(pl);
 }

@@ -174,6 +174,9 @@ unsigned run_cut_streams(struct run *r, const struct pipeline_rt *pl)
                 shutdown(s->kill_up_fd, SHUT_RDWR);
             cut++;
         }
+    for (const struct pipeline_rt *p = r->pls; p; p = p->next)
+        if (!pl || p == pl)
+            cut += broadcast_cut(p);
     return cut;
 }
 

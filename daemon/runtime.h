@@ -40,9 +40,11 @@ struct conf_ref {
 
 /* How a pipeline becomes streams. */
 enum pl_mode {
-    PL_ONCE,   /* one stream, started with the daemon */
-    PL_SERVE,  /* a listen sink: one stream per client, from the file */
-    PL_ACCEPT, /* a listen source: one stream per accepted connection */
+    PL_ONCE,      /* one stream, started with the daemon */
+    PL_SERVE,     /* a listen sink: one stream per client, from the file */
+    PL_ACCEPT,    /* a listen source: one stream per accepted connection */
+    PL_BROADCAST, /* a live source, listen sinks: one stream, every client
+                     a branch of its tee (broadcast.c) */
 };
 
 struct listener {
@@ -76,6 +78,7 @@ struct pipeline_rt {
     bool draining;            /* removed or replaced by a reload */
     bool replaced;            /* while a reload is prepared: to drain */
     struct weir_timer drain;  /* its drain timeout */
+    struct bcast *bc;         /* PL_BROADCAST (broadcast.c) */
 };
 
 /* Which pipe of a stream finished: idx -1 is the source's pipe into the
@@ -252,6 +255,18 @@ void relay_prepare(struct half *h); /* before the client's fd is consumed */
 void relay_start(struct half *h);   /* after the forward sink is built */
 void relay_cut(struct half *h);     /* an error on either side ends both */
 void relay_teardown(struct half *h);
+
+/* broadcast.c. Main thread: broadcast_start makes the shared stream,
+ * broadcast_client adds an accepted client, broadcast_cut shuts the
+ * clients' connections down (returns how many), broadcast_free at the
+ * pipeline's end. Worker: broadcast_build is the shared stream's last
+ * stage, fed by rs; broadcast_teardown when its half ends. */
+int broadcast_start(struct pipeline_rt *pl);
+void broadcast_client(struct listener *l, int fd, const char *peer);
+unsigned broadcast_cut(const struct pipeline_rt *pl);
+void broadcast_free(struct pipeline_rt *pl);
+void broadcast_build(struct half *h, struct weir_readable *rs);
+void broadcast_teardown(struct half *h);
 
 /* stream_report.c: main thread, when the stream ended. */
 void stream_report(struct stream *s);

@@ -291,6 +291,8 @@ static void half_teardown(struct half *h)
 {
     struct stream *s = h->s;
 
+    if (s->pl->mode == PL_BROADCAST)
+        broadcast_teardown(h);
     if (h->tee) {
         tee_collect(h);
         weir_tee_destroy(h->tee);
@@ -542,8 +544,12 @@ static int make_source(struct half *h)
         .counter = &s->bytes_in,
     };
     int fd = s->src_fd;
+    struct stat st;
 
     s->src_fd = -1;
+    /* A broadcast is live: it starts at the file's end. */
+    if (s->pl->mode == PL_BROADCAST && s->src_regular && fstat(fd, &st) == 0)
+        o.offset = (uint64_t)st.st_size;
     if (s->src_regular)
         return weir_endpoint_file_source(&h->src, h->loop, weir_worker_pool(),
                                          fd, &o);
@@ -739,6 +745,8 @@ void half_build(struct half *h)
             rs = build_xforms(h, rs);
         if (!rs) {
             /* The source's readable was cancelled; nothing to pipe. */
+        } else if (s->pl->mode == PL_BROADCAST) {
+            broadcast_build(h, rs);
         } else if (s->split) {
             rc = weir_chan_tx_open(h->tx, &ws);
             if (rc)
@@ -880,8 +888,10 @@ struct stream *stream_new(struct pipeline_rt *pl, int src_fd, int sink_fd,
         s->split = xf_placement() != PLACE_SAME && r->nworkers >= 2;
     else
         s->split = r->split && r->nworkers >= 2 && !s->zero_copy;
-    /* A proxy relays replies on the worker that carries the requests. */
-    if (s->src_fd >= 0 && relay_wanted(pl) && relay_open(s) == 0)
+    /* A proxy relays replies on the worker that carries the requests; a
+     * broadcast's tee takes its clients on one worker. */
+    if ((s->src_fd >= 0 && relay_wanted(pl) && relay_open(s) == 0) ||
+        pl->mode == PL_BROADCAST)
         s->split = false;
     w = r->next_worker++ % r->nworkers;
     for (unsigned i = 0; i < 2; i++) {

@@ -24,6 +24,8 @@ struct tee_branch {
     struct weir_tee *tee;
     struct weir_readable *rs;
     enum weir_tee_policy policy;
+    void (*on_disconnect)(void *ctx);
+    void *disconnect_ctx;
     uint64_t delivered, dropped;
     uint64_t delivered_bytes, dropped_bytes;
     bool gone; /* cancelled or disconnected */
@@ -149,6 +151,8 @@ static bool branch_accepts(struct weir_tee *t, struct tee_branch *b,
         b->disconnected = true;
         weir_readable_error(rs, -ENOBUFS);
         branch_gone(t, b, -ENOBUFS);
+        if (b->on_disconnect)
+            b->on_disconnect(b->disconnect_ctx);
         return false;
     default:
         return true;
@@ -304,6 +308,8 @@ static int branch_init(struct weir_tee *t, unsigned i,
     if (opt) {
         ro.strategy = opt->strategy;
         b->policy = opt->policy;
+        b->on_disconnect = opt->on_disconnect;
+        b->disconnect_ctx = opt->disconnect_ctx;
     }
     if (weir_readable_create(&b->rs, &tee_branch_ops, b, &ro)) {
         *b = (struct tee_branch){0};

@@ -555,6 +555,40 @@ live_tee_block_branch_holds_the_source_drop_branch_does_not(void **state)
     weir_readable_destroy(rs);
 }
 
+static void count_disconnect(void *ctx)
+{
+    (*(int *)ctx)++;
+}
+
+static void live_tee_disconnect_tells_and_the_source_goes_on(void **state)
+{
+    struct src s = {.endless = true, .per_pull = 1, .async_pull = true};
+    struct weir_readable *rs = make_src(&s, 1);
+    int told = 0;
+    struct weir_tee_branch_options o = {.strategy = {.hwm = 2},
+                                        .policy = WEIR_TEE_DISCONNECT,
+                                        .on_disconnect = count_disconnect,
+                                        .disconnect_ctx = &told};
+    struct weir_tee_stats st;
+    struct weir_tee *t = NULL;
+    unsigned a;
+
+    (void)state;
+    assert_int_equal(weir_tee_create_live(&t, rs, 1, NULL, NULL), 0);
+    assert_int_equal(weir_tee_add_branch(t, &o, &a), 0);
+    step(&s, 5); /* nobody reads: the third chunk cuts it loose */
+    assert_int_equal(told, 1);
+    weir_tee_stats(t, a, &st);
+    assert_true(st.disconnected);
+    assert_int_equal(s.cancels, 0);
+    assert_true(s.pull_pending);
+    weir_tee_remove_branch(t, a);
+    step(&s, 2);
+    assert_int_equal(told, 1);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
 static void removing_a_branch_keeps_the_source_while_others_remain(void **state)
 {
     struct src s = {.endless = true, .per_pull = 1};
@@ -598,6 +632,7 @@ int main(void)
         cmocka_unit_test(live_tee_branches_see_only_what_follows_their_joining),
         cmocka_unit_test(
             live_tee_block_branch_holds_the_source_drop_branch_does_not),
+        cmocka_unit_test(live_tee_disconnect_tells_and_the_source_goes_on),
         cmocka_unit_test(
             removing_a_branch_keeps_the_source_while_others_remain),
     };

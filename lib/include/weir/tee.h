@@ -40,6 +40,11 @@ enum weir_tee_policy {
 struct weir_tee_branch_options {
     struct weir_strategy strategy;
     enum weir_tee_policy policy;
+    /* WEIR_TEE_DISCONNECT: told (may be NULL) when the branch is cut
+     * loose, right after it errored; the branch's consumer may be blocked
+     * on a peer that does not read, which this is the moment to cut. */
+    void (*on_disconnect)(void *ctx);
+    void *disconnect_ctx;
 };
 
 /* Per-branch counters. Every chunk the tee read from the source ends, for

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -525,6 +526,27 @@ static bool h_send_file(int fd, const char *path)
     }
     fclose(f);
     return true;
+}
+
+/* cmocka teardown shared by the suites: no child of a test outlives it. */
+static int h_teardown(void **state)
+{
+    (void)state;
+    h_reap_all();
+    return 0;
+}
+
+static int h_rm_entry(const char *path, const struct stat *sb, int flag,
+                      struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Removes a test's temporary directory and everything in it. */
+static void h_rm_tree(const char *dir)
+{
+    nftw(dir, h_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif

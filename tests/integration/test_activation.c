@@ -164,25 +164,12 @@ static void test_stray_socket_is_an_error(void **state)
     free(text);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag,
-                    struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_reap_all();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_serves_through_passed_socket, teardown),
-        cmocka_unit_test_teardown(test_stray_socket_is_an_error, teardown),
+        cmocka_unit_test_teardown(test_serves_through_passed_socket,
+                                  h_teardown),
+        cmocka_unit_test_teardown(test_stray_socket_is_an_error, h_teardown),
     };
     int rc;
 
@@ -191,6 +178,6 @@ int main(void)
     snprintf(data, sizeof(data), "%s/data", dir);
     h_make_file(data, 2u << 20, 7, data_hex);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    h_rm_tree(dir);
     return rc;
 }

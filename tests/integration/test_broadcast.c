@@ -371,33 +371,17 @@ static void test_drop_newest_spares_the_fast_client(void **state)
     drop_case("newest", "drop-newest");
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    h_reap_all();
-    return 0;
-}
-
-static int rm_entry(const char *p, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_clients_get_what_follows_their_joining,
-                                  teardown),
+                                  h_teardown),
         cmocka_unit_test_teardown(test_disconnect_evicts_the_stalled_client,
-                                  teardown),
+                                  h_teardown),
         cmocka_unit_test_teardown(test_drop_oldest_spares_the_fast_client,
-                                  teardown),
+                                  h_teardown),
         cmocka_unit_test_teardown(test_drop_newest_spares_the_fast_client,
-                                  teardown),
+                                  h_teardown),
     };
     int rc;
 
@@ -417,6 +401,6 @@ int main(void)
         return 1;
     }
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    h_rm_tree(dir);
     return rc;
 }

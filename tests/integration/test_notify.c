@@ -229,13 +229,6 @@ static void test_watchdog(void **state)
     assert_int_equal(h_stop(&w, WAIT), 0);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag,
-                    struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -250,6 +243,6 @@ int main(void)
     snprintf(data, sizeof(data), "%s/data", dir);
     h_make_file(data, 3u << 20, 6, data_hex);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    h_rm_tree(dir);
     return rc;
 }

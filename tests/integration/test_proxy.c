@@ -654,35 +654,19 @@ static void test_source_connect_waits(void **state)
     close(lfd);
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    h_reap_all();
-    return 0;
-}
-
-static int rm_entry(const char *p, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_echo_20_clients, teardown),
-        cmocka_unit_test_teardown(test_server_speaks_first, teardown),
-        cmocka_unit_test_teardown(test_upstream_closes_first, teardown),
-        cmocka_unit_test_teardown(test_upstream_resets, teardown),
-        cmocka_unit_test_teardown(test_transform_forward_only, teardown),
-        cmocka_unit_test_teardown(test_unix, teardown),
-        cmocka_unit_test_teardown(test_ipv6, teardown),
-        cmocka_unit_test_teardown(test_upstream_refused, teardown),
-        cmocka_unit_test_teardown(test_source_connect, teardown),
-        cmocka_unit_test_teardown(test_source_connect_waits, teardown),
+        cmocka_unit_test_teardown(test_echo_20_clients, h_teardown),
+        cmocka_unit_test_teardown(test_server_speaks_first, h_teardown),
+        cmocka_unit_test_teardown(test_upstream_closes_first, h_teardown),
+        cmocka_unit_test_teardown(test_upstream_resets, h_teardown),
+        cmocka_unit_test_teardown(test_transform_forward_only, h_teardown),
+        cmocka_unit_test_teardown(test_unix, h_teardown),
+        cmocka_unit_test_teardown(test_ipv6, h_teardown),
+        cmocka_unit_test_teardown(test_upstream_refused, h_teardown),
+        cmocka_unit_test_teardown(test_source_connect, h_teardown),
+        cmocka_unit_test_teardown(test_source_connect_waits, h_teardown),
     };
     int rc;
 
@@ -697,6 +681,6 @@ int main(void)
     if (getenv("TEST_FILTER"))
         cmocka_set_test_filter(getenv("TEST_FILTER"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    h_rm_tree(dir);
     return rc;
 }

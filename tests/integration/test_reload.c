@@ -547,30 +547,16 @@ static void test_sigterm_timeout_and_second(void **state)
     close(rd.fd);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag,
-                    struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_reap_all();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_reload_add_remove_inflight, teardown),
-        cmocka_unit_test_teardown(test_reload_broken_config, teardown),
-        cmocka_unit_test_teardown(test_reload_drain_timeout, teardown),
-        cmocka_unit_test_teardown(test_reload_unix_handover, teardown),
-        cmocka_unit_test_teardown(test_reload_refuses_no_client, teardown),
-        cmocka_unit_test_teardown(test_sigterm_drains, teardown),
-        cmocka_unit_test_teardown(test_sigterm_timeout_and_second, teardown),
+        cmocka_unit_test_teardown(test_reload_add_remove_inflight, h_teardown),
+        cmocka_unit_test_teardown(test_reload_broken_config, h_teardown),
+        cmocka_unit_test_teardown(test_reload_drain_timeout, h_teardown),
+        cmocka_unit_test_teardown(test_reload_unix_handover, h_teardown),
+        cmocka_unit_test_teardown(test_reload_refuses_no_client, h_teardown),
+        cmocka_unit_test_teardown(test_sigterm_drains, h_teardown),
+        cmocka_unit_test_teardown(test_sigterm_timeout_and_second, h_teardown),
     };
     int rc;
 
@@ -583,6 +569,6 @@ int main(void)
     h_make_file(big, BIG, 11, big_hex);
     h_make_file(small, SMALL, 12, small_hex);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    h_rm_tree(dir);
     return rc;
 }

@@ -674,44 +674,28 @@ static void test_listen_in_use(void **state)
     close(lfd);
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    h_reap_all();
-    return 0;
-}
-
-static int rm_entry(const char *p, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_file_to_tcp, teardown),
-        cmocka_unit_test_teardown(test_serve_50_clients, teardown),
-        cmocka_unit_test_teardown(test_listen_source_to_file, teardown),
-        cmocka_unit_test_teardown(test_proxy, teardown),
-        cmocka_unit_test_teardown(test_unix_socket, teardown),
-        cmocka_unit_test_teardown(test_ipv6, teardown),
-        cmocka_unit_test_teardown(test_follow, teardown),
-        cmocka_unit_test_teardown(test_follow_truncation, teardown),
-        cmocka_unit_test_teardown(test_two_sinks, teardown),
-        cmocka_unit_test_teardown(test_peer_down_at_start, teardown),
-        cmocka_unit_test_teardown(test_peer_goes_away, teardown),
-        cmocka_unit_test_teardown(test_client_disconnects, teardown),
-        cmocka_unit_test_teardown(test_max_clients, teardown),
-        cmocka_unit_test_teardown(test_pipe_file_to_tcp, teardown),
-        cmocka_unit_test_teardown(test_pipe_tcp_to_file, teardown),
-        cmocka_unit_test_teardown(test_pipe_fails, teardown),
-        cmocka_unit_test_teardown(test_splice_stage, teardown),
-        cmocka_unit_test_teardown(test_pipe_stdio, teardown),
-        cmocka_unit_test_teardown(test_listen_in_use, teardown),
+        cmocka_unit_test_teardown(test_file_to_tcp, h_teardown),
+        cmocka_unit_test_teardown(test_serve_50_clients, h_teardown),
+        cmocka_unit_test_teardown(test_listen_source_to_file, h_teardown),
+        cmocka_unit_test_teardown(test_proxy, h_teardown),
+        cmocka_unit_test_teardown(test_unix_socket, h_teardown),
+        cmocka_unit_test_teardown(test_ipv6, h_teardown),
+        cmocka_unit_test_teardown(test_follow, h_teardown),
+        cmocka_unit_test_teardown(test_follow_truncation, h_teardown),
+        cmocka_unit_test_teardown(test_two_sinks, h_teardown),
+        cmocka_unit_test_teardown(test_peer_down_at_start, h_teardown),
+        cmocka_unit_test_teardown(test_peer_goes_away, h_teardown),
+        cmocka_unit_test_teardown(test_client_disconnects, h_teardown),
+        cmocka_unit_test_teardown(test_max_clients, h_teardown),
+        cmocka_unit_test_teardown(test_pipe_file_to_tcp, h_teardown),
+        cmocka_unit_test_teardown(test_pipe_tcp_to_file, h_teardown),
+        cmocka_unit_test_teardown(test_pipe_fails, h_teardown),
+        cmocka_unit_test_teardown(test_splice_stage, h_teardown),
+        cmocka_unit_test_teardown(test_pipe_stdio, h_teardown),
+        cmocka_unit_test_teardown(test_listen_in_use, h_teardown),
     };
     int rc;
 
@@ -727,6 +711,6 @@ int main(void)
     if (getenv("TEST_FILTER"))
         cmocka_set_test_filter(getenv("TEST_FILTER"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    h_rm_tree(dir);
     return rc;
 }

@@ -743,40 +743,24 @@ static void test_memory_tee_drop_oldest(void **state)
     tee_memory("drop-oldest", true);
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    h_reap_all();
-    return 0;
-}
-
-static int rm_entry(const char *p, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_uppercase, teardown),
-        cmocka_unit_test_teardown(test_gzip, teardown),
-        cmocka_unit_test_teardown(test_zstd, teardown),
-        cmocka_unit_test_teardown(test_gunzip_roundtrip, teardown),
-        cmocka_unit_test_teardown(test_daemon_to_tcp, teardown),
-        cmocka_unit_test_teardown(test_corrupt_gunzip, teardown),
-        cmocka_unit_test_teardown(test_follow_sync, teardown),
-        cmocka_unit_test_teardown(test_tee_files, teardown),
-        cmocka_unit_test_teardown(test_drop_newest, teardown),
-        cmocka_unit_test_teardown(test_drop_oldest, teardown),
-        cmocka_unit_test_teardown(test_disconnect, teardown),
-        cmocka_unit_test_teardown(test_block_never_drops, teardown),
-        cmocka_unit_test_teardown(test_memory_slow_sink, teardown),
-        cmocka_unit_test_teardown(test_memory_tee_block, teardown),
-        cmocka_unit_test_teardown(test_memory_tee_drop_oldest, teardown),
+        cmocka_unit_test_teardown(test_uppercase, h_teardown),
+        cmocka_unit_test_teardown(test_gzip, h_teardown),
+        cmocka_unit_test_teardown(test_zstd, h_teardown),
+        cmocka_unit_test_teardown(test_gunzip_roundtrip, h_teardown),
+        cmocka_unit_test_teardown(test_daemon_to_tcp, h_teardown),
+        cmocka_unit_test_teardown(test_corrupt_gunzip, h_teardown),
+        cmocka_unit_test_teardown(test_follow_sync, h_teardown),
+        cmocka_unit_test_teardown(test_tee_files, h_teardown),
+        cmocka_unit_test_teardown(test_drop_newest, h_teardown),
+        cmocka_unit_test_teardown(test_drop_oldest, h_teardown),
+        cmocka_unit_test_teardown(test_disconnect, h_teardown),
+        cmocka_unit_test_teardown(test_block_never_drops, h_teardown),
+        cmocka_unit_test_teardown(test_memory_slow_sink, h_teardown),
+        cmocka_unit_test_teardown(test_memory_tee_block, h_teardown),
+        cmocka_unit_test_teardown(test_memory_tee_drop_oldest, h_teardown),
     };
     int rc;
 
@@ -801,6 +785,6 @@ int main(void)
     if (getenv("TEST_FILTER"))
         cmocka_set_test_filter(getenv("TEST_FILTER"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    h_rm_tree(dir);
     return rc;
 }

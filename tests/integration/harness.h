@@ -528,8 +528,58 @@ static bool h_send_file(int fd, const char *path)
     return true;
 }
 
+/* h_start_conf's flags. */
+#define H_CONF_VERBOSE                                                         \
+    1u /* -v (debug lines), unless the body sets log_level                     \
+        */
+#define H_CONF_FRESH_LOG 2u /* remove name.log first (spawns append to it) */
+
+/*
+ * Writes DIR/NAME.conf with the printf-style body, after a [daemon] section
+ * with two workers unless the body starts with its own, and starts weir -c
+ * on it, logging to DIR/NAME.log.
+ */
+static inline void h_start_conf(struct h_weir *w, const char *dir,
+                                const char *name, unsigned flags,
+                                const char *fmt, ...)
+{
+    char conf[600], log[600], body[4096];
+    bool verbose;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(conf, sizeof(conf), "%s/%s.conf", dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    if (flags & H_CONF_FRESH_LOG)
+        unlink(log);
+    h_write_text(conf, "%s%s",
+                 strncmp(body, "[daemon]", 8) ? "[daemon]\nworkers = 2\n" : "",
+                 body);
+    verbose = (flags & H_CONF_VERBOSE) && !strstr(body, "log_level");
+    if (verbose)
+        h_spawn(w, (char *const[]){"weir", "-v", "-c", conf, NULL}, log);
+    else
+        h_spawn(w, (char *const[]){"weir", "-c", conf, NULL}, log);
+}
+
+/* Fails the test, showing the log, unless `needle` shows up in w's log
+ * within timeout_ms. */
+static inline void h_expect_log(const struct h_weir *w, const char *needle,
+                                unsigned timeout_ms)
+{
+    if (!h_wait_log(w->log, needle, timeout_ms)) {
+        char *t = h_slurp(w->log);
+
+        fprintf(stderr, "log lacks '%s':\n%s\n", needle, t ? t : "");
+        free(t);
+        fail();
+    }
+}
+
 /* cmocka teardown shared by the suites: no child of a test outlives it. */
-static int h_teardown(void **state)
+static inline int h_teardown(void **state)
 {
     (void)state;
     h_reap_all();
@@ -544,7 +594,7 @@ static int h_rm_entry(const char *path, const struct stat *sb, int flag,
 }
 
 /* Removes a test's temporary directory and everything in it. */
-static void h_rm_tree(const char *dir)
+static inline void h_rm_tree(const char *dir)
 {
     nftw(dir, h_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

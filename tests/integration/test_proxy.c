@@ -17,7 +17,10 @@
 
 #include "harness.h"
 
-#define WAIT     30000 /* ms: generous for sanitizer builds on a busy box */
+#define WAIT                  30000 /* ms: generous for sanitizer builds on a busy box */
+#define expect_log(w, needle) h_expect_log(w, needle, WAIT)
+#define start_conf(w, name, ...)                                               \
+    h_start_conf(w, dir, name, H_CONF_VERBOSE, __VA_ARGS__)
 #define MAX_CONN 64
 
 static char dir[] = "/tmp/weir-proxy-XXXXXX";
@@ -231,31 +234,6 @@ static void up_stop(struct upstream *u)
 }
 
 /* ---- weir ---- */
-
-static void start_conf(struct h_weir *w, const char *name, const char *fmt, ...)
-{
-    char conf[600], log[400], body[4096];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
-    va_end(ap);
-    snprintf(conf, sizeof(conf), "%s/%s.conf", dir, name);
-    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-    h_write_text(conf, "[daemon]\nworkers = 2\n%s", body);
-    h_spawn(w, (char *const[]){"weir", "-v", "-c", conf, NULL}, log);
-}
-
-static void expect_log(const struct h_weir *w, const char *needle)
-{
-    if (!h_wait_log(w->log, needle, WAIT)) {
-        char *t = h_slurp(w->log);
-
-        fprintf(stderr, "log lacks '%s':\n%s\n", needle, t);
-        free(t);
-        fail();
-    }
-}
 
 static void expect_exit(struct h_weir *w, int rc)
 {

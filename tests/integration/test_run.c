@@ -14,9 +14,12 @@
 
 #include "harness.h"
 
-#define BIG   (64u << 20)
-#define SMALL (4u << 20)
-#define WAIT  30000 /* ms: generous for sanitizer builds on a busy box */
+#define BIG                   (64u << 20)
+#define SMALL                 (4u << 20)
+#define WAIT                  30000 /* ms: generous for sanitizer builds on a busy box */
+#define expect_log(w, needle) h_expect_log(w, needle, WAIT)
+#define start_conf(w, name, ...)                                               \
+    h_start_conf(w, dir, name, H_CONF_VERBOSE, __VA_ARGS__)
 
 static char dir[] = "/tmp/weir-run-XXXXXX";
 static char big[600], small[600];
@@ -25,39 +28,6 @@ static char big_hex[65], small_hex[65];
 static void path(char *out, size_t len, const char *name)
 {
     snprintf(out, len, "%s/%s", dir, name);
-}
-
-/* Writes name.conf with the given body, after a [daemon] section unless
- * the body starts with its own; starts weir -c on it, logging to name.log. */
-static void start_conf(struct h_weir *w, const char *name, const char *fmt, ...)
-{
-    char conf[600], log[600], body[4096];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
-    va_end(ap);
-    snprintf(conf, sizeof(conf), "%s/%s.conf", dir, name);
-    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-    h_write_text(conf, "%s%s",
-                 strncmp(body, "[daemon]", 8) ? "[daemon]\nworkers = 2\n" : "",
-                 body);
-    /* -v (debug lines) unless the config sets its own level. */
-    if (strstr(body, "log_level"))
-        h_spawn(w, (char *const[]){"weir", "-c", conf, NULL}, log);
-    else
-        h_spawn(w, (char *const[]){"weir", "-v", "-c", conf, NULL}, log);
-}
-
-static void expect_log(const struct h_weir *w, const char *needle)
-{
-    if (!h_wait_log(w->log, needle, WAIT)) {
-        char *t = h_slurp(w->log);
-
-        fprintf(stderr, "log lacks '%s':\n%s\n", needle, t);
-        free(t);
-        fail();
-    }
 }
 
 static void expect_exit(struct h_weir *w, int rc, bool stop)

@@ -18,9 +18,11 @@
 
 #include "harness.h"
 
-#define TEXT  (6u << 20)  /* the text input */
-#define BIG   (48u << 20) /* the input of the drop tests */
-#define WAIT  60000       /* ms: generous for sanitizer builds */
+#define TEXT (6u << 20)  /* the text input */
+#define BIG  (48u << 20) /* the input of the drop tests */
+#define WAIT 60000       /* ms: generous for sanitizer builds */
+#define start_conf(w, name, ...)                                               \
+    h_start_conf(w, dir, name, H_CONF_FRESH_LOG, __VA_ARGS__)
 #define CHUNK (256u << 10)
 
 static char dir[] = "/tmp/weir-xf-XXXXXX";
@@ -106,23 +108,6 @@ static int weir_pipe(struct h_weir *w, const char *name, ...)
         show_log(w);
     expect_clean(w);
     return rc;
-}
-
-static void start_conf(struct h_weir *w, const char *name, const char *fmt, ...)
-{
-    char conf[600], log[600], body[4096];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
-    va_end(ap);
-    snprintf(conf, sizeof(conf), "%s/%s.conf", dir, name);
-    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-    unlink(log);
-    h_write_text(conf, "%s%s",
-                 strncmp(body, "[daemon]", 8) ? "[daemon]\nworkers = 2\n" : "",
-                 body);
-    h_spawn(w, (char *const[]){"weir", "-c", conf, NULL}, log);
 }
 
 /* The counters of the sink written `sink` in the log: 0 when found. */

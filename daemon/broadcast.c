@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ struct bcast {
 /* At most this many clients at once: the tee's branches. */
 static unsigned bcast_cap(const struct pipeline_rt *pl)
 {
-    unsigned cap = WEIR_TEE_MAX_BRANCHES;
+    unsigned cap = UINT_MAX;
 
     for (size_t i = 0; i < pl->p->nsinks; i++) {
         unsigned m = pl->p->sinks[i]->max_clients;

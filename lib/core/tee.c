@@ -12,6 +12,15 @@
  * (a branch's consumer reading again from inside its callback, which runs
  * inside the distribution of the previous chunk) only sets read_again, and
  * the running loop reads once more.
+ *
+ * Branches are reached through an array of pointers. A tee made with its
+ * branches (weir_tee_create) keeps them in the same allocation as itself;
+ * a live tee allocates each branch when it joins and frees it when it
+ * leaves, and grows the pointer array by doubling, so a broadcast of a
+ * thousand clients costs a thousand branches, not a thousand slots made
+ * up front. A branch removed from inside one of the tee's own callbacks
+ * (a loop over the branches may still hold it) is only marked; the tee's
+ * last hold reaps it.
  */
 #include <errno.h>
 
@@ -30,17 +39,22 @@ struct tee_branch {
     uint64_t delivered_bytes, dropped_bytes;
     bool gone; /* cancelled or disconnected */
     bool disconnected;
-    bool used; /* the slot holds a branch (added, not removed) */
+    bool used;    /* the slot holds a branch (added, not removed) */
+    bool removed; /* removed while the tee was busy: reaped at its put */
+    bool take;    /* tee_distribute, branches past the 64th: takes the
+                     chunk being handed out */
 };
 
 struct weir_tee {
     struct weir_reader reader;
     uint64_t produced, produced_bytes;
     /* n: slots in use or once used (the loops' bound); cap: slots there
-     * are; nused: slots in use; gone: used slots whose branch left. */
-    unsigned n, cap, nused, gone, slot;
+     * may be; nb: entries of b; nused: slots in use; gone: used slots
+     * whose branch left. */
+    unsigned n, cap, nb, nused, gone, slot;
     uint32_t busy;
     bool reading, read_again, doomed;
+    bool reap;  /* some branch is marked removed */
     bool ready; /* every branch exists */
     /* A live tee (weir_tee_create_live): reads whenever no block branch
      * is full, whether or not a branch asks, and with no branch at all
@@ -49,15 +63,58 @@ struct weir_tee {
     bool live, ended;
     weir_tee_end_fn *on_end;
     void *end_ctx;
-    struct tee_branch b[];
+    /* b[i]: slot i's branch. A live tee's entries are NULL while free; a
+     * fixed tee's point into its own allocation, after the tee. */
+    struct tee_branch **b;
 };
+
+static bool slot_taken(const struct weir_tee *t, unsigned i)
+{
+    const struct tee_branch *b = t->b[i];
+
+    return b && (b->used || b->removed);
+}
+
+/* Frees slot i's branch (its readable, and for a live tee the branch). */
+static void slot_clear(struct weir_tee *t, unsigned i)
+{
+    struct tee_branch *b = t->b[i];
+
+    if (!b)
+        return;
+    weir_readable_destroy(b->rs);
+    if (t->live) {
+        weir_core_free(b);
+        t->b[i] = NULL;
+    } else {
+        *b = (struct tee_branch){0};
+    }
+}
 
 static void tee_free(struct weir_tee *t)
 {
     for (unsigned i = 0; i < t->n; i++)
-        weir_readable_destroy(t->b[i].rs);
+        slot_clear(t, i);
     weir_reader_release(&t->reader);
+    if (t->live)
+        weir_core_free(t->b);
     weir_core_free(t);
+}
+
+static void tee_shrink(struct weir_tee *t)
+{
+    while (t->n > 0 && !slot_taken(t, t->n - 1))
+        t->n--;
+}
+
+/* The branches removed while the tee was busy go now. */
+static void tee_reap(struct weir_tee *t)
+{
+    t->reap = false;
+    for (unsigned i = 0; i < t->n; i++)
+        if (t->b[i] && t->b[i]->removed)
+            slot_clear(t, i);
+    tee_shrink(t);
 }
 
 static void tee_hold(struct weir_tee *t)
@@ -67,13 +124,17 @@ static void tee_hold(struct weir_tee *t)
 
 static void tee_put(struct weir_tee *t)
 {
-    if (--t->busy == 0 && t->doomed)
+    if (--t->busy > 0)
+        return;
+    if (t->doomed)
         tee_free(t);
+    else if (t->reap)
+        tee_reap(t);
 }
 
 static bool branch_live(const struct tee_branch *b)
 {
-    return b->used && !b->gone && b->rs->state == RS_READABLE &&
+    return b && b->used && !b->gone && b->rs->state == RS_READABLE &&
            !b->rs->close_requested;
 }
 
@@ -92,7 +153,7 @@ static bool tee_may_read(const struct weir_tee *t)
     bool wanted = false;
 
     for (unsigned i = 0; i < t->n; i++) {
-        const struct tee_branch *b = &t->b[i];
+        const struct tee_branch *b = t->b[i];
 
         if (!branch_live(b))
             continue;
@@ -117,10 +178,11 @@ static void branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
 static bool branch_accepts(struct weir_tee *t, struct tee_branch *b,
                            uint32_t len)
 {
-    struct weir_readable *rs = b->rs;
+    struct weir_readable *rs;
 
     if (!branch_live(b))
         return false;
+    rs = b->rs;
     if (b->policy == WEIR_TEE_BLOCK || branch_room(b))
         return true;
     switch (b->policy) {
@@ -159,6 +221,15 @@ static bool branch_accepts(struct weir_tee *t, struct tee_branch *b,
     }
 }
 
+/* Hands the chunk to branch i. */
+static void branch_take(struct tee_branch *b, struct weir_buf *buf,
+                        uint8_t *data, uint32_t len)
+{
+    b->delivered++;
+    b->delivered_bytes += len;
+    weir_readable_enqueue(b->rs, (struct weir_chunk){buf, data, len});
+}
+
 static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
 {
     /* The chunk's fields as scalars: the chunk is rebuilt for each
@@ -168,16 +239,26 @@ static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
     struct weir_buf *buf = chunk.buf;
     uint8_t *data = chunk.data;
     uint32_t len = chunk.len;
-    uint64_t take = 0; /* bit i: branch i takes the chunk */
-    unsigned takers = 0;
+    /* Who takes the chunk: bit i for the first 64 branches (a register,
+     * the common case), the branch's take flag beyond. */
+    uint64_t take = 0;
+    unsigned takers = 0, last = 0;
 
     t->produced++;
     t->produced_bytes += chunk.len;
+    /* First who takes it (a policy may drop or disconnect), then the
+     * references, then the enqueues: a branch's consumer runs inside its
+     * enqueue and may read again, so every reference must exist before
+     * the first one is handed out. */
     for (unsigned i = 0; i < t->n; i++) {
-        if (branch_accepts(t, &t->b[i], chunk.len)) {
+        if (!branch_accepts(t, t->b[i], chunk.len))
+            continue;
+        if (i < 64)
             take |= UINT64_C(1) << i;
-            takers++;
-        }
+        else
+            t->b[i]->take = true;
+        takers++;
+        last = i + 1;
     }
     if (takers == 0) {
         if (buf)
@@ -188,14 +269,19 @@ static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
     if (buf)
         for (unsigned i = 1; i < takers; i++)
             weir_buf_ref(buf);
-    for (unsigned i = 0; take; i++, take >>= 1) {
-        if (!(take & 1))
-            continue;
-        t->b[i].delivered++;
-        t->b[i].delivered_bytes += chunk.len;
-        /* A branch cancelled by an earlier branch's callback refuses
-         * and drops its reference itself. */
-        weir_readable_enqueue(t->b[i].rs, (struct weir_chunk){buf, data, len});
+    /* Nothing is reaped while we are busy: a branch removed by an earlier
+     * branch's callback is still here, errored, and its readable refuses
+     * the chunk and drops the reference itself. */
+    for (unsigned i = 0; take; i++, take >>= 1)
+        if (take & 1)
+            branch_take(t->b[i], buf, data, len);
+    for (unsigned i = 64; i < last; i++) {
+        struct tee_branch *b = t->b[i];
+
+        if (b && b->take) {
+            b->take = false;
+            branch_take(b, buf, data, len);
+        }
     }
 }
 
@@ -205,7 +291,7 @@ static void tee_end(struct weir_tee *t, int rc)
 
     t->ended = true;
     for (unsigned i = 0; i < t->n; i++) {
-        struct tee_branch *b = &t->b[i];
+        struct tee_branch *b = t->b[i];
 
         if (!branch_live(b))
             continue;
@@ -294,6 +380,30 @@ static const struct weir_source_ops tee_branch_ops = {
     .cancel = tee_cancel,
 };
 
+/* Room in b for slot i: a live tee's array grows by doubling, up to
+ * its cap. */
+static int slots_reserve(struct weir_tee *t, unsigned i)
+{
+    struct tee_branch **nb;
+    unsigned want;
+
+    if (i < t->nb)
+        return 0;
+    want = t->nb ? t->nb : 8;
+    while (want <= i)
+        want = want > UINT32_MAX / 2 ? UINT32_MAX : want * 2;
+    if (want > t->cap)
+        want = t->cap;
+    nb = weir_core_realloc(t->b, (size_t)want * sizeof(*nb));
+    if (!nb)
+        return -ENOMEM;
+    for (unsigned k = t->nb; k < want; k++)
+        nb[k] = NULL;
+    t->b = nb;
+    t->nb = want;
+    return 0;
+}
+
 static int branch_init(struct weir_tee *t, unsigned i,
                        const struct weir_tee_branch_options *opt)
 {
@@ -302,8 +412,17 @@ static int branch_init(struct weir_tee *t, unsigned i,
         .byte_stream = t->reader.stream->byte_stream,
         .slot = t->slot,
     };
-    struct tee_branch *b = &t->b[i];
+    struct tee_branch *b;
 
+    if (t->live) {
+        if (slots_reserve(t, i))
+            return -ENOMEM;
+        b = weir_core_zalloc(sizeof(*b));
+        if (!b)
+            return -ENOMEM;
+        t->b[i] = b;
+    }
+    b = t->b[i];
     *b = (struct tee_branch){.tee = t, .used = true};
     if (opt) {
         ro.strategy = opt->strategy;
@@ -312,21 +431,40 @@ static int branch_init(struct weir_tee *t, unsigned i,
         b->disconnect_ctx = opt->disconnect_ctx;
     }
     if (weir_readable_create(&b->rs, &tee_branch_ops, b, &ro)) {
-        *b = (struct tee_branch){0};
+        b->rs = NULL;
+        b->used = false;
+        slot_clear(t, i);
         return -ENOMEM;
     }
     t->nused++;
     return 0;
 }
 
-static struct weir_tee *tee_alloc(struct weir_readable *src, unsigned cap)
+/* A fixed tee: the tee, then cap branch pointers, then the cap branches,
+ * in one allocation. A live tee: the tee alone; branches come later. */
+static struct weir_tee *tee_alloc(struct weir_readable *src, unsigned cap,
+                                  bool live)
 {
-    struct weir_tee *t = weir_core_zalloc(sizeof(*t) + cap * sizeof(t->b[0]));
+    size_t size = sizeof(struct weir_tee);
+    struct tee_branch *slots;
+    struct weir_tee *t;
 
+    if (!live)
+        size += (size_t)cap *
+                (sizeof(struct tee_branch *) + sizeof(struct tee_branch));
+    t = weir_core_zalloc(size);
     if (!t)
         return NULL;
     t->cap = cap;
+    t->live = live;
     t->slot = src->slot;
+    if (!live) {
+        t->b = (struct tee_branch **)(void *)(t + 1);
+        slots = (struct tee_branch *)(void *)(t->b + cap);
+        for (unsigned i = 0; i < cap; i++)
+            t->b[i] = &slots[i];
+        t->nb = cap;
+    }
     weir_reader_acquire(&t->reader, src);
     return t;
 }
@@ -336,11 +474,11 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
 {
     struct weir_tee *t;
 
-    if (n == 0 || n > WEIR_TEE_MAX_BRANCHES)
+    if (n == 0 || n > UINT32_MAX / sizeof(struct tee_branch))
         return -EINVAL;
     if (src->locked)
         return -EBUSY;
-    t = tee_alloc(src, n);
+    t = tee_alloc(src, n, false);
     if (!t)
         return -ENOMEM;
     for (unsigned i = 0; i < n; i++) {
@@ -365,14 +503,13 @@ int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
 {
     struct weir_tee *t;
 
-    if (cap == 0 || cap > WEIR_TEE_MAX_BRANCHES)
+    if (cap == 0)
         return -EINVAL;
     if (src->locked)
         return -EBUSY;
-    t = tee_alloc(src, cap);
+    t = tee_alloc(src, cap, true);
     if (!t)
         return -ENOMEM;
-    t->live = true;
     t->on_end = on_end;
     t->end_ctx = ctx;
     t->ready = true;
@@ -392,7 +529,7 @@ int weir_tee_add_branch(struct weir_tee *t,
 
     if (t->ended)
         return -EPIPE;
-    while (i < t->n && t->b[i].used)
+    while (i < t->n && slot_taken(t, i))
         i++;
     if (i == t->cap)
         return -ENOSPC;
@@ -416,23 +553,28 @@ int weir_tee_add_branch(struct weir_tee *t,
 
 void weir_tee_remove_branch(struct weir_tee *t, unsigned i)
 {
-    struct tee_branch *b;
+    struct tee_branch *b = i < t->n ? t->b[i] : NULL;
+    /* Busy already: a loop over the branches may be running below us. */
+    bool inside = t->busy > 0;
 
-    if (i >= t->n || !t->b[i].used)
+    if (!b || !b->used)
         return;
-    b = &t->b[i];
     tee_hold(t);
     if (!b->gone) {
         if (b->rs->state == RS_READABLE && !b->rs->close_requested)
             weir_readable_error(b->rs, -ECANCELED);
         branch_gone(t, b, -ECANCELED);
     }
-    weir_readable_destroy(b->rs);
     t->gone--;
     t->nused--;
-    *b = (struct tee_branch){0};
-    while (t->n > 0 && !t->b[t->n - 1].used)
-        t->n--;
+    b->used = false;
+    if (inside) {
+        b->removed = true;
+        t->reap = true;
+    } else {
+        slot_clear(t, i);
+        tee_shrink(t);
+    }
     /* The branch that left may have been the one holding the others
      * back. */
     tee_read(t);
@@ -441,17 +583,28 @@ void weir_tee_remove_branch(struct weir_tee *t, unsigned i)
 
 struct weir_readable *weir_tee_branch(struct weir_tee *t, unsigned i)
 {
-    return i < t->n && t->b[i].used ? t->b[i].rs : NULL;
+    return i < t->n && t->b[i] && t->b[i]->used ? t->b[i]->rs : NULL;
 }
 
 void weir_tee_stats(const struct weir_tee *t, unsigned i,
                     struct weir_tee_stats *st)
 {
-    st->delivered = t->b[i].delivered;
-    st->dropped = t->b[i].dropped;
-    st->delivered_bytes = t->b[i].delivered_bytes;
-    st->dropped_bytes = t->b[i].dropped_bytes;
-    st->disconnected = t->b[i].disconnected;
+    const struct tee_branch *b = i < t->n ? t->b[i] : NULL;
+
+    if (!b || !b->used) {
+        *st = (struct weir_tee_stats){0};
+        return;
+    }
+    st->delivered = b->delivered;
+    st->dropped = b->dropped;
+    st->delivered_bytes = b->delivered_bytes;
+    st->dropped_bytes = b->dropped_bytes;
+    st->disconnected = b->disconnected;
+}
+
+unsigned weir_tee_branches(const struct weir_tee *t)
+{
+    return t->nused;
 }
 
 uint64_t weir_tee_produced(const struct weir_tee *t)

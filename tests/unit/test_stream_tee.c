@@ -5,10 +5,12 @@
  * drop policies account for every chunk (dropped + delivered = produced);
  * disconnect errors only the full branch; shared pool buffers come home.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "test_stream_util.h"
@@ -617,6 +619,110 @@ static void removing_a_branch_keeps_the_source_while_others_remain(void **state)
     weir_readable_destroy(rs);
 }
 
+/* Far past 64 branches: 300 join in three waves, each sees exactly the
+ * chunks read after its joining; then they leave. */
+#define MANY 300u
+
+static void live_tee_takes_hundreds_of_branches(void **state)
+{
+    struct src s = {.total = 1000, .per_pull = 1, .async_pull = true};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee_branch_options o = {.strategy = {.hwm = 100}};
+    struct weir_tee *t = NULL;
+    struct weir_reader *r = calloc(MANY, sizeof(*r));
+    struct done *pd = calloc(MANY, sizeof(*pd));
+    unsigned idx;
+    int end = 0;
+
+    (void)state;
+    assert_non_null(r);
+    assert_non_null(pd);
+    assert_int_equal(weir_tee_create_live(&t, rs, UINT_MAX, NULL, NULL), 0);
+    step(&s, 2);
+    for (unsigned w = 0; w < 3; w++) {
+        for (unsigned i = w * 100; i < (w + 1) * 100; i++) {
+            assert_int_equal(weir_tee_add_branch(t, &o, &idx), 0);
+            assert_int_equal(idx, i);
+        }
+        step(&s, 3);
+    }
+    assert_int_equal(weir_tee_branches(t), MANY);
+    for (unsigned i = 0; i < MANY; i++) {
+        unsigned w = i / 100;
+        uint64_t sum = 0;
+
+        assert_int_equal(weir_reader_acquire(&r[i], weir_tee_branch(t, i)), 0);
+        assert_int_equal(drain_branch(&r[i], &pd[i], &sum, &end), 3 * (3 - w));
+        assert_true(sum == sum_range(2 + 3 * w, 11));
+    }
+    /* Every reader has a read parked: the next chunk reaches them all
+     * inside its distribution. */
+    step(&s, 1);
+    for (unsigned i = 0; i < MANY; i++) {
+        assert_int_equal(pd[i].calls, 1);
+        weir_reader_release(&r[i]);
+        weir_tee_remove_branch(t, i);
+    }
+    assert_int_equal(weir_tee_branches(t), 0u);
+    assert_null(weir_tee_branch(t, 0));
+    step(&s, 1);
+    assert_int_equal(s.cancels, 0);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+    free(r);
+    free(pd);
+}
+
+/* A branch removed by another branch's callback while a chunk is being
+ * handed out (a later taker, past the first 64) is reaped after the
+ * distribution, and its slot is free again. */
+struct remover {
+    struct weir_tee *t;
+    unsigned victim;
+    struct done d;
+};
+
+static void remove_on_read(void *ctx, int rc, struct weir_chunk c)
+{
+    struct remover *m = ctx;
+
+    read_cb(&m->d, rc, c);
+    weir_tee_remove_branch(m->t, m->victim);
+}
+
+static void live_tee_branch_removed_inside_a_callback(void **state)
+{
+    struct src s = {.endless = true, .per_pull = 1, .async_pull = true};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee_branch_options o = {.strategy = {.hwm = 100}};
+    struct weir_tee *t = NULL;
+    struct weir_reader r0, rv;
+    struct weir_chunk c;
+    struct remover m = {.victim = 99};
+    unsigned idx;
+
+    (void)state;
+    assert_int_equal(weir_tee_create_live(&t, rs, 200, NULL, NULL), 0);
+    m.t = t;
+    for (unsigned i = 0; i < 100; i++)
+        assert_int_equal(weir_tee_add_branch(t, &o, &idx), 0);
+    assert_int_equal(weir_reader_acquire(&r0, weir_tee_branch(t, 0)), 0);
+    assert_int_equal(weir_reader_acquire(&rv, weir_tee_branch(t, 99)), 0);
+    assert_int_equal(weir_reader_read(&r0, &c, remove_on_read, &m),
+                     WEIR_PENDING);
+    weir_reader_release(&rv);
+    step(&s, 1);
+    assert_int_equal(m.d.calls, 1);
+    assert_null(weir_tee_branch(t, 99));
+    assert_int_equal(weir_tee_branches(t), 99u);
+    assert_int_equal(weir_tee_add_branch(t, &o, &idx), 0);
+    assert_int_equal(idx, 99u);
+    step(&s, 2);
+    weir_reader_release(&r0);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -635,6 +741,8 @@ int main(void)
         cmocka_unit_test(live_tee_disconnect_tells_and_the_source_goes_on),
         cmocka_unit_test(
             removing_a_branch_keeps_the_source_while_others_remain),
+        cmocka_unit_test(live_tee_takes_hundreds_of_branches),
+        cmocka_unit_test(live_tee_branch_removed_inside_a_callback),
     };
 
     pattern_init();

@@ -27,9 +27,6 @@
 
 struct weir_tee;
 
-/* Most branches one tee feeds. */
-#define WEIR_TEE_MAX_BRANCHES 64u
-
 enum weir_tee_policy {
     WEIR_TEE_BLOCK = 0,
     WEIR_TEE_DROP_NEWEST,
@@ -59,8 +56,8 @@ struct weir_tee_stats {
 };
 
 /*
- * Tees `src` (locking it) into n branches, 1 <= n <=
- * WEIR_TEE_MAX_BRANCHES. opts: n entries, or NULL
+ * Tees `src` (locking it) into n >= 1 branches, made now in one
+ * allocation with the tee. opts: n entries, or NULL
  * for the spec's branch defaults (count strategy, hwm 1) with the block
  * policy. A byte-stream source gives byte-stream branches. Branches drop
  * references on the source's thread slot. Returns 0, -EINVAL, -EBUSY when
@@ -74,12 +71,14 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
 typedef void weir_tee_end_fn(void *ctx, int rc);
 
 /*
- * A live tee (a broadcast): starts with no branch and room for cap (1 <=
- * cap <= WEIR_TEE_MAX_BRANCHES). It reads the source whenever no live
- * block branch is full, whether or not a branch asks: with no branch, or
- * only drop/disconnect branches that are full, what it reads is dropped,
- * since a broadcast keeps no backlog; a block branch still holds the
- * source back. Branches come and go with weir_tee_add_branch and
+ * A live tee (a broadcast): starts with no branch and takes up to cap >= 1
+ * of them (UINT_MAX: no limit but memory). A branch is allocated when it
+ * is added and freed when it is removed, so an idle slot costs one
+ * pointer and a tee of a handful of branches no more than that. It reads the
+ * source whenever no live block branch is full, whether or not a branch asks:
+ * with no branch, or only drop/disconnect branches that are full, what it reads
+ * is dropped, since a broadcast keeps no backlog; a block branch still holds
+ * the source back. Branches come and go with weir_tee_add_branch and
  * weir_tee_remove_branch; the source is never cancelled for want of
  * branches (stop it through its own endpoint). on_end (may be NULL) is
  * told when the source ends. Returns 0, -EINVAL, -EBUSY, -ENOMEM.
@@ -103,15 +102,21 @@ int weir_tee_add_branch(struct weir_tee *t,
  * reader sees it), its readable is freed, its slot and counters are
  * reset for a later weir_tee_add_branch. The source goes on while other
  * branches remain, or always for a live tee. Read weir_tee_stats first if
- * they matter. Safe inside the branches' callbacks.
+ * they matter. Safe inside the branches' callbacks: there the branch is
+ * only marked, and freed when the tee's callback returns (its slot is
+ * taken until then).
  */
 void weir_tee_remove_branch(struct weir_tee *t, unsigned i);
+
+/* The branches added and not removed. */
+unsigned weir_tee_branches(const struct weir_tee *t);
 
 /* Branch i (< n): a readable stream owned by the tee; NULL for a slot
  * with no branch. */
 struct weir_readable *weir_tee_branch(struct weir_tee *t, unsigned i);
 
-/* Counters of branch i; and the number of chunks read from the source. */
+/* Counters of branch i (zeros for a slot with no branch); and the number
+ * of chunks read from the source. */
 void weir_tee_stats(const struct weir_tee *t, unsigned i,
                     struct weir_tee_stats *st);
 uint64_t weir_tee_produced(const struct weir_tee *t);

@@ -4,7 +4,13 @@
  *
  * zstd writes one frame per stream: ZSTD_e_continue while chunks come
  * (libzstd gathers a block before it emits anything), ZSTD_e_end at the
- * end, which also makes an empty stream a valid (empty) frame. unzstd
+ * end, which also makes an empty stream a valid (empty) frame. A sync
+ * (a quiet live source, or a client joining a broadcast) ends the frame
+ * there and then, and the next input opens a new one: a file of frames is
+ * valid zstd, and the output after a sync decodes on its own, which is
+ * what a client that joins midway needs (ending only the block would
+ * leave it without a frame header). The price is a frame header and a
+ * fresh window per sync, a few bytes and some ratio. unzstd
  * reads frame after frame; ZSTD_decompressStream answers 0 exactly at a
  * frame's end, so any other answer when the stream ends means truncated
  * input. unzstd takes frames whose window is at most 8 MiB (what zstd
@@ -23,9 +29,10 @@ struct zs_state {
     ZSTD_CCtx *c;
     ZSTD_DCtx *d;
     uint64_t consumed; /* unzstd: input bytes taken */
-    bool frame_open;   /* unzstd: inside a frame */
+    bool frame_open;   /* unzstd: inside a frame; zstd: input since the
+                          frame began */
     bool ended;        /* zstd: ZSTD_e_end has finished */
-    bool flushing;     /* zstd: a ZSTD_e_flush has not finished yet */
+    bool ending;       /* zstd: a sync's ZSTD_e_end has not finished yet */
 };
 
 static int zs_state(struct weir_xform *x, bool compress, struct zs_state **out)
@@ -78,22 +85,27 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
     if (ZSTD_isError(r))
         return -EIO;
     *left = r;
+    if (in.pos)
+        z->frame_open = true;
     x->in_off += (uint32_t)in.pos;
     x->st.in_bytes += in.pos;
     return xf_out_commit(x, (uint32_t)out.pos);
 }
 
-/* Finishes a flush begun by zstd_sync: libzstd wants ZSTD_e_flush repeated
- * until it answers 0 before any other directive. */
-static int zs_flush(struct weir_xform *x, struct zs_state *z)
+/* Finishes the frame a sync ended: libzstd wants ZSTD_e_end repeated until
+ * it answers 0 before any other directive; the next ZSTD_e_continue then
+ * begins a new frame. */
+static int zs_end_frame(struct weir_xform *x, struct zs_state *z)
 {
     size_t left = 1;
     int rc = 0;
 
-    while (rc == 0 && z->flushing) {
-        rc = zs_compress_once(x, z, ZSTD_e_flush, &left);
-        if (rc == 0 && left == 0)
-            z->flushing = false;
+    while (rc == 0 && z->ending) {
+        rc = zs_compress_once(x, z, ZSTD_e_end, &left);
+        if (rc == 0 && left == 0) {
+            z->ending = false;
+            z->frame_open = false;
+        }
     }
     return rc;
 }
@@ -105,7 +117,7 @@ static int zstd_step(struct weir_xform *x)
     int rc = zs_state(x, true, &z);
 
     if (rc == 0)
-        rc = zs_flush(x, z);
+        rc = zs_end_frame(x, z);
     while (rc == 0 && xf_in_left(x))
         rc = zs_compress_once(x, z, ZSTD_e_continue, &left);
     return rc;
@@ -118,7 +130,7 @@ static int zstd_finish(struct weir_xform *x)
     int rc = zs_state(x, true, &z);
 
     if (rc == 0)
-        rc = zs_flush(x, z);
+        rc = zs_end_frame(x, z);
     while (rc == 0 && !z->ended) {
         rc = zs_compress_once(x, z, ZSTD_e_end, &left);
         if (rc == 0 && left == 0)
@@ -127,17 +139,18 @@ static int zstd_finish(struct weir_xform *x)
     return rc ? rc : xf_out_emit(x);
 }
 
-/* Ends the current block so what came in so far can be decoded: a live
- * source went quiet. */
+/* Ends the current frame so what came in so far can be decoded, and the
+ * output from here on decodes by itself. A frame with no input yet has
+ * nothing to end (no empty frames at every sync of a quiet source). */
 static int zstd_sync(struct weir_xform *x)
 {
     struct zs_state *z = x->state;
     int rc;
 
-    if (!z || z->ended)
+    if (!z || z->ended || !(z->frame_open || z->ending))
         return xf_out_emit(x);
-    z->flushing = true;
-    rc = zs_flush(x, z);
+    z->ending = true;
+    rc = zs_end_frame(x, z);
     return rc ? rc : xf_out_emit(x);
 }
 

@@ -1,19 +1,39 @@
 /*
  * broadcast.c - a live source (a followed file, a connecting tcp or unix
- * source) with listen sinks: one shared stream, started with the
- * pipeline, whose last stage is a live tee (lib/core/tee.c); each
- * accepted client becomes a branch of that tee and a socket sink on the
- * stream's worker, and sees what the source reads from then on. A client
- * that leaves takes its branch away; with no client the tee reads on and
- * drops, since a broadcast keeps no backlog. A client too slow for its
- * queue meets its listen address's on_full policy: block holds the source
- * (and so every other client) back, drop-newest and drop-oldest lose data
- * for that client only, disconnect evicts it with one log line.
+ * source) with listen sinks: one shared stream whose last stage is a live
+ * tee (lib/core/tee.c); each accepted client becomes a branch of that tee
+ * and a socket sink on the stream's worker, and sees what the source reads
+ * from then on. A client that leaves takes its branch away; with no client
+ * the tee reads on and drops, since a broadcast keeps no backlog. A client
+ * too slow for its queue meets its listen address's on_full policy: block
+ * holds the source (and so every other client) back, drop-newest and
+ * drop-oldest lose data for that client only, disconnect evicts it with
+ * one log line.
+ *
+ * The source comes and goes. When a tcp or unix source's peer closes or
+ * fails, the tee ends its clients cleanly and the main thread starts a
+ * new stream after a backoff (100 ms, doubling up to 10 s while attempts
+ * fail, back to 100 ms once one came up), with one log line per outage.
+ * A client that arrives while no source is up (at start too) is held on
+ * the main thread and joins when the next one comes up, however long that
+ * takes; a drain or stop closes the held ones. Every stream of one
+ * broadcast runs on the same worker, so the worker's side of struct bcast
+ * passes from one stream to the next on one thread, and a stream whose
+ * source ended can finish its clients while the next one runs.
+ *
+ * Compressed output: when the last transform compresses (gzip, zstd), a
+ * client joins at a sync point, or it could not decode what it gets.
+ * weir_xform_sync ends the gzip member or zstd frame; once it answered 0
+ * and everything the compressor gave has gone through the tee, the branch
+ * is added, and its first byte opens a member or frame. A sync that cannot
+ * finish now (the compressor is on a chunk or parked, or a block client
+ * holds the tee back) is retried from the stream's watch timer every
+ * JOIN_RETRY_NS: never a spin.
  *
  * Threads: struct bcast and the clients' list are the main thread's,
- * except the fields marked "worker", which only the shared stream's
- * worker touches (joins are posted there; they run in order after the
- * stream's start).
+ * except the fields marked "worker", which only the broadcast's worker
+ * touches (joins are posted there; a join that finds no source up goes
+ * back to the main thread, which holds it again).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +49,13 @@
 #define CONTAINER(ptr, type, member)                                           \
     ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
+#define BACKOFF_MIN_NS (100ull * 1000 * 1000)
+#define BACKOFF_MAX_NS (10ull * 1000 * 1000 * 1000)
+/* The clients' watch, as stream.c's sinks' (sink_watch_step counts in
+ * these steps), and the retry of joins waiting for a sync point. */
+#define WATCH_NS      (250ull * 1000 * 1000)
+#define JOIN_RETRY_NS (20ull * 1000 * 1000)
+
 struct bclient {
     struct bcast *bc;
     const struct weir_address *addr; /* the listen sink it came through */
@@ -38,26 +65,55 @@ struct bclient {
     int kill_fd; /* main: a dup, to cut the connection */
     struct weir_task join;
     struct weir_task done;
+    bool held;                   /* main: waiting for a source */
+    struct bclient *next, *prev; /* main: bc's list */
     /* Worker. */
+    struct bhub *hub; /* the stream it joined */
     struct weir_endpoint *ep;
     int cut_fd; /* a dup, to cut the connection at an eviction */
     unsigned branch;
+    struct sink_watch sw;          /* on_full=block: held the source? */
+    struct bclient *wnext, *wprev; /* bc's joined or waiting list */
     /* Written by the worker before `done` is posted. */
     int rc;
-    uint64_t bytes, lost;
+    uint64_t bytes, lost, blocked_ns;
     bool evicted, refused;
-    struct bclient *next, *prev; /* main: bc's list */
+    bool bounced; /* no source was up: the main thread holds it again */
+};
+
+/* Worker: one stream's tee and its clients' way in. */
+struct bhub {
+    struct bcast *bc;
+    struct half *h;
+    struct weir_tee *tee;
+    struct weir_xform *zx; /* the compressor joins sync, or NULL */
+    int64_t watched;       /* the clients' last watch */
+    bool going;            /* go_task resumed the tee */
+    bool ended;            /* the source ended */
 };
 
 struct bcast {
     struct pipeline_rt *pl;
-    unsigned worker; /* the shared stream's */
+    unsigned worker; /* every stream's */
+    bool placed;     /* worker is chosen */
     unsigned nclients;
     struct bclient *clients;
+    /* Main. */
+    struct stream *s; /* the current source's stream; NULL between two */
+    bool up;          /* its tee takes clients */
+    bool stopped;     /* drained or stopping: no more sources */
+    bool dead;        /* the source ended for good: clients are refused */
+    bool outage;      /* the source is down, and that was logged */
+    uint64_t backoff_ns;
+    struct weir_timer retry;
+    struct weir_task up_task;   /* worker -> main: the source is up */
+    struct weir_task down_task; /* worker -> main: the source ended */
+    struct weir_task go_task;   /* main -> worker: held clients are in */
     /* Worker. */
-    struct half *h; /* the shared stream's half while it runs */
-    struct weir_tee *tee;
-    bool ended; /* the source ended: joins are refused */
+    struct bhub *hub;        /* the current stream's, while its source runs */
+    struct bclient *joined;  /* clients with a branch, of every stream */
+    struct bclient *waiting; /* clients waiting for a sync point, in order */
+    int down_rc;             /* written before down_task is posted */
 };
 
 /* At most this many clients at once: the tee's branches. */
@@ -88,50 +144,159 @@ static enum weir_tee_policy policy_of(enum on_full f)
     }
 }
 
-/* Worker: the source ended (closed, failed, or stopped by a drain). */
-static void hub_ended(void *ctx, int rc)
+/* A source the broadcast starts again when it ends. */
+static bool source_restarts(const struct pipeline_rt *pl)
 {
-    struct bcast *bc = ctx;
-    struct half *h = bc->h;
+    enum addr_kind k = pl->p->source->kind;
 
-    bc->ended = true;
-    if (rc != WEIR_DONE && h->s->src_rc == 0)
-        h->s->src_rc = rc;
-    half_put(h); /* the hold taken in broadcast_build */
+    return (k == ADDR_TCP || k == ADDR_UNIX) && !pl->run->conf->oneshot;
 }
 
+/* Worker lists: `joined` is doubly linked (clients leave in any order),
+ * `waiting` is a queue (they join in the order they came). */
+static void joined_add(struct bcast *bc, struct bclient *c)
+{
+    c->wprev = NULL;
+    c->wnext = bc->joined;
+    if (bc->joined)
+        bc->joined->wprev = c;
+    bc->joined = c;
+}
+
+static void joined_remove(struct bcast *bc, struct bclient *c)
+{
+    if (c->wprev)
+        c->wprev->wnext = c->wnext;
+    else
+        bc->joined = c->wnext;
+    if (c->wnext)
+        c->wnext->wprev = c->wprev;
+    c->wnext = c->wprev = NULL;
+}
+
+static void waiting_push(struct bcast *bc, struct bclient *c)
+{
+    struct bclient **p = &bc->waiting;
+
+    while (*p)
+        p = &(*p)->wnext;
+    c->wnext = NULL;
+    *p = c;
+}
+
+static struct bclient *waiting_pop(struct bcast *bc)
+{
+    struct bclient *c = bc->waiting;
+
+    if (c)
+        bc->waiting = c->wnext;
+    return c;
+}
+
+/* Worker: no source is up; the main thread holds the client again. */
+static void client_bounce(struct bclient *c)
+{
+    c->bounced = true;
+    weir_loop_post(c->bc->pl->run->main, &c->done);
+}
+
+/* The transform a client must join at a sync point of: the last one,
+ * when it compresses (a compressed stream cannot be entered midway). */
+static struct weir_xform *join_xform(const struct half *h)
+{
+    const char *name;
+
+    if (h->nxf == 0 || !h->xf[h->nxf - 1])
+        return NULL;
+    name = weir_xform_name(h->xf[h->nxf - 1]);
+    return strcmp(name, "gzip") == 0 || strcmp(name, "zstd") == 0
+               ? h->xf[h->nxf - 1]
+               : NULL;
+}
+
+/* Worker: the source ended (closed, failed, or stopped by a drain); the
+ * tee has ended the clients' branches. The clients waiting for a sync
+ * point go back to be held for the next source. */
+static void hub_ended(void *ctx, int rc)
+{
+    struct bhub *hub = ctx;
+    struct bcast *bc = hub->bc;
+    struct half *h = hub->h;
+    struct bclient *c;
+
+    hub->ended = true;
+    if (rc != WEIR_DONE && h->s->src_rc == 0)
+        h->s->src_rc = rc;
+    if (bc->hub == hub) {
+        bc->hub = NULL;
+        while ((c = waiting_pop(bc)))
+            client_bounce(c);
+        bc->down_rc = rc == WEIR_DONE ? 0 : rc;
+        weir_loop_post(bc->pl->run->main, &bc->down_task);
+    }
+    half_put(h); /* the hold taken in broadcast_build; may free hub */
+}
+
+/*
+ * Worker: the stream's last stage. The tee starts paused: the main thread
+ * is told the source is up, posts the clients it held, then go_task, and
+ * the tee reads once they are branches, so they get the new source's
+ * bytes from its first one.
+ */
 void broadcast_build(struct half *h, struct weir_readable *rs)
 {
     struct bcast *bc = h->s->pl->bc;
+    struct bhub *hub = calloc(1, sizeof(*hub));
     struct weir_reader r;
-    int rc;
+    int rc = -ENOMEM;
 
-    bc->h = h;
-    h->pipes++; /* held until the source ends */
-    rc = weir_tee_create_live(&bc->tee, rs, bcast_cap(h->s->pl), hub_ended, bc);
-    if (rc == 0)
-        return;
+    if (hub) {
+        struct weir_tee_live_options o = {
+            .cap = bcast_cap(h->s->pl),
+            .on_end = hub_ended,
+            .ctx = hub,
+            .paused = true,
+        };
+
+        hub->bc = bc;
+        hub->h = h;
+        hub->zx = join_xform(h);
+        h->bhub = hub;
+        rc = weir_tee_create_live(&hub->tee, rs, &o);
+        if (rc == 0) {
+            bc->hub = hub;
+            h->pipes++; /* held until the source ends */
+            half_watch_start(h);
+            weir_loop_post(h->s->run->main, &bc->up_task);
+            return;
+        }
+        hub->tee = NULL;
+        hub->ended = true;
+    }
     /* Nothing will read the source: cancel it, and end. */
     h->s->src_rc = rc;
     if (weir_reader_acquire(&r, rs) == 0) {
         weir_reader_cancel(&r, rc);
         weir_reader_release(&r);
     }
-    bc->tee = NULL;
-    bc->ended = true;
-    half_put(h);
 }
 
 void broadcast_teardown(struct half *h)
 {
+    struct bhub *hub = h->bhub;
     struct bcast *bc = h->s->pl->bc;
+    struct bclient *c;
 
-    if (bc->h != h)
+    if (!hub)
         return;
-    weir_tee_destroy(bc->tee);
-    bc->tee = NULL;
-    bc->h = NULL;
-    bc->ended = true;
+    if (bc->hub == hub) {
+        bc->hub = NULL;
+        while ((c = waiting_pop(bc)))
+            client_bounce(c);
+    }
+    weir_tee_destroy(hub->tee);
+    h->bhub = NULL;
+    free(hub);
 }
 
 /* Worker: the client's pipe ended; its branch and sink go, and the
@@ -139,14 +304,15 @@ void broadcast_teardown(struct half *h)
 static void client_piped(void *ctx, int rc)
 {
     struct bclient *c = ctx;
-    struct bcast *bc = c->bc;
-    struct half *h = bc->h;
+    struct bhub *hub = c->hub;
+    struct half *h = hub->h;
     struct stream *s = h->s;
     struct weir_tee_stats st;
     uint64_t offered;
 
-    weir_tee_stats(bc->tee, c->branch, &st);
-    weir_tee_remove_branch(bc->tee, c->branch);
+    joined_remove(c->bc, c);
+    weir_tee_stats(hub->tee, c->branch, &st);
+    weir_tee_remove_branch(hub->tee, c->branch);
     c->bytes = weir_endpoint_bytes(c->ep);
     weir_endpoint_destroy(c->ep);
     c->ep = NULL;
@@ -158,21 +324,14 @@ static void client_piped(void *ctx, int rc)
                                                     : st.dropped_bytes;
     s->sink_bytes[c->sink] += c->bytes;
     s->ss[c->sink].dropped += c->lost;
+    s->ss[c->sink].blocked_ns += c->blocked_ns;
     s->ss[c->sink].teed = true;
     if (c->cut_fd >= 0)
         close(c->cut_fd);
     c->cut_fd = -1;
+    c->hub = NULL;
     weir_loop_post(s->run->main, &c->done);
     half_put(h);
-}
-
-static void client_refuse(struct bclient *c, int rc)
-{
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
-    c->rc = rc;
-    c->refused = true;
 }
 
 /* Worker: the tee cut the client loose. Its sink may be waiting on a
@@ -192,13 +351,12 @@ static void client_evicted(void *ctx)
         shutdown(c->cut_fd, SHUT_RDWR);
 }
 
-/* Worker: the client becomes a branch of the tee and a socket sink. */
-static void client_join(struct weir_task *t)
+/* Worker: the client becomes a branch of hub's tee and a socket sink; on
+ * failure it is refused. */
+static void client_attach(struct bhub *hub, struct bclient *c)
 {
-    struct bclient *c = CONTAINER(t, struct bclient, join);
-    struct bcast *bc = c->bc;
-    struct half *h = bc->h;
-    const struct weir_pipeline *p = bc->pl->p;
+    struct half *h = hub->h;
+    const struct weir_pipeline *p = c->bc->pl->p;
     struct weir_endpoint_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
         .hwm = c->addr->high_water_mark ? c->addr->high_water_mark
@@ -216,58 +374,149 @@ static void client_join(struct weir_task *t)
     };
     int rc;
 
-    if (bc->ended || !h || !bc->tee) {
-        client_refuse(c, -EPIPE);
-        goto out;
-    }
     c->cut_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
-    rc = weir_tee_add_branch(bc->tee, &bo, &c->branch);
-    if (rc) {
-        if (c->cut_fd >= 0)
-            close(c->cut_fd);
-        c->cut_fd = -1;
-        client_refuse(c, rc);
-        goto out;
+    rc = weir_tee_add_branch(hub->tee, &bo, &c->branch);
+    if (rc == 0) {
+        rc = weir_endpoint_fd_sink(&c->ep, h->loop, c->fd, &o);
+        c->fd = -1; /* own_fd: the endpoint has it, or closed it */
+        if (rc)
+            weir_tee_remove_branch(hub->tee, c->branch);
     }
-    rc = weir_endpoint_fd_sink(&c->ep, h->loop, c->fd, &o);
-    c->fd = -1; /* own_fd: the endpoint has it, or closed it */
     if (rc) {
-        weir_tee_remove_branch(bc->tee, c->branch);
+        if (c->fd >= 0)
+            close(c->fd);
+        c->fd = -1;
         if (c->cut_fd >= 0)
             close(c->cut_fd);
         c->cut_fd = -1;
         c->rc = rc;
         c->refused = true;
-        goto out;
+        weir_loop_post(c->bc->pl->run->main, &c->done);
+        return;
     }
+    c->hub = hub;
+    c->sw = (struct sink_watch){0};
+    joined_add(c->bc, c);
     h->pipes++;
-    rc = weir_pipe_to(weir_tee_branch(bc->tee, c->branch),
+    rc = weir_pipe_to(weir_tee_branch(hub->tee, c->branch),
                       weir_endpoint_writable(c->ep), NULL, client_piped, c);
     if (rc != WEIR_PENDING)
         client_piped(c, rc);
-    return;
-out:
-    weir_loop_post(bc->pl->run->main, &c->done);
 }
 
-/* Main thread: the client is gone. */
-static void client_done(struct weir_task *t)
+/*
+ * Worker: the clients waiting for a sync point join if one is here now:
+ * the compressor's sync finished (its member or frame is out) and the tee
+ * has taken all of it (nothing left queued before the tee). Only from a
+ * task or a timer, never inside the core's callbacks (weir_xform_sync's
+ * rule).
+ */
+static void joins_try(struct bhub *hub)
 {
-    struct bclient *c = CONTAINER(t, struct bclient, done);
-    struct bcast *bc = c->bc;
-    struct pipeline_rt *pl = bc->pl;
-    const char *name = pl->p->name;
+    struct bcast *bc = hub->bc;
+    struct weir_readable *out;
+    struct bclient *c;
 
-    if (c->refused)
-        log_warnx("pipeline %s: refused %s: %s", name, c->peer,
-                  c->rc == -EPIPE    ? "the broadcast's source has ended"
-                  : c->rc == -ENOSPC ? "too many clients"
-                                     : strerror(-c->rc));
-    else
-        log_debug("pipeline %s: sink %s: %llu bytes delivered, %llu dropped%s",
-                  name, c->peer, (unsigned long long)c->bytes,
-                  (unsigned long long)c->lost,
-                  c->evicted ? ", disconnected (queue full)" : "");
+    if (!bc->waiting || hub->ended || !hub->going)
+        return;
+    if (hub->zx) {
+        if (weir_xform_sync(hub->zx) != 0)
+            return; /* busy, or output still to place: the watch retries */
+        out = weir_transform_readable(weir_xform_transform(hub->zx));
+        if (weir_readable_queued(out) > 0)
+            return; /* a block client holds the tee back */
+    }
+    while (bc->hub == hub && (c = waiting_pop(bc)))
+        client_attach(hub, c);
+}
+
+/* Worker: the clients held for this source are branches (or waiting for
+ * a sync point): the tee starts reading. */
+static void go_task(struct weir_task *t)
+{
+    struct bcast *bc = CONTAINER(t, struct bcast, go_task);
+    struct bhub *hub = bc->hub;
+
+    if (!hub || hub->going)
+        return;
+    hub->going = true;
+    joins_try(hub);
+    weir_tee_resume(hub->tee);
+}
+
+/* Worker: a client posted by the main thread once a source was up. */
+static void client_join(struct weir_task *t)
+{
+    struct bclient *c = CONTAINER(t, struct bclient, join);
+    struct bhub *hub = c->bc->hub;
+
+    if (!hub || hub->ended) {
+        client_bounce(c);
+        return;
+    }
+    if (hub->going && !hub->zx) {
+        client_attach(hub, c);
+        return;
+    }
+    waiting_push(c->bc, c);
+    joins_try(hub);
+}
+
+/* Worker: the block clients of h's hub that have held the source back
+ * for long get a warning line, as a stream's sinks do. */
+static void watch_clients(struct bhub *hub, int64_t now)
+{
+    const struct weir_pipeline *p = hub->bc->pl->p;
+    bool others = false;
+
+    for (struct bclient *c = hub->bc->joined; c && !others; c = c->wnext)
+        others = c->hub == hub &&
+                 weir_writable_desired_size(weir_endpoint_writable(c->ep)) > 0;
+    for (struct bclient *c = hub->bc->joined; c; c = c->wnext) {
+        int64_t held;
+
+        if (c->hub != hub || c->addr->on_full != ON_FULL_BLOCK)
+            continue;
+        held = sink_watch_step(
+            &c->sw,
+            weir_writable_desired_size(weir_endpoint_writable(c->ep)) <= 0,
+            weir_endpoint_bytes(c->ep), now, others, p->chunk_size,
+            &c->blocked_ns);
+        if (held)
+            log_warnx("pipeline %s: client %s has held the source back for "
+                      "%.0f s (its queue is full; on_full=block)",
+                      p->name, c->peer, (double)held / 1e9);
+    }
+}
+
+uint64_t broadcast_watch(struct half *h, int64_t now)
+{
+    struct bhub *hub = h->bhub;
+    bool current;
+
+    if (!hub)
+        return WATCH_NS;
+    current = hub->bc->hub == hub;
+    if (current)
+        joins_try(hub);
+    /* The retries of joins come every JOIN_RETRY_NS; the rest keeps the
+     * sinks' pace (a little early is close enough). */
+    if (now - hub->watched >= (int64_t)(WATCH_NS - JOIN_RETRY_NS / 2)) {
+        hub->watched = now;
+        watch_clients(hub, now);
+        /* A live source gone quiet: the compressor's held-back output
+         * goes out to the clients, as for a followed file's stream. */
+        if (h->nxf && !hub->ended)
+            half_sync_idle(h);
+    }
+    return current && hub->bc->waiting ? JOIN_RETRY_NS : WATCH_NS;
+}
+
+/* Main thread: unlinks and frees the client. */
+static void client_free(struct bclient *c)
+{
+    struct bcast *bc = c->bc;
+
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -275,10 +524,67 @@ static void client_done(struct weir_task *t)
     if (c->next)
         c->next->prev = c->prev;
     bc->nclients--;
-    pl->clients--;
+    bc->pl->clients--;
+    if (c->fd >= 0)
+        close(c->fd);
     if (c->kill_fd >= 0)
         close(c->kill_fd);
     free(c);
+}
+
+/* Main thread: a client that never joined is closed. */
+static void client_drop(struct bclient *c, const char *why)
+{
+    struct pipeline_rt *pl = c->bc->pl;
+
+    if (why)
+        log_warnx("pipeline %s: refused %s: %s", pl->p->name, c->peer, why);
+    else
+        log_debug("pipeline %s: closed %s: it was waiting for the source",
+                  pl->p->name, c->peer);
+    client_free(c);
+    run_check_finished(pl->run);
+}
+
+/* Main thread: a client to join now, or to hold until a source is up. */
+static void client_place(struct bclient *c)
+{
+    struct bcast *bc = c->bc;
+
+    if (bc->dead) {
+        client_drop(c, "the broadcast's source has ended");
+    } else if (bc->stopped) {
+        client_drop(c, NULL);
+    } else if (bc->up) {
+        c->held = false;
+        weir_workers_post(bc->pl->run->workers, bc->worker, &c->join);
+    } else {
+        c->held = true;
+    }
+}
+
+/* Main thread: the client is gone (or came back unjoined). */
+static void client_done(struct weir_task *t)
+{
+    struct bclient *c = CONTAINER(t, struct bclient, done);
+    struct bcast *bc = c->bc;
+    struct pipeline_rt *pl = bc->pl;
+    const char *name = pl->p->name;
+
+    if (c->bounced) {
+        c->bounced = false;
+        client_place(c);
+        return;
+    }
+    if (c->refused)
+        log_warnx("pipeline %s: refused %s: %s", name, c->peer,
+                  c->rc == -ENOSPC ? "too many clients" : strerror(-c->rc));
+    else
+        log_debug("pipeline %s: sink %s: %llu bytes delivered, %llu dropped%s",
+                  name, c->peer, (unsigned long long)c->bytes,
+                  (unsigned long long)c->lost,
+                  c->evicted ? ", disconnected (queue full)" : "");
+    client_free(c);
     run_check_finished(pl->run);
 }
 
@@ -319,26 +625,188 @@ void broadcast_client(struct listener *l, int fd, const char *peer)
     bc->clients = c;
     bc->nclients++;
     pl->clients++;
-    log_debug("pipeline %s: client %s joined the broadcast", pl->p->name, peer);
-    weir_workers_post(pl->run->workers, bc->worker, &c->join);
+    log_debug("pipeline %s: client %s joined the broadcast%s", pl->p->name,
+              peer, bc->up ? "" : " (held until the source is up)");
+    client_place(c);
+}
+
+static void source_spawn(struct bcast *bc);
+
+/* Main thread: the retry timer; it holds the pipeline (pl->clients) while
+ * pending, so that a drain does not free bc under it. */
+static void retry_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct bcast *bc = CONTAINER(op, struct bcast, retry.op);
+    struct run *r = bc->pl->run;
+
+    (void)flags;
+    bc->pl->clients--;
+    if (res != -ECANCELED && !bc->stopped)
+        source_spawn(bc);
+    run_check_finished(r);
+}
+
+/* Main thread: the current source is down (rc: why; 0 when its peer
+ * closed). Restarts it after the backoff, logging once per outage. */
+static void source_down(struct bcast *bc, int rc)
+{
+    struct pipeline_rt *pl = bc->pl;
+    const char *name = pl->p->name, *src = pl->p->source->text;
+    bool was_up = bc->up;
+
+    bc->s = NULL;
+    bc->up = false;
+    if (bc->stopped)
+        return;
+    if (was_up) {
+        log_warnx("pipeline %s: source %s %s; reconnecting (clients that "
+                  "connect meanwhile wait for it)",
+                  name, src, rc ? strerror(-rc) : "closed the connection");
+        bc->outage = true;
+        bc->backoff_ns = BACKOFF_MIN_NS;
+    } else if (!bc->outage) {
+        log_warnx("pipeline %s: cannot connect to source %s: %s; retrying",
+                  name, src, rc ? strerror(-rc) : "closed at once");
+        bc->outage = true;
+    } else {
+        log_debug("pipeline %s: source %s: %s; retrying in %llu ms", name, src,
+                  rc ? strerror(-rc) : "closed at once",
+                  (unsigned long long)(bc->backoff_ns / 1000000));
+    }
+    if (weir_loop_timer_start(pl->run->main, &bc->retry, bc->backoff_ns) == 0)
+        pl->clients++;
+    else
+        source_spawn(bc); /* no timer: try now rather than never */
+    bc->backoff_ns *= 2;
+    if (bc->backoff_ns > BACKOFF_MAX_NS)
+        bc->backoff_ns = BACKOFF_MAX_NS;
+}
+
+/* Main thread: the source ended for good (a followed file that failed,
+ * or weir pipe): the held clients are refused, and later ones too. */
+static void source_gone(struct bcast *bc)
+{
+    bc->s = NULL;
+    bc->up = false;
+    if (bc->stopped || bc->dead)
+        return;
+    bc->dead = true;
+    for (struct bclient *c = bc->clients, *next; c; c = next) {
+        next = c->next;
+        if (c->held)
+            client_drop(c, "the broadcast's source has ended");
+    }
+}
+
+/* Main thread: a stream for the source, on the broadcast's worker. */
+static void source_spawn(struct bcast *bc)
+{
+    struct pipeline_rt *pl = bc->pl;
+    struct stream *s = stream_new(pl, -1, -1, NULL);
+
+    if (!s) {
+        if (source_restarts(pl))
+            source_down(bc, -ENOMEM);
+        else
+            source_gone(bc);
+        return;
+    }
+    if (bc->placed) {
+        s->h[0].worker = bc->worker;
+        s->h[0].loop = weir_workers_loop(pl->run->workers, bc->worker);
+    } else {
+        bc->worker = s->h[0].worker;
+        bc->placed = true;
+    }
+    bc->s = s;
+    stream_start(s);
+}
+
+/* Main thread: the worker built the tee; held clients join. */
+static void up_task(struct weir_task *t)
+{
+    struct bcast *bc = CONTAINER(t, struct bcast, up_task);
+    const struct weir_pipeline *p = bc->pl->p;
+
+    if (!bc->stopped && bc->s) {
+        bc->up = true;
+        if (bc->outage)
+            log_info("pipeline %s: source %s is up again", p->name,
+                     p->source->text);
+        bc->outage = false;
+        bc->backoff_ns = BACKOFF_MIN_NS;
+        for (struct bclient *c = bc->clients, *next; c; c = next) {
+            next = c->next;
+            if (c->held)
+                client_place(c);
+        }
+    }
+    /* After the joins (a worker runs posts in order); even when stopped,
+     * since the tee must read to see its source's end. */
+    weir_workers_post(bc->pl->run->workers, bc->worker, &bc->go_task);
+}
+
+/* Main thread: the worker saw the current source end. */
+static void down_task(struct weir_task *t)
+{
+    struct bcast *bc = CONTAINER(t, struct bcast, down_task);
+
+    if (!bc->s)
+        return;
+    if (source_restarts(bc->pl))
+        source_down(bc, bc->down_rc);
+    else
+        source_gone(bc);
+}
+
+bool broadcast_stream_ended(struct stream *s)
+{
+    struct bcast *bc = s->pl->bc;
+    bool current = bc && bc->s == s;
+
+    if (!bc || bc->stopped || !source_restarts(s->pl)) {
+        if (current)
+            source_gone(bc);
+        return false;
+    }
+    if (!current)
+        return true; /* its source's end was handled (down_task) */
+    /* It never came up (a failed connect): one line per outage. */
+    s->quiet = true;
+    source_down(bc, s->src_rc);
+    return true;
+}
+
+void broadcast_stop(struct pipeline_rt *pl)
+{
+    struct bcast *bc = pl->bc;
+
+    if (pl->mode != PL_BROADCAST || !bc || bc->stopped)
+        return;
+    bc->stopped = true;
+    if (bc->retry.op.pending)
+        weir_loop_timer_stop(pl->run->main, &bc->retry);
+    for (struct bclient *c = bc->clients, *next; c; c = next) {
+        next = c->next;
+        if (c->held)
+            client_drop(c, NULL);
+    }
 }
 
 int broadcast_start(struct pipeline_rt *pl)
 {
-    struct stream *s;
+    struct bcast *bc = calloc(1, sizeof(*pl->bc));
 
-    pl->bc = calloc(1, sizeof(*pl->bc));
-    if (!pl->bc)
+    if (!bc)
         return -ENOMEM;
-    pl->bc->pl = pl;
-    s = stream_new(pl, -1, -1, NULL);
-    if (!s) {
-        /* No stream: every client is refused (bc->h stays NULL). */
-        pl->bc->ended = true;
-        return -ENOMEM;
-    }
-    pl->bc->worker = s->h[0].worker;
-    stream_start(s);
+    pl->bc = bc;
+    bc->pl = pl;
+    bc->backoff_ns = BACKOFF_MIN_NS;
+    bc->retry.op.fn = retry_fire;
+    weir_task_init(&bc->up_task, up_task);
+    weir_task_init(&bc->down_task, down_task);
+    weir_task_init(&bc->go_task, go_task);
+    source_spawn(bc);
     return 0;
 }
 
@@ -358,6 +826,13 @@ unsigned broadcast_cut(const struct pipeline_rt *pl)
 
 void broadcast_free(struct pipeline_rt *pl)
 {
-    free(pl->bc);
+    struct bcast *bc = pl->bc;
+
+    if (!bc)
+        return;
+    /* Held clients, if the run ended without a stop. */
+    while (bc->clients && bc->clients->held)
+        client_free(bc->clients);
+    free(bc);
     pl->bc = NULL;
 }

@@ -210,6 +210,7 @@ void pipeline_drain(struct pipeline_rt *pl)
     for (struct stream *s = r->live; s; s = s->next)
         if (s->pl == pl)
             stream_stop(s);
+    broadcast_stop(pl);
     if (pl->clients > 0) {
         pl->drain.op.fn = drain_expired;
         weir_loop_timer_start(r->main, &pl->drain,

@@ -97,7 +97,8 @@ static void connected(struct weir_op *op, int res, uint32_t flags)
         s->up_fd = -1;
         s->sink_rc[0] = res;
     } else {
-        if (res)
+        /* A broadcast retries, and logs once per outage (broadcast.c). */
+        if (res && s->pl->mode != PL_BROADCAST)
             log_warnx("pipeline %s: cannot connect to source %s: %s", p->name,
                       p->source->text, strerror(-res));
         s->src_rc = res;

@@ -147,6 +147,8 @@ static void run_stop(struct run *r)
     close_listeners(r);
     for (struct stream *s = r->live; s; s = s->next)
         stream_stop(s);
+    for (struct pipeline_rt *pl = r->pls; pl; pl = pl->next)
+        broadcast_stop(pl);
     if (r->nlive > 0)
         weir_loop_timer_start(r->main, &r->drain,
                               r->conf->daemon.drain_timeout_ms * 1000000ull);
@@ -288,6 +290,8 @@ void run_stream_ended(struct stream *s)
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
 
     r->bytes_done += out;
+    if (s->pl->mode == PL_BROADCAST && broadcast_stream_ended(s))
+        return;
     if (r->conf->oneshot) {
         progress_summary(r);
         r->one = NULL;

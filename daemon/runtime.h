@@ -88,6 +88,15 @@ struct pipe_ctx {
     int idx;
 };
 
+/* The watch of one block sink's queue (stream.c's sink_watch_step). */
+struct sink_watch {
+    int64_t full_since;  /* when its queue was first seen full; 0: not */
+    int64_t warned;      /* when it was last warned about */
+    uint64_t full_bytes; /* its bytes when it filled */
+};
+
+struct bhub;
+
 /* One stage group on one worker. */
 struct half {
     struct stream *s;
@@ -112,9 +121,7 @@ struct half {
     /* Samples the block sinks' queues: time blocked, and the warning for
      * a sink that holds the pipeline back (stream.c). */
     struct weir_timer watch;
-    int64_t *full_since;  /* per sink: when its queue was first seen full */
-    int64_t *warned;      /* per sink: when it was last warned about */
-    uint64_t *full_bytes; /* per sink: its bytes when it filled */
+    struct sink_watch *sw; /* per sink */
     /* A followed source's idle time, for syncing the transforms. */
     uint64_t idle_bytes, synced_bytes;
     unsigned idle_ticks;
@@ -128,6 +135,7 @@ struct half {
     struct weir_endpoint *rsrc, *rsink;
     struct pipe_ctx rpc;
     int rfd_up, rfd_cli; /* their fds: cutting the pair shuts both down */
+    struct bhub *bhub;   /* PL_BROADCAST: the shared stream's hub */
 };
 
 /* What one sink did, for the log line at the end of a stream and weir
@@ -181,6 +189,9 @@ struct stream {
     bool relay;
     int up_fd, kill_up_fd;
     uint64_t rev_bytes; /* bytes relayed back to the client */
+    /* A broadcast's source attempt that never came up: its end is not
+     * logged (broadcast.c logs once per outage, not per attempt). */
+    bool quiet;
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
     struct stream *next, *prev; /* the run's live list */
@@ -243,6 +254,20 @@ void stream_free(struct stream *s);
  * half_put releases a hold on the half (the last one finishes it). */
 void half_build(struct half *h);
 void half_put(struct half *h);
+/* stream.c, worker. half_watch_start starts the half's watch timer (every
+ * ~250 ms: blocked time, the held-back warning, the idle sync);
+ * half_sync_idle is one watch's idle sync of the half's transforms (they
+ * are synced once the source has read nothing for two watches running).
+ * sink_watch_step is one watch of a block sink: adds the interval to
+ * *blocked_ns while its queue is full, and returns how long it has been
+ * full when a "held the source back" warning is due (full for 5 s, and
+ * stuck or slower than others: `others` says some other sink is not
+ * full), else 0. */
+void half_watch_start(struct half *h);
+void half_sync_idle(struct half *h);
+int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
+                        int64_t now, bool others, uint64_t chunk,
+                        uint64_t *blocked_ns);
 
 /* relay.c: the proxy's reverse direction, and connects on the worker. */
 bool relay_wanted(const struct pipeline_rt *pl); /* main thread */
@@ -267,6 +292,15 @@ unsigned broadcast_cut(const struct pipeline_rt *pl);
 void broadcast_free(struct pipeline_rt *pl);
 void broadcast_build(struct half *h, struct weir_readable *rs);
 void broadcast_teardown(struct half *h);
+/* Worker: one watch of the shared stream's half (its clients, their
+ * joins, the idle sync); returns when to watch next, in ns. */
+uint64_t broadcast_watch(struct half *h, int64_t now);
+/* Main thread: a stream of a broadcast pipeline ended; true when
+ * broadcast.c took over its logging (the source restarts). */
+bool broadcast_stream_ended(struct stream *s);
+/* Main thread: the pipeline drains or weir stops: no more restarts, held
+ * clients are closed. */
+void broadcast_stop(struct pipeline_rt *pl);
 
 /* stream_report.c: main thread, when the stream ended. */
 void stream_report(struct stream *s);

@@ -155,32 +155,42 @@ static bool sink_full(struct half *h, unsigned i)
            weir_writable_desired_size(weir_endpoint_writable(h->sinks[i])) <= 0;
 }
 
+int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
+                        int64_t now, bool others, uint64_t chunk,
+                        uint64_t *blocked_ns)
+{
+    if (!full) {
+        w->full_since = 0;
+        return 0;
+    }
+    if (w->full_since == 0) {
+        w->full_since = now;
+        w->full_bytes = bytes;
+        return 0;
+    }
+    *blocked_ns += WATCH_NS;
+    if (now - w->full_since < WARN_NS ||
+        (w->warned && now - w->warned < WARN_EVERY_NS))
+        return 0;
+    if (!others && bytes - w->full_bytes >= chunk)
+        return 0;
+    w->warned = now;
+    return now - w->full_since;
+}
+
 static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
 {
     struct stream *s = h->s;
     const struct weir_address *a = s->pl->p->sinks[i];
-    uint64_t bytes = weir_endpoint_bytes(h->sinks[i]);
+    int64_t held = sink_watch_step(
+        &h->sw[i], sink_full(h, i), weir_endpoint_bytes(h->sinks[i]), now,
+        others, s->pl->p->chunk_size, &s->ss[i].blocked_ns);
 
-    if (!sink_full(h, i)) {
-        h->full_since[i] = 0;
-        return;
-    }
-    if (h->full_since[i] == 0) {
-        h->full_since[i] = now;
-        h->full_bytes[i] = bytes;
-        return;
-    }
-    s->ss[i].blocked_ns += WATCH_NS;
-    if (now - h->full_since[i] < WARN_NS ||
-        (h->warned[i] && now - h->warned[i] < WARN_EVERY_NS))
-        return;
-    if (!others && bytes - h->full_bytes[i] >= s->pl->p->chunk_size)
-        return;
-    h->warned[i] = now;
-    log_warnx("pipeline %s: sink %s has held the source back for %.0f s "
-              "(its queue is full; on_full=block)",
-              s->pl->p->name, s->peer[0] ? s->peer : a->text,
-              (double)(now - h->full_since[i]) / 1e9);
+    if (held)
+        log_warnx("pipeline %s: sink %s has held the source back for %.0f s "
+                  "(its queue is full; on_full=block)",
+                  s->pl->p->name, s->peer[0] ? s->peer : a->text,
+                  (double)held / 1e9);
 }
 
 /*
@@ -191,7 +201,7 @@ static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
  * the first one's output gave the next transform of the chain. Only where
  * the transforms run with the sinks (not with PLACE_SOURCE).
  */
-static void sync_idle(struct half *h)
+void half_sync_idle(struct half *h)
 {
     struct stream *s = h->s;
     /* Relaxed: a statistic added by the source; only compared here. */
@@ -225,24 +235,25 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     }
     if (h->finished)
         return;
+    /* A broadcast's sinks are its clients (broadcast.c). */
+    if (s->pl->mode == PL_BROADCAST) {
+        weir_loop_timer_start(h->loop, &h->watch, broadcast_watch(h, now));
+        return;
+    }
     for (unsigned i = 0; i < n; i++)
         full += sink_full(h, i);
     for (unsigned i = 0; i < n; i++)
         if (s->pl->p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
             watch_sink(h, i, now, full < n);
     if (h->nxf && (s->pl->p->follow || s->pl->p->source->follow))
-        sync_idle(h);
+        half_sync_idle(h);
     weir_loop_timer_start(h->loop, &h->watch, WATCH_NS);
 }
 
-static void watch_start(struct half *h)
+void half_watch_start(struct half *h)
 {
-    unsigned n = stream_nsinks(h->s);
-
-    h->full_since = calloc(n, sizeof(*h->full_since));
-    h->warned = calloc(n, sizeof(*h->warned));
-    h->full_bytes = calloc(n, sizeof(*h->full_bytes));
-    if (!h->full_since || !h->warned || !h->full_bytes)
+    h->sw = calloc(stream_nsinks(h->s), sizeof(*h->sw));
+    if (!h->sw)
         return; /* no counters; the stream runs on */
     h->watch.op.fn = watch_fire;
     weir_loop_timer_start(h->loop, &h->watch, WATCH_NS);
@@ -507,7 +518,7 @@ static void build_sinks(struct half *h, struct weir_readable *rs)
         cancel_unread(h, rs, rc);
         return;
     }
-    watch_start(h);
+    half_watch_start(h);
     if (n == 1 && s->pl->p->sinks[0]->on_full == ON_FULL_BLOCK) {
         start_pipe(h, rs, weir_endpoint_writable(h->sinks[0]), 0);
         return;
@@ -974,9 +985,7 @@ void stream_free(struct stream *s)
     relay_free(s);
     for (unsigned i = 0; i < 2; i++) {
         free(s->h[i].sinks);
-        free(s->h[i].full_since);
-        free(s->h[i].warned);
-        free(s->h[i].full_bytes);
+        free(s->h[i].sw);
     }
     free(s->sink_rc);
     free(s->sink_bytes);

@@ -60,6 +60,8 @@ void stream_report(struct stream *s)
     unsigned n = s->pl->mode == PL_SERVE ? 1 : (unsigned)s->pl->p->nsinks;
     char line[256];
 
+    if (s->quiet)
+        return;
     report_xform(s);
     for (unsigned i = 0; i < n; i++) {
         sink_line(s, i, line, sizeof(line));

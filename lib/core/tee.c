@@ -23,6 +23,7 @@
  * last hold reaps it.
  */
 #include <errno.h>
+#include <limits.h>
 
 #include "alloc.h"
 #include "stream_impl.h"
@@ -54,8 +55,9 @@ struct weir_tee {
     unsigned n, cap, nb, nused, gone, slot;
     uint32_t busy;
     bool reading, read_again, doomed;
-    bool reap;  /* some branch is marked removed */
-    bool ready; /* every branch exists */
+    bool reap;   /* some branch is marked removed */
+    bool ready;  /* every branch exists */
+    bool paused; /* a live tee made paused, not resumed yet */
     /* A live tee (weir_tee_create_live): reads whenever no block branch
      * is full, whether or not a branch asks, and with no branch at all
      * drops what it reads; it never cancels the source for want of
@@ -323,7 +325,8 @@ static void tee_read(struct weir_tee *t)
         t->read_again = true;
         return;
     }
-    while (t->ready && !t->ended && t->reader.stream && tee_may_read(t)) {
+    while (t->ready && !t->paused && !t->ended && t->reader.stream &&
+           tee_may_read(t)) {
         t->reading = true;
         t->read_again = false;
         rc = weir_reader_read_as_(&t->reader, &chunk, tee_read_cb, t, true);
@@ -499,25 +502,34 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
 }
 
 int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
-                         unsigned cap, weir_tee_end_fn *on_end, void *ctx)
+                         const struct weir_tee_live_options *o)
 {
     struct weir_tee *t;
 
-    if (cap == 0)
-        return -EINVAL;
     if (src->locked)
         return -EBUSY;
-    t = tee_alloc(src, cap, true);
+    t = tee_alloc(src, o->cap ? o->cap : UINT_MAX, true);
     if (!t)
         return -ENOMEM;
-    t->on_end = on_end;
-    t->end_ctx = ctx;
+    t->on_end = o->on_end;
+    t->end_ctx = o->ctx;
     t->ready = true;
+    t->paused = o->paused;
     *out = t;
     tee_hold(t);
     tee_read(t);
     tee_put(t);
     return 0;
+}
+
+void weir_tee_resume(struct weir_tee *t)
+{
+    if (!t->paused)
+        return;
+    t->paused = false;
+    tee_hold(t);
+    tee_read(t);
+    tee_put(t);
 }
 
 int weir_tee_add_branch(struct weir_tee *t,

@@ -473,7 +473,11 @@ static void live_tee_branches_see_only_what_follows_their_joining(void **state)
     int end = 0, ended = 0;
 
     (void)state;
-    assert_int_equal(weir_tee_create_live(&t, rs, 2, live_end, &ended), 0);
+    assert_int_equal(
+        weir_tee_create_live(&t, rs,
+                             &(struct weir_tee_live_options){
+                                 .cap = 2, .on_end = live_end, .ctx = &ended}),
+        0);
     /* No branch: the tee reads on and drops. */
     step(&s, 5);
     assert_true(weir_tee_produced(t) == 5);
@@ -536,7 +540,9 @@ live_tee_block_branch_holds_the_source_drop_branch_does_not(void **state)
     unsigned a, b;
 
     (void)state;
-    assert_int_equal(weir_tee_create_live(&t, rs, 4, NULL, NULL), 0);
+    assert_int_equal(
+        weir_tee_create_live(&t, rs, &(struct weir_tee_live_options){.cap = 4}),
+        0);
     assert_int_equal(weir_tee_add_branch(t, &drop, &a), 0);
     step(&s, 10); /* nobody reads the drop branch: it keeps the first 2 */
     weir_tee_stats(t, a, &st);
@@ -576,7 +582,9 @@ static void live_tee_disconnect_tells_and_the_source_goes_on(void **state)
     unsigned a;
 
     (void)state;
-    assert_int_equal(weir_tee_create_live(&t, rs, 1, NULL, NULL), 0);
+    assert_int_equal(
+        weir_tee_create_live(&t, rs, &(struct weir_tee_live_options){.cap = 1}),
+        0);
     assert_int_equal(weir_tee_add_branch(t, &o, &a), 0);
     step(&s, 5); /* nobody reads: the third chunk cuts it loose */
     assert_int_equal(told, 1);
@@ -637,7 +645,8 @@ static void live_tee_takes_hundreds_of_branches(void **state)
     (void)state;
     assert_non_null(r);
     assert_non_null(pd);
-    assert_int_equal(weir_tee_create_live(&t, rs, UINT_MAX, NULL, NULL), 0);
+    assert_int_equal(
+        weir_tee_create_live(&t, rs, &(struct weir_tee_live_options){0}), 0);
     step(&s, 2);
     for (unsigned w = 0; w < 3; w++) {
         for (unsigned i = w * 100; i < (w + 1) * 100; i++) {
@@ -702,7 +711,9 @@ static void live_tee_branch_removed_inside_a_callback(void **state)
     unsigned idx;
 
     (void)state;
-    assert_int_equal(weir_tee_create_live(&t, rs, 200, NULL, NULL), 0);
+    assert_int_equal(weir_tee_create_live(
+                         &t, rs, &(struct weir_tee_live_options){.cap = 200}),
+                     0);
     m.t = t;
     for (unsigned i = 0; i < 100; i++)
         assert_int_equal(weir_tee_add_branch(t, &o, &idx), 0);
@@ -719,6 +730,39 @@ static void live_tee_branch_removed_inside_a_callback(void **state)
     assert_int_equal(idx, 99u);
     step(&s, 2);
     weir_reader_release(&r0);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+/* A paused live tee reads nothing: a branch added before weir_tee_resume
+ * gets the first chunk the source had. */
+static void live_tee_paused_keeps_the_first_chunk_for_its_branches(void **state)
+{
+    struct src s = {.endless = true, .per_pull = 1, .async_pull = true};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee_branch_options o = {.strategy = {.hwm = 100}};
+    struct weir_tee *t = NULL;
+    struct weir_reader r;
+    struct done pd = {0};
+    uint64_t sum = 0;
+    unsigned a;
+    int end = 0;
+
+    (void)state;
+    assert_int_equal(
+        weir_tee_create_live(&t, rs,
+                             &(struct weir_tee_live_options){.paused = true}),
+        0);
+    step(&s, 1); /* chunk 0 waits in the source's queue */
+    assert_false(s.pull_pending);
+    assert_true(weir_tee_produced(t) == 0);
+    assert_int_equal(weir_tee_add_branch(t, &o, &a), 0);
+    weir_tee_resume(t);
+    step(&s, 2);
+    assert_int_equal(weir_reader_acquire(&r, weir_tee_branch(t, a)), 0);
+    assert_int_equal(drain_branch(&r, &pd, &sum, &end), 3u);
+    assert_true(sum == sum_range(0, 3));
+    weir_reader_release(&r);
     weir_tee_destroy(t);
     weir_readable_destroy(rs);
 }
@@ -743,6 +787,8 @@ int main(void)
             removing_a_branch_keeps_the_source_while_others_remain),
         cmocka_unit_test(live_tee_takes_hundreds_of_branches),
         cmocka_unit_test(live_tee_branch_removed_inside_a_callback),
+        cmocka_unit_test(
+            live_tee_paused_keeps_the_first_chunk_for_its_branches),
     };
 
     pattern_init();

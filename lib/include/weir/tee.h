@@ -70,21 +70,35 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
  * or its error; the live branches have been closed or errored first. */
 typedef void weir_tee_end_fn(void *ctx, int rc);
 
+struct weir_tee_live_options {
+    unsigned cap;            /* most branches at once; 0: no limit */
+    weir_tee_end_fn *on_end; /* may be NULL */
+    void *ctx;
+    /* Read nothing until weir_tee_resume, so that the first branches are
+     * all there before the first chunk (clients that waited for the
+     * source, say). */
+    bool paused;
+};
+
 /*
- * A live tee (a broadcast): starts with no branch and takes up to cap >= 1
- * of them (UINT_MAX: no limit but memory). A branch is allocated when it
- * is added and freed when it is removed, so an idle slot costs one
- * pointer and a tee of a handful of branches no more than that. It reads the
- * source whenever no live block branch is full, whether or not a branch asks:
- * with no branch, or only drop/disconnect branches that are full, what it reads
- * is dropped, since a broadcast keeps no backlog; a block branch still holds
- * the source back. Branches come and go with weir_tee_add_branch and
- * weir_tee_remove_branch; the source is never cancelled for want of
- * branches (stop it through its own endpoint). on_end (may be NULL) is
- * told when the source ends. Returns 0, -EINVAL, -EBUSY, -ENOMEM.
+ * A live tee (a broadcast): starts with no branch and takes up to o->cap
+ * of them. A branch is allocated when it is added and freed when it is
+ * removed, so an idle slot costs one pointer and a tee of a handful of
+ * branches no more than that. It reads
+ * the source whenever no live block branch is full, whether or not a
+ * branch asks: with no branch, or only drop/disconnect branches that are
+ * full, what it reads is dropped, since a broadcast keeps no backlog; a
+ * block branch still holds the source back. Branches come and go with
+ * weir_tee_add_branch and weir_tee_remove_branch; the source is never
+ * cancelled for want of branches (stop it through its own endpoint).
+ * on_end is told when the source ends. Returns 0, -EINVAL, -EBUSY,
+ * -ENOMEM.
  */
 int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
-                         unsigned cap, weir_tee_end_fn *on_end, void *ctx);
+                         const struct weir_tee_live_options *o);
+
+/* Starts a live tee made paused reading. */
+void weir_tee_resume(struct weir_tee *t);
 
 /*
  * Adds a branch (opt NULL: the spec's defaults, block) in the lowest free

@@ -397,6 +397,8 @@ static void client_attach(struct bhub *hub, struct bclient *c)
     c->hub = hub;
     c->sw = (struct sink_watch){0};
     joined_add(c->bc, c);
+    log_debug("pipeline %s: client %s is a branch of the broadcast", p->name,
+              c->peer);
     h->pipes++;
     rc = weir_pipe_to(weir_tee_branch(hub->tee, c->branch),
                       weir_endpoint_writable(c->ep), NULL, client_piped, c);
@@ -462,6 +464,15 @@ static void client_join(struct weir_task *t)
     joins_try(hub);
 }
 
+/* Worker: whether the client's branch is full: its pipe is not reading
+ * (the sink's queue is full, or a send to a slow peer is in flight) and
+ * its queue reached its mark. For a block client, that holds the tee. */
+static bool client_full(const struct bhub *hub, const struct bclient *c)
+{
+    return weir_readable_desired_size(weir_tee_branch(hub->tee, c->branch)) <=
+           0;
+}
+
 /* Worker: the block clients of h's hub that have held the source back
  * for long get a warning line, as a stream's sinks do. */
 static void watch_clients(struct bhub *hub, int64_t now)
@@ -470,18 +481,15 @@ static void watch_clients(struct bhub *hub, int64_t now)
     bool others = false;
 
     for (struct bclient *c = hub->bc->joined; c && !others; c = c->wnext)
-        others = c->hub == hub &&
-                 weir_writable_desired_size(weir_endpoint_writable(c->ep)) > 0;
+        others = c->hub == hub && !client_full(hub, c);
     for (struct bclient *c = hub->bc->joined; c; c = c->wnext) {
         int64_t held;
 
         if (c->hub != hub || c->addr->on_full != ON_FULL_BLOCK)
             continue;
-        held = sink_watch_step(
-            &c->sw,
-            weir_writable_desired_size(weir_endpoint_writable(c->ep)) <= 0,
-            weir_endpoint_bytes(c->ep), now, others, p->chunk_size,
-            &c->blocked_ns);
+        held = sink_watch_step(&c->sw, client_full(hub, c),
+                               weir_endpoint_bytes(c->ep), now, others,
+                               p->chunk_size, &c->blocked_ns);
         if (held)
             log_warnx("pipeline %s: client %s has held the source back for "
                       "%.0f s (its queue is full; on_full=block)",

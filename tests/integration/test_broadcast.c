@@ -5,6 +5,12 @@
  * when it connected); a client that stops reading meets on_full: evicted
  * with a log line under disconnect, dropped for under drop-oldest and
  * drop-newest, while a client that keeps reading receives every byte.
+ * Two hundred clients of one broadcast each get exactly what followed
+ * their joining; a block client that holds the source back is warned
+ * about. A tcp source that closes is connected again, and a client that
+ * came while it was down gets the new upstream's bytes. Clients joining a
+ * gzip or zstd broadcast at different times each decode their own output
+ * whole, to exactly the text appended after they joined.
  */
 #include <ftw.h>
 #include <setjmp.h>
@@ -165,8 +171,8 @@ static void read_to_end(struct client *c, const char *marker)
     }
 }
 
-static void start(struct h_weir *w, const char *name, const char *file,
-                  uint16_t port, const char *sink_opts)
+static void start_x(struct h_weir *w, const char *name, const char *file,
+                    uint16_t port, const char *sink_opts, const char *extra)
 {
     char conf[600], log[600], ready[64];
 
@@ -178,12 +184,18 @@ static void start(struct h_weir *w, const char *name, const char *file,
     h_write_text(conf,
                  "[daemon]\nworkers = 2\nlog_level = debug\n\n"
                  "[pipeline live]\nsource = file:%s\nfollow = yes\n"
-                 "sink = tcp-listen:127.0.0.1:%u%s\n",
-                 file, port, sink_opts);
+                 "sink = tcp-listen:127.0.0.1:%u%s\n%s",
+                 file, port, sink_opts, extra);
     h_spawn(w, (char *const[]){"weir", "-c", conf, NULL}, log);
     snprintf(ready, sizeof(ready), "listening on 127.0.0.1:%u", port);
     if (!h_wait_log(w->log, ready, WAIT))
         show_log(w), fail();
+}
+
+static void start(struct h_weir *w, const char *name, const char *file,
+                  uint16_t port, const char *sink_opts)
+{
+    start_x(w, name, file, port, sink_opts, "");
 }
 
 static void stop(struct h_weir *w)
@@ -371,6 +383,455 @@ static void test_drop_newest_spares_the_fast_client(void **state)
     drop_case("newest", "drop-newest");
 }
 
+/* Waits until w's log holds at least n lines with `needle`. */
+static void wait_count(const struct h_weir *w, const char *needle, unsigned n)
+{
+    int64_t end = h_now_ms() + WAIT;
+    unsigned got = 0;
+
+    for (;;) {
+        char *t = h_slurp(w->log);
+
+        got = t ? h_count(t, needle) : 0;
+        free(t);
+        if (got >= n)
+            return;
+        if (h_now_ms() > end)
+            break;
+        h_sleep_ms(20);
+    }
+    fprintf(stderr, "%u of %u lines '%s'\n", got, n, needle);
+    show_log(w);
+    fail();
+}
+
+static unsigned log_count(const struct h_weir *w, const char *needle)
+{
+    char *t = h_slurp(w->log);
+    unsigned n = t ? h_count(t, needle) : 0;
+
+    free(t);
+    return n;
+}
+
+static void expect_count(const struct h_weir *w, const char *needle, unsigned n)
+{
+    unsigned got = log_count(w, needle);
+
+    if (got != n) {
+        fprintf(stderr, "%u lines '%s', want %u\n", got, needle, n);
+        show_log(w);
+        fail();
+    }
+}
+
+/* A client that connected; f (may be NULL) gives the file's size then.
+ * The daemon says when it is a branch ("is a branch of the broadcast"). */
+static void connect_rcvbuf(struct client *c, const struct feed *f,
+                           uint16_t port, int rcvbuf)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, port);
+
+    memset(c, 0, sizeof(*c));
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(c->fd >= 0);
+    if (rcvbuf)
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    c->joined = f ? f->size : 0;
+    assert_int_equal(connect(c->fd, (struct sockaddr *)&ss, len), 0);
+}
+
+static void connect_client(struct client *c, const struct feed *f,
+                           uint16_t port)
+{
+    connect_rcvbuf(c, f, port, 0);
+}
+
+/* Reads whatever the n clients have, waiting at most ms for any. */
+static void pump_all(struct client *cs, unsigned n, int ms)
+{
+    struct pollfd *pf = calloc(n, sizeof(*pf));
+
+    assert_non_null(pf);
+    for (unsigned i = 0; i < n; i++)
+        pf[i] =
+            (struct pollfd){.fd = cs[i].eof ? -1 : cs[i].fd, .events = POLLIN};
+    if (poll(pf, n, ms) > 0)
+        for (unsigned i = 0; i < n; i++)
+            if (pf[i].revents)
+                pump(&cs[i], 0);
+    free(pf);
+}
+
+static void read_all_to(struct client *cs, unsigned n, const char *marker)
+{
+    int64_t end = h_now_ms() + WAIT;
+    unsigned done = 0;
+
+    while (h_now_ms() < end) {
+        done = 0;
+        for (unsigned i = 0; i < n; i++)
+            done += ends_with(&cs[i], marker);
+        if (done == n)
+            return;
+        pump_all(cs, n, 50);
+    }
+    fprintf(stderr, "%u of %u clients got '%s'\n", done, n, marker);
+    fail();
+}
+
+static void sha_hex(const void *p, size_t len, char hex[65])
+{
+    struct sha256 h;
+
+    sha256_init(&h);
+    sha256_update(&h, p, len);
+    sha256_hex(&h, hex);
+}
+
+/* got (len bytes) is exactly the file from byte `from` to its end. */
+static void expect_from(const char *got, size_t len, int64_t from,
+                        const char *file)
+{
+    char *all = h_slurp(file);
+    size_t size = strlen(all);
+    char want[65], have[65];
+
+    assert_true(from >= 0 && (size_t)from <= size);
+    sha_hex(all + from, size - (size_t)from, want);
+    sha_hex(got, len, have);
+    if (len != size - (size_t)from || strcmp(want, have) != 0) {
+        fprintf(stderr,
+                "got %zu bytes (sha256 %s), want %zu from byte %lld "
+                "(sha256 %s)\n",
+                len, have, size - (size_t)from, (long long)from, want);
+        fail();
+    }
+    free(all);
+}
+
+#define NCLIENTS 200u
+#define WAVE     (NCLIENTS / 2)
+
+/* Two waves of a hundred clients; each wave's clients are all branches
+ * before anything is appended for them, so each client's bytes are
+ * exactly the file from where it was when that client connected. */
+static void
+test_two_hundred_clients_get_what_follows_their_joining(void **state)
+{
+    uint16_t port = h_free_port(false);
+    struct client *cs = calloc(NCLIENTS, sizeof(*cs));
+    char file[600];
+    struct feed f;
+    struct h_weir w;
+
+    (void)state;
+    assert_non_null(cs);
+    path(file, sizeof(file), "many.txt");
+    f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    f.size = 0;
+    assert_true(f.fd >= 0);
+    appendf(&f, "before anyone\n"); /* the broadcast starts past it */
+    start(&w, "many", file, port, "");
+    for (unsigned wave = 0; wave < 2; wave++) {
+        for (unsigned i = wave * WAVE; i < (wave + 1) * WAVE; i++)
+            connect_client(&cs[i], &f, port);
+        wait_count(&w, "is a branch of the broadcast", (wave + 1) * WAVE);
+        for (unsigned k = 0; k < 200; k++) {
+            appendf(&f, "wave %u line %u: the quick brown fox\n", wave, k);
+            if (k % 50 == 0)
+                pump_all(cs, (wave + 1) * WAVE, 0);
+        }
+        /* Everything is out before the next wave connects. */
+        appendf(&f, "MARK %u\n", wave);
+        read_all_to(cs, (wave + 1) * WAVE, wave ? "MARK 1\n" : "MARK 0\n");
+    }
+    appendf(&f, "END\n");
+    read_all_to(cs, NCLIENTS, "END\n");
+    for (unsigned i = 0; i < NCLIENTS; i++) {
+        expect_from(cs[i].got, cs[i].len, cs[i].joined, file);
+        close(cs[i].fd);
+        free(cs[i].got);
+    }
+    free(cs);
+    close(f.fd);
+    stop(&w);
+    expect_count(&w, "refused 127.0.0.1", 0);
+}
+
+/* A block client that stops reading holds the source back: after 5 s it
+ * is named in a warning line; once it leaves, the other client gets
+ * everything. */
+static void test_block_client_holding_the_source_is_warned_about(void **state)
+{
+    uint16_t port = h_free_port(false);
+    char file[600], *block = malloc(BLOCK);
+    struct client fast, slow;
+    struct feed f;
+    struct h_weir w;
+
+    (void)state;
+    assert_non_null(block);
+    path(file, sizeof(file), "held.txt");
+    f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    f.size = 0;
+    assert_true(f.fd >= 0);
+    start(&w, "held", file, port, ",high_water_mark=64KiB");
+    connect_client(&fast, &f, port);
+    connect_rcvbuf(&slow, &f, port, 4096);
+    wait_count(&w, "is a branch of the broadcast", 2);
+    /* More than the slow client's socket buffers take (several MiB on
+     * loopback, whatever its receive buffer). */
+    for (unsigned i = 0; i < 96; i++) {
+        memset(block, 'a' + (int)(i % 26), BLOCK);
+        block[BLOCK - 1] = '\n';
+        append(&f, block, BLOCK);
+        pump(&fast, 0);
+    }
+    for (int64_t end = h_now_ms() + WAIT;
+         !log_count(&w, "has held the source back") && h_now_ms() < end;)
+        pump(&fast, 100);
+    assert_int_equal(log_count(&w, "has held the source back"), 1);
+    close(slow.fd);
+    free(slow.got);
+    appendf(&f, "END\n");
+    read_to_end(&fast, "END\n");
+    expect_from(fast.got, fast.len, fast.joined, file);
+    close(fast.fd);
+    free(fast.got);
+    free(block);
+    close(f.fd);
+    stop(&w);
+}
+
+/* What an upstream sends: n distinct lines and an end line. */
+static char *upstream_text(const char *tag, unsigned n)
+{
+    size_t cap = (size_t)n * 48 + 64, len = 0;
+    char *t = malloc(cap);
+
+    assert_non_null(t);
+    for (unsigned k = 0; k < n; k++)
+        len += (size_t)snprintf(t + len, cap - len, "%s line %u\n", tag, k);
+    snprintf(t + len, cap - len, "%s END\n", tag);
+    return t;
+}
+
+static void send_all(int fd, const char *t)
+{
+    size_t len = strlen(t), off = 0;
+
+    while (off < len) {
+        ssize_t n = write(fd, t + off, len - off);
+
+        assert_true(n > 0);
+        off += (size_t)n;
+    }
+}
+
+static void read_to_eof(struct client *c)
+{
+    int64_t end = h_now_ms() + WAIT;
+
+    while (!c->eof && h_now_ms() < end)
+        pump(c, 50);
+    assert_true(c->eof);
+}
+
+/*
+ * A tcp source: down at start (the first client is held, not refused),
+ * then up (the held client gets the upstream's bytes from its first one),
+ * then closed by its peer (the client gets a clean end), down again while
+ * a second client connects, then a new upstream whose bytes the second
+ * client gets, exactly. One warning per outage, not per attempt.
+ */
+static void test_tcp_source_restarts_and_held_clients_join(void **state)
+{
+    uint16_t port = h_free_port(false), up = h_free_port(false);
+    char *u1 = upstream_text("u1", 300), *u2 = upstream_text("u2", 300);
+    struct client a, b;
+    struct h_weir w;
+    int lfd, ufd;
+
+    (void)state;
+    h_start_conf(&w, dir, "restart", H_CONF_FRESH_LOG,
+                 "log_level = debug\n\n[pipeline live]\n"
+                 "source = tcp:127.0.0.1:%u\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 up, port);
+    h_expect_log(&w, "cannot connect to source", WAIT);
+    connect_client(&a, NULL, port);
+    wait_count(&w, "held until the source is up", 1);
+    lfd = h_listen(false, up);
+    assert_true(lfd >= 0);
+    ufd = h_accept(lfd, WAIT);
+    assert_true(ufd >= 0);
+    wait_count(&w, "is a branch of the broadcast", 1);
+    send_all(ufd, u1);
+    read_to_end(&a, "u1 END\n");
+    assert_int_equal(a.len, strlen(u1));
+    assert_memory_equal(a.got, u1, a.len);
+    /* The upstream leaves; the client's stream ends cleanly. */
+    close(ufd);
+    close(lfd);
+    read_to_eof(&a);
+    assert_int_equal(a.len, strlen(u1));
+    h_expect_log(&w, "closed the connection; reconnecting", WAIT);
+    connect_client(&b, NULL, port);
+    wait_count(&w, "held until the source is up", 2);
+    lfd = h_listen(false, up);
+    assert_true(lfd >= 0);
+    ufd = h_accept(lfd, WAIT);
+    assert_true(ufd >= 0);
+    wait_count(&w, "is a branch of the broadcast", 2);
+    send_all(ufd, u2);
+    read_to_end(&b, "u2 END\n");
+    assert_int_equal(b.len, strlen(u2));
+    assert_memory_equal(b.got, u2, b.len);
+    close(b.fd);
+    stop(&w);
+    close(ufd);
+    close(lfd);
+    close(a.fd);
+    expect_count(&w, "cannot connect to source", 1);
+    expect_count(&w, "reconnecting", 1);
+    expect_count(&w, "is up again", 2);
+    expect_count(&w, "refused 127.0.0.1", 0);
+    free(a.got);
+    free(b.got);
+    free(u1);
+    free(u2);
+}
+
+/* c's bytes through `cmd` (gzip -dc, zstd -dc): the decoded text, and the
+ * command's exit status. */
+static char *decode(const struct client *c, const char *cmd, size_t *len,
+                    int *status)
+{
+    char in[600], line[800];
+    size_t cap = 1 << 16;
+    char *out = malloc(cap);
+    FILE *p;
+    int fd;
+
+    assert_non_null(out);
+    path(in, sizeof(in), "decode.in");
+    fd = open(in, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, c->got, c->len), (ssize_t)c->len);
+    close(fd);
+    snprintf(line, sizeof(line), "%s < %s 2>/dev/null", cmd, in);
+    p = popen(line, "r");
+    assert_non_null(p);
+    *len = 0;
+    for (;;) {
+        size_t n;
+
+        if (cap - *len < 4096) {
+            cap *= 2;
+            out = realloc(out, cap);
+            assert_non_null(out);
+        }
+        n = fread(out + *len, 1, cap - *len - 1, p);
+        if (n == 0)
+            break;
+        *len += n;
+    }
+    out[*len] = 0;
+    *status = pclose(p);
+    return out;
+}
+
+/* Reads c until what it decodes so far holds `text` (the idle sync sends
+ * a quiet source's compressed tail out within a second or so). */
+static void decode_until(struct client *c, const char *cmd, const char *text)
+{
+    int64_t end = h_now_ms() + WAIT;
+    size_t len;
+    int status;
+
+    for (;;) {
+        char *out = decode(c, cmd, &len, &status);
+        bool found = strstr(out, text) != NULL;
+
+        free(out);
+        if (found)
+            return;
+        if (h_now_ms() > end || c->eof)
+            break;
+        pump(c, 200);
+    }
+    fprintf(stderr, "'%s' not in what the client decodes (%zu bytes)\n", text,
+            c->len);
+    fail();
+}
+
+static void compressed_case(const char *name, const char *xform,
+                            const char *cmd)
+{
+    uint16_t port = h_free_port(false);
+    char file[600], extra[64];
+    struct client a, b;
+    struct feed f;
+    struct h_weir w;
+    size_t len;
+    int status;
+    char *out;
+
+    path(file, sizeof(file), name);
+    strcat(file, ".txt");
+    f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    f.size = 0;
+    assert_true(f.fd >= 0);
+    appendf(&f, "before anyone\n");
+    snprintf(extra, sizeof(extra), "transform = %s\n", xform);
+    start_x(&w, name, file, port, "", extra);
+    connect_client(&a, &f, port);
+    wait_count(&w, "is a branch of the broadcast", 1);
+    for (unsigned k = 0; k < 300; k++)
+        appendf(&f, "after a joined, line %u\n", k);
+    /* a decodes all of it: the daemon has read and sent it. */
+    decode_until(&a, cmd, "line 299\n");
+    connect_client(&b, &f, port);
+    wait_count(&w, "is a branch of the broadcast", 2);
+    for (unsigned k = 0; k < 300; k++)
+        appendf(&f, "after b joined, line %u\n", k);
+    appendf(&f, "END\n");
+    decode_until(&a, cmd, "END\n");
+    decode_until(&b, cmd, "END\n");
+    /* The stop ends each client's compressed stream properly. */
+    stop(&w);
+    read_to_eof(&a);
+    read_to_eof(&b);
+    out = decode(&a, cmd, &len, &status);
+    assert_int_equal(status, 0);
+    expect_from(out, len, a.joined, file);
+    free(out);
+    out = decode(&b, cmd, &len, &status);
+    assert_int_equal(status, 0);
+    expect_from(out, len, b.joined, file);
+    assert_null(strstr(out, "after a joined"));
+    free(out);
+    close(a.fd);
+    close(b.fd);
+    free(a.got);
+    free(b.got);
+    close(f.fd);
+}
+
+static void test_gzip_joins_decode_whole(void **state)
+{
+    (void)state;
+    compressed_case("gz", "gzip:1", "gzip -dc");
+}
+
+static void test_zstd_joins_decode_whole(void **state)
+{
+    (void)state;
+    compressed_case("zst", "zstd:1", "zstd -q -dc");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +843,15 @@ int main(void)
                                   h_teardown),
         cmocka_unit_test_teardown(test_drop_newest_spares_the_fast_client,
                                   h_teardown),
+        cmocka_unit_test_teardown(
+            test_two_hundred_clients_get_what_follows_their_joining,
+            h_teardown),
+        cmocka_unit_test_teardown(
+            test_block_client_holding_the_source_is_warned_about, h_teardown),
+        cmocka_unit_test_teardown(
+            test_tcp_source_restarts_and_held_clients_join, h_teardown),
+        cmocka_unit_test_teardown(test_gzip_joins_decode_whole, h_teardown),
+        cmocka_unit_test_teardown(test_zstd_joins_decode_whole, h_teardown),
     };
     int rc;
 
@@ -391,8 +861,6 @@ int main(void)
     (void)h_file_sha;
     (void)h_make_file;
     (void)h_drain;
-    (void)h_listen;
-    (void)h_accept;
     signal(SIGPIPE, SIG_IGN);
     if (getenv("TEST_FILTER"))
         cmocka_set_test_filter(getenv("TEST_FILTER"));

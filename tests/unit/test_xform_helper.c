@@ -40,7 +40,8 @@ static void *helper_main(void *arg)
     /* Release: publishes `helper`; pairs with the acquire in setup. */
     atomic_store_explicit(&helper_ready, 1, memory_order_release);
     weir_loop_run(helper);
-    weir_loop_destroy(helper);
+    /* Destroyed after the join (teardown): a post's doorbell may still be
+     * ringing while the loop stops, as with weir_workers_stop. */
     return NULL;
 }
 
@@ -111,6 +112,7 @@ static int teardown(void **state)
     weir_task_init(&stop, stop_fn);
     weir_loop_post(helper, &stop);
     pthread_join(helper_thread, NULL);
+    weir_loop_destroy(helper);
     free(input);
     weir_pool_reclaim(in_pool);
     weir_pool_reclaim(out_pool);

@@ -33,6 +33,7 @@
  * one per queued post of the task, and whoever lets go last frees it.
  */
 #include <libdeflate.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -42,9 +43,13 @@
 #include "xform_impl.h"
 
 /* Members between input and output at once with a helper: one being
- * filled, one on the helper, and those compressed here that wait behind
- * it for their turn. */
-#define GZ_SLOTS 4
+ * filled, up to GZ_HELPER_DEPTH on the helper, and those compressed here
+ * that wait behind them for their turn. */
+#define GZ_SLOTS 6
+
+/* Members queued or running on the helper at once. Two keep it busy
+ * while this thread also reads and converts the input. */
+#define GZ_HELPER_DEPTH 2
 
 enum gz_slot_state {
     GZ_FREE,    /* unused (the stream's thread) */
@@ -56,8 +61,12 @@ enum gz_slot_state {
 
 struct gz_slot {
     _Atomic uint32_t state;
+    const uint8_t *src; /* the member's input: in, or held's bytes */
     uint8_t *in, *out;
     size_t in_len, out_len, out_done;
+    /* A pool chunk holding a whole member, read where it lies instead of
+     * copied into `in` (buf NULL when none). */
+    struct weir_chunk held;
 };
 
 /* What the stream's thread and the helper share. */
@@ -117,7 +126,7 @@ static void gz_helper_run(struct weir_task *t)
                 &s->state, &want, GZ_RUNNING, memory_order_acquire,
                 memory_order_relaxed))
             continue;
-        s->out_len = libdeflate_gzip_compress(sh->hc, s->in, s->in_len, s->out,
+        s->out_len = libdeflate_gzip_compress(sh->hc, s->src, s->in_len, s->out,
                                               sh->out_cap);
         s->out_done = 0;
         /* Release: publishes out and out_len; pairs with the acquire load
@@ -185,22 +194,24 @@ static unsigned gz_sealed(struct gz_state *g)
     return g->n - (gz_filling(g) ? 1 : 0);
 }
 
-/* Whether the helper has nothing queued or running. */
-static bool gz_helper_idle(struct gz_state *g)
+/* Whether the helper can take another member. */
+static bool gz_helper_free(struct gz_state *g)
 {
+    unsigned load = 0;
+
+    if (!g->helper)
+        return false;
     for (unsigned k = 0; k < g->n; k++) {
         uint32_t st = gz_peek(gz_slot_at(g, k));
 
-        if (st == GZ_QUEUED || st == GZ_RUNNING)
-            return false;
+        load += st == GZ_QUEUED || st == GZ_RUNNING;
     }
-    return true;
+    return load < GZ_HELPER_DEPTH;
 }
 
 /* The slot to gather input into: the filling one, or a new one at the
  * tail. XF_STALL_AWAY when every slot holds a sealed member. */
-static int gz_claim(struct weir_xform *x, struct gz_state *g,
-                    struct gz_slot **out)
+static int gz_claim(struct gz_state *g, struct gz_slot **out)
 {
     struct gz_slot *s = gz_filling(g);
 
@@ -208,12 +219,11 @@ static int gz_claim(struct weir_xform *x, struct gz_state *g,
         if (g->n == g->nslots)
             return XF_STALL_AWAY;
         s = gz_slot_at(g, g->n);
-        if (!s->in)
-            s->in = malloc(x->member_size);
         if (!s->out)
             s->out = malloc(g->sh->out_cap);
-        if (!s->in || !s->out)
+        if (!s->out)
             return -ENOMEM;
+        s->src = NULL;
         s->in_len = 0;
         atomic_store_explicit(&s->state, GZ_FILLING, memory_order_relaxed);
         g->n++;
@@ -262,14 +272,37 @@ static void gz_send(struct weir_xform *x, struct gz_state *g, struct gz_slot *s)
         weir_loop_flush(home);
 }
 
-/* A full slot: to the helper when it is idle, else compressed here. */
+/* A full slot: to the helper when it has room, else compressed here. */
 static int gz_seal(struct weir_xform *x, struct gz_state *g, struct gz_slot *s)
 {
-    if (g->helper && gz_helper_idle(g)) {
+    if (gz_helper_free(g)) {
         gz_send(x, g, s);
         return 0;
     }
-    return gz_compress_here(g, s, s->in, s->in_len);
+    return gz_compress_here(g, s, s->src, s->in_len);
+}
+
+/* Gathers n bytes of input into the slot. */
+static int gz_gather(struct weir_xform *x, struct gz_slot *s, const uint8_t *p,
+                     size_t n)
+{
+    if (!s->in) {
+        s->in = malloc(x->member_size);
+        if (!s->in)
+            return -ENOMEM;
+    }
+    memcpy(s->in + s->in_len, p, n);
+    s->src = s->in;
+    s->in_len += n;
+    return 0;
+}
+
+/* Lets go of a member's input chunk, if it held one. */
+static void gz_release(struct weir_xform *x, struct gz_slot *s)
+{
+    if (s->held.buf)
+        weir_chunk_unref(&s->held, x->slot);
+    s->held = (struct weir_chunk){0};
 }
 
 /* Copies finished members out, in order, until the oldest is not
@@ -284,6 +317,7 @@ static int gz_drain(struct weir_xform *x, struct gz_state *g)
          * gz_helper_run, so out and out_len are visible. */
         if (atomic_load_explicit(&s->state, memory_order_acquire) != GZ_DONE)
             return 0;
+        gz_release(x, s);
         if (s->out_len == 0)
             return -EOVERFLOW;
         rc = xf_out_copy(x, s->out, s->out_len, &s->out_done);
@@ -305,19 +339,28 @@ static int gzip_step(struct weir_xform *x)
         uint32_t n = xf_in_left(x);
         struct gz_slot *s;
 
-        rc = gz_claim(x, g, &s);
+        rc = gz_claim(g, &s);
         if (rc)
             break;
         if (s->in_len == 0 && n >= x->member_size &&
-            !(g->helper && gz_helper_idle(g))) {
+            (x->in.buf || !gz_helper_free(g))) {
+            /* A whole member in one chunk: compressed where it lies,
+             * here or, holding a reference to the chunk, on the helper. */
             n = (uint32_t)x->member_size;
-            rc = gz_compress_here(g, s, xf_in_ptr(x), n);
+            s->src = xf_in_ptr(x);
+            s->in_len = n;
+            if (gz_helper_free(g)) {
+                s->held = x->in;
+                weir_chunk_ref(&s->held);
+                gz_send(x, g, s);
+            } else {
+                rc = gz_compress_here(g, s, s->src, n);
+            }
         } else {
             if (n > x->member_size - s->in_len)
                 n = (uint32_t)(x->member_size - s->in_len);
-            memcpy(s->in + s->in_len, xf_in_ptr(x), n);
-            s->in_len += n;
-            if (s->in_len == x->member_size)
+            rc = gz_gather(x, s, xf_in_ptr(x), n);
+            if (rc == 0 && s->in_len == x->member_size)
                 rc = gz_seal(x, g, s);
         }
         x->in_off += n;
@@ -328,19 +371,19 @@ static int gzip_step(struct weir_xform *x)
 
 /* Seals what is gathered, compressing it here: nothing else is coming
  * soon, and waiting for the helper would only add its latency. */
-static int gz_seal_here(struct weir_xform *x, struct gz_state *g)
+static int gz_seal_here(struct gz_state *g)
 {
     struct gz_slot *s = gz_filling(g);
     int rc;
 
     if (s)
-        return gz_compress_here(g, s, s->in, s->in_len);
+        return gz_compress_here(g, s, s->src, s->in_len);
     if (g->members || g->final == false)
         return 0;
     /* The end of an empty stream still makes one member: zero bytes are
      * not a gzip file. */
-    rc = gz_claim(x, g, &s);
-    return rc ? rc : gz_compress_here(g, s, s->in, 0);
+    rc = gz_claim(g, &s);
+    return rc ? rc : gz_compress_here(g, s, (const uint8_t *)"", 0);
 }
 
 static int gzip_finish(struct weir_xform *x)
@@ -352,7 +395,7 @@ static int gzip_finish(struct weir_xform *x)
         rc = gz_drain(x, g);
     if (rc == 0 && !g->final) {
         g->final = true;
-        rc = gz_seal_here(x, g);
+        rc = gz_seal_here(g);
         if (rc == 0)
             rc = gz_drain(x, g);
     }
@@ -371,7 +414,7 @@ static int gzip_sync(struct weir_xform *x)
         return xf_out_emit(x);
     rc = gz_drain(x, g);
     if (rc == 0)
-        rc = gz_seal_here(x, g);
+        rc = gz_seal_here(g);
     if (rc == 0)
         rc = gz_drain(x, g);
     if (rc == 0 && g->n)
@@ -410,15 +453,26 @@ static void gzip_fini(struct weir_xform *x)
         libdeflate_free_compressor(g->c);
     if (g->sh) {
         /* Take back members the helper has not started, so it never
-         * touches them; one it is compressing keeps the shared part alive
-         * through the task's reference. */
+         * touches them. One it is compressing may read a chunk held here,
+         * which goes back to the pool now: wait for it. That is one
+         * member's compression at most (milliseconds at level 9), and the
+         * helper never waits for this thread, so the wait ends. A task
+         * still queued keeps the shared part alive through its
+         * reference. */
         for (unsigned i = 0; i < GZ_SLOTS; i++) {
+            struct gz_slot *s = &g->sh->slot[i];
             uint32_t want = GZ_QUEUED;
 
             /* Relaxed: nothing is published by taking a slot back. */
-            atomic_compare_exchange_strong_explicit(
-                &g->sh->slot[i].state, &want, GZ_FREE, memory_order_relaxed,
-                memory_order_relaxed);
+            atomic_compare_exchange_strong_explicit(&s->state, &want, GZ_FREE,
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed);
+            /* Acquire: pairs with the helper's release of GZ_DONE; its
+             * reads of the chunk are over after this. */
+            while (atomic_load_explicit(&s->state, memory_order_acquire) ==
+                   GZ_RUNNING)
+                sched_yield();
+            gz_release(x, s);
         }
         gz_shared_put(g->sh);
     }

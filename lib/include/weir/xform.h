@@ -58,7 +58,8 @@
  *   gzip     member_size of input + its compress bound of output +
  *            libdeflate's compressor (200 KiB at level 1, 650 KiB at
  *            2-9): ~0.7-1.2 MiB at the default member of 256 KiB; with a
- *            helper, four such slots and two compressors: ~2.4-3.3 MiB;
+ *            helper, six members in flight (input held or copied, and
+ *            output) and two compressors: ~3.4-4.3 MiB;
  *   gunzip   zlib's inflate state, ~45 KiB;
  *   zstd     the context of its level (libzstd's own estimate): 1.3 MiB
  *            at level 1, 3.5 MiB at 3, 17 MiB at 9, 90 MiB at 19;

@@ -84,4 +84,14 @@ void progress_summary(struct run *r)
     }
     fprintf(stderr, "weir pipe: %llu bytes in %.3f s, %.1f MB/s\n",
             (unsigned long long)b, t, t > 0 ? (double)b / t / 1e6 : 0.0);
+    /* With transforms the two ends differ (gzip makes 1 GiB of text a few
+     * MB): the rate that says how fast the pipeline went is the input's. */
+    if (r->one && r->conf->pipelines[0]->ntransforms) {
+        /* Relaxed: a statistic, as bytes_now. */
+        uint64_t in =
+            atomic_load_explicit(&r->one->bytes_in, memory_order_relaxed);
+
+        fprintf(stderr, "weir pipe: %llu bytes read, %.1f MB/s\n",
+                (unsigned long long)in, t > 0 ? (double)in / t / 1e6 : 0.0);
+    }
 }

@@ -629,6 +629,24 @@ static void kick_fire(struct weir_op *op, int res, uint32_t flags)
         kick_arm(h);
 }
 
+/*
+ * The loop that may compress gzip members beside this half's: the other
+ * worker's, with two workers or more. One stream's gzip on one worker ran
+ * at the speed of one core; with every other member compressed on a
+ * second worker (lib/xform/gzip.c) it runs at up to twice that (the
+ * figures are in the closing note of the transforms work and in README).
+ * WEIR_XFORM_HELPER=off turns it off, for measuring.
+ */
+static struct weir_loop *xf_helper(struct half *h)
+{
+    struct stream *s = h->s;
+    const char *env = getenv("WEIR_XFORM_HELPER");
+
+    if (s->run->nworkers < 2 || (env && strcmp(env, "off") == 0))
+        return NULL;
+    return h == &s->h[0] ? s->h[1].loop : s->h[0].loop;
+}
+
 /* The pipeline's transforms on this half, fed by rs: the readable their
  * output comes out of, or NULL when one could not be made (then the
  * stream errors). */
@@ -646,6 +664,7 @@ static struct weir_readable *build_xforms(struct half *h,
         .readable = {.hwm = p->chunk_size, .bytes = true},
         .on_stall = xf_on_stall,
         .stall_ctx = h,
+        .helper = xf_helper(h),
     };
     int rc;
 

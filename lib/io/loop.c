@@ -106,6 +106,11 @@ uint32_t weir_loop_pending(const struct weir_loop *loop)
     return loop->npending;
 }
 
+void weir_loop_flush(struct weir_loop *loop)
+{
+    loop_backend_flush(loop);
+}
+
 void weir_loop_stop(struct weir_loop *loop)
 {
     loop->stopped = true;

@@ -26,7 +26,19 @@ static void xf_drop_input(struct weir_xform *x)
 
 static bool xf_is_stall(int rc)
 {
-    return rc == XF_STALL_POOL || rc == XF_STALL_ROOM;
+    return rc == XF_STALL_POOL || rc == XF_STALL_ROOM || rc == XF_STALL_AWAY;
+}
+
+/* After a call that finished: output still being made on the helper's
+ * thread stays for weir_xform_resume, and the owner is told as for a
+ * park. */
+static void xf_check_away(struct weir_xform *x)
+{
+    if (!x->kind->away || x->cancelled || !x->kind->away(x))
+        return;
+    x->stall = XF_STALL_AWAY;
+    if (x->on_stall)
+        x->on_stall(x->stall_ctx, x);
 }
 
 /* Runs the outstanding operation: WEIR_PENDING when it parked, else its
@@ -36,6 +48,7 @@ static int xf_run(struct weir_xform *x)
     int rc;
 
     x->emitted = 0;
+    x->stall = 0;
     x->running = true;
     rc = x->op == XF_OP_FLUSH ? x->kind->finish(x) : x->kind->step(x);
     x->running = false;
@@ -53,6 +66,8 @@ static int xf_run(struct weir_xform *x)
     xf_drop_input(x);
     if (rc < 0 && !x->err)
         x->err = rc;
+    if (rc == 0)
+        xf_check_away(x);
     return rc;
 }
 
@@ -83,6 +98,8 @@ static void xf_cancel(struct weir_transform *tf, void *ctx, int reason)
     struct weir_xform *x = ctx;
 
     x->cancelled = true;
+    if (x->op == XF_OP_NONE && !x->running)
+        x->stall = 0; /* output left over has no reader now */
     if (x->running || x->op == XF_OP_NONE)
         return;
     /* Parked: nobody will resume work whose output has no reader.
@@ -121,6 +138,7 @@ int weir_xform_create(struct weir_xform **out, const char *spec,
     x->kind = kind;
     x->level = level;
     x->pool = opts->pool;
+    x->helper = opts->helper;
     x->slot = opts->slot;
     x->member_size =
         opts->member_size ? opts->member_size : WEIR_XFORM_MEMBER_DEFAULT;
@@ -178,6 +196,30 @@ bool weir_xform_stalled(const struct weir_xform *x)
     return x->stall != 0;
 }
 
+/* Hands on output left over after a call finished (x->op is none, so
+ * there is no core call to settle): a stall parks again quietly, an error
+ * errors both sides. */
+static int xf_poll(struct weir_xform *x)
+{
+    int rc;
+
+    x->emitted = 0;
+    x->running = true;
+    rc = x->kind->poll(x);
+    x->running = false;
+    if (xf_is_stall(rc)) {
+        x->stall = rc;
+        return WEIR_PENDING;
+    }
+    x->stall = 0;
+    if (rc < 0) {
+        if (!x->err)
+            x->err = rc;
+        weir_transform_error(x->tf, rc);
+    }
+    return rc < 0 ? rc : 0;
+}
+
 int weir_xform_resume(struct weir_xform *x)
 {
     int rc;
@@ -190,6 +232,8 @@ int weir_xform_resume(struct weir_xform *x)
     if (x->stall == XF_STALL_ROOM &&
         weir_readable_queued(weir_transform_readable(x->tf)) >= x->room)
         return WEIR_PENDING;
+    if (x->op == XF_OP_NONE)
+        return xf_poll(x);
     rc = xf_run(x);
     if (rc == WEIR_PENDING)
         return rc;
@@ -206,9 +250,18 @@ int weir_xform_sync(struct weir_xform *x)
     if (x->err)
         return x->err;
     x->emitted = 0;
+    x->stall = 0;
     x->running = true;
     rc = x->kind->sync ? x->kind->sync(x) : xf_out_emit(x);
     x->running = false;
+    /* What is still on the helper, or could not be placed, goes out
+     * through weir_xform_resume, as after a step. */
+    if (xf_is_stall(rc) && x->kind->poll) {
+        x->stall = rc;
+        if (x->on_stall)
+            x->on_stall(x->stall_ctx, x);
+        return -EAGAIN;
+    }
     return rc;
 }
 

@@ -18,10 +18,11 @@
 
 #include "weir/xform.h"
 
-/* Stall codes a step returns; both are "try again later", never errors
- * seen by the core. */
+/* Stall codes a step returns; all are "try again later", never errors
+ * seen by the core. AWAY: output is being made on the helper's thread. */
 #define XF_STALL_POOL (-ENOBUFS)
 #define XF_STALL_ROOM (-EAGAIN)
+#define XF_STALL_AWAY (-EINPROGRESS)
 
 struct xf_kind {
     const char *name;
@@ -36,6 +37,13 @@ struct xf_kind {
      * holds nothing but the open buffer. 0 or a stall code or -errno; what
      * did not go out goes with the next step or finish. */
     int (*sync)(struct weir_xform *x);
+    /* Kinds that hand work to a helper thread (NULL otherwise). away:
+     * whether output is still being made there after a step or sync
+     * returned; poll: hands on what has finished since, with the core
+     * not in a call (0 once nothing is away, or a stall code, or
+     * -errno). */
+    bool (*away)(struct weir_xform *x);
+    int (*poll)(struct weir_xform *x);
     /* Frees the kind's state (x->state), if any. */
     void (*fini)(struct weir_xform *x);
 };
@@ -47,7 +55,8 @@ struct weir_xform {
     const struct xf_kind *kind;
     struct weir_transform *tf;
     struct weir_pool *pool;
-    void *state; /* the kind's, allocated on first use */
+    struct weir_loop *helper; /* may do work on its own thread, or NULL */
+    void *state;              /* the kind's, allocated on first use */
     int level;
     unsigned slot;
     size_t member_size;
@@ -66,8 +75,10 @@ struct weir_xform {
     uint32_t ob_len, ob_cap;
     uint32_t emitted; /* buffers queued in this run */
 
-    uint8_t op;   /* XF_OP_*: the core's outstanding call */
-    int stall;    /* 0 or the stall code it parked with */
+    uint8_t op; /* XF_OP_*: the core's outstanding call */
+    /* 0 or the stall code it parked with. With op XF_OP_NONE: output
+     * left to hand on after the call returned (kind->poll). */
+    int stall;
     bool running; /* inside step/finish */
     bool cancelled;
     int err;

@@ -158,6 +158,12 @@ static inline void weir_task_init(struct weir_task *t, weir_task_fn fn)
  * the task, false when it was queued already (and one run covers both). */
 bool weir_loop_post(struct weir_loop *loop, struct weir_task *t);
 
+/* Owner. Hands the requests queued so far (doorbells of posts to other
+ * loops included) to the kernel now instead of at the end of the turn:
+ * for a callback that queued work for others and is about to compute for
+ * a while. */
+void weir_loop_flush(struct weir_loop *loop);
+
 /* Owner. Runs r->fn after every callback of the current batch. */
 void weir_loop_defer(struct weir_loop *loop, struct weir_reap *r);
 

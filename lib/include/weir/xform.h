@@ -18,7 +18,9 @@
  *              of several). The end of the stream flushes the partial
  *              member; an empty stream still gives one (empty) member, so
  *              the output is always a valid gzip file. Levels 1-9, default
- *              6, as gzip(1).
+ *              6, as gzip(1). With a helper loop (options), a member that
+ *              fills while the helper is idle is compressed there and the
+ *              next one here; members still leave in order.
  *   gunzip     zlib inflate; reads any number of members. Anything that is
  *              not a complete gzip member (bad header, bad CRC, trailing
  *              garbage, a stream ending inside a member) errors the stream
@@ -39,18 +41,25 @@
  *   - it has queued `burst` output buffers on its readable side in one run
  *     while that side is full (a decompressor can turn one chunk into
  *     thousands of buffers; this keeps one stream from taking the pool).
+ *   - (gzip with a helper) every member slot is taken, or the stream
+ *     ended, while the helper still compresses one.
  * It then keeps its place in the input, answers WEIR_PENDING to the core
  * (so its writable side stays busy and backpressure reaches upstream),
  * calls on_stall once, and waits for its owner to call weir_xform_resume.
  * The owner does that after anything that may have freed a buffer or read
  * from the transform (in the daemon: once per loop iteration, for every
  * stalled transform of the worker); a resume that still finds no room
- * parks again cheaply. The memory a transform stage holds is therefore
+ * parks again cheaply. A gzip transform whose input is all taken but whose
+ * member is still on the helper reports itself stalled too, with no call
+ * of the core outstanding: the same resume hands the member on.
+ * The memory a transform stage holds is therefore
  * bounded by its queues' high-water marks + `burst` + one partly filled
  * buffer, plus its codec's own state, made on the first chunk:
  *   gzip     member_size of input + its compress bound of output +
  *            libdeflate's compressor (200 KiB at level 1, 650 KiB at
- *            2-9): ~0.7-1.2 MiB at the default member of 256 KiB;
+ *            2-9): ~0.7-1.2 MiB at the default member of 256 KiB; with a
+ *            helper, six members in flight (input held or copied, and
+ *            output) and two compressors: ~3.4-4.3 MiB;
  *   gunzip   zlib's inflate state, ~45 KiB;
  *   zstd     the context of its level (libzstd's own estimate): 1.3 MiB
  *            at level 1, 3.5 MiB at 3, 17 MiB at 9, 90 MiB at 19;
@@ -64,6 +73,7 @@
 
 #include "weir/transform.h"
 
+struct weir_loop;
 struct weir_xform;
 
 struct weir_xform_options {
@@ -78,6 +88,12 @@ struct weir_xform_options {
     /* gzip: input bytes per member; 0 means WEIR_XFORM_MEMBER_DEFAULT.
      * Between 4 KiB and 64 MiB. */
     size_t member_size;
+    /* gzip: another thread's loop (another worker's) that compresses
+     * every other member while this thread reads and compresses the
+     * rest; NULL: everything on this thread. The helper touches no pool
+     * buffer; its loop must keep running until the transform is destroyed
+     * and the tasks it posted there have run. */
+    struct weir_loop *helper;
     /* Output buffers one run may queue past a full readable side before
      * parking; 0 means WEIR_XFORM_BURST_DEFAULT. */
     uint32_t burst;
@@ -95,6 +111,7 @@ struct weir_xform_stats {
     uint64_t in_bytes;  /* input consumed */
     uint64_t out_bytes; /* output handed to the readable side */
     uint64_t stalls;    /* times it parked (pool empty or no room) */
+    uint64_t helped;    /* gzip members compressed on the helper loop */
 };
 
 /*

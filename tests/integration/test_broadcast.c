@@ -772,7 +772,7 @@ static void compressed_case(const char *name, const char *xform,
 {
     uint16_t port = h_free_port(false);
     char file[600], extra[64];
-    struct client a, b;
+    struct client a, b, c;
     struct feed f;
     struct h_weir w;
     size_t len;
@@ -797,13 +797,43 @@ static void compressed_case(const char *name, const char *xform,
     wait_count(&w, "is a branch of the broadcast", 2);
     for (unsigned k = 0; k < 300; k++)
         appendf(&f, "after b joined, line %u\n", k);
+    /* c joins while lines keep coming, so the compressor is likely in
+     * the middle of a member or frame: its join waits for a sync point. */
+    for (unsigned k = 0; k < 3000; k++) {
+        if (k == 1000)
+            connect_client(&c, &f, port);
+        appendf(&f, "line %u of the flow\n", k);
+        if (k % 100 == 99) {
+            pump(&a, 0), pump(&b, 0);
+            if (k > 1000)
+                pump(&c, 0);
+            h_sleep_ms(10);
+        }
+    }
+    wait_count(&w, "is a branch of the broadcast", 3);
     appendf(&f, "END\n");
     decode_until(&a, cmd, "END\n");
     decode_until(&b, cmd, "END\n");
+    decode_until(&c, cmd, "END\n");
     /* The stop ends each client's compressed stream properly. */
     stop(&w);
     read_to_eof(&a);
     read_to_eof(&b);
+    read_to_eof(&c);
+    /* c's text: a tail of the file (where it starts depends on how much
+     * of the flow the daemon had read when c's join took effect), decoded
+     * whole from c's first byte. */
+    out = decode(&c, cmd, &len, &status);
+    assert_int_equal(status, 0);
+    {
+        char *all = h_slurp(file);
+        size_t size = strlen(all);
+
+        assert_true(len > 0 && len <= size);
+        assert_memory_equal(out, all + size - len, len);
+        free(all);
+    }
+    free(out);
     out = decode(&a, cmd, &len, &status);
     assert_int_equal(status, 0);
     expect_from(out, len, a.joined, file);
@@ -815,8 +845,10 @@ static void compressed_case(const char *name, const char *xform,
     free(out);
     close(a.fd);
     close(b.fd);
+    close(c.fd);
     free(a.got);
     free(b.got);
+    free(c.got);
     close(f.fd);
 }
 

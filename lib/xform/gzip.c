@@ -86,6 +86,9 @@ struct gz_state {
     unsigned head, n; /* slots in member order: head .. head + n - 1 */
     uint64_t members;
     bool final; /* the last member is sealed */
+    /* A sync found members on the helper: once they are out, the open
+     * buffer goes too. */
+    bool sync_pending;
 };
 
 static void gz_shared_free(struct gz_shared *sh)
@@ -417,9 +420,15 @@ static int gzip_sync(struct weir_xform *x)
         rc = gz_seal_here(g);
     if (rc == 0)
         rc = gz_drain(x, g);
-    if (rc == 0 && g->n)
+    if (rc == 0)
+        rc = xf_out_emit(x);
+    /* What went out ends with a whole member either way; members still
+     * on the helper follow whole, without waiting for input. */
+    if (rc == 0 && g->n) {
+        g->sync_pending = true;
         rc = XF_STALL_AWAY;
-    return rc ? rc : xf_out_emit(x);
+    }
+    return rc;
 }
 
 static bool gzip_away(struct weir_xform *x)
@@ -437,9 +446,11 @@ static int gzip_poll(struct weir_xform *x)
 
     if (rc == 0 && gz_sealed(g))
         rc = XF_STALL_AWAY;
-    /* After the last member, the open buffer goes too (as finish). */
-    if (rc == 0 && g->final)
+    /* After a sync or the last member, the open buffer goes too. */
+    if (rc == 0 && (g->final || g->sync_pending)) {
+        g->sync_pending = false;
         rc = xf_out_emit(x);
+    }
     return rc;
 }
 

@@ -255,12 +255,14 @@ int weir_xform_sync(struct weir_xform *x)
     rc = x->kind->sync ? x->kind->sync(x) : xf_out_emit(x);
     x->running = false;
     /* What is still on the helper, or could not be placed, goes out
-     * through weir_xform_resume, as after a step. */
+     * through weir_xform_resume, as after a step. Work on the helper does
+     * not make the sync fail: what went out ends at a boundary, and the
+     * rest follows whole. */
     if (xf_is_stall(rc) && x->kind->poll) {
         x->stall = rc;
         if (x->on_stall)
             x->on_stall(x->stall_ctx, x);
-        return -EAGAIN;
+        return rc == XF_STALL_AWAY ? 0 : -EAGAIN;
     }
     return rc;
 }

@@ -25,7 +25,8 @@
  *              not a complete gzip member (bad header, bad CRC, trailing
  *              garbage, a stream ending inside a member) errors the stream
  *              with -EBADMSG; weir_xform_error gives the input offset.
- *   zstd       libzstd streaming, one frame per stream. Levels 1-19,
+ *   zstd       libzstd streaming, one frame per stream (and one more
+ *              after each weir_xform_sync). Levels 1-19,
  *              default 3, as zstd(1) without --ultra.
  *   unzstd     libzstd streaming; reads any number of frames. Corrupt or
  *              truncated input: -EBADMSG with the offset, as gunzip. A
@@ -156,10 +157,14 @@ int weir_xform_resume(struct weir_xform *x);
 /*
  * Pushes out what the transform holds back, for a live source that went
  * quiet (a followed file at its end): gzip ends its member early, zstd
- * ends its block, and the partly filled output buffer is queued, so a
+ * ends its frame, and the partly filled output buffer is queued, so a
  * reader can decode everything written so far. Costs ratio if called
  * often; calling it when the source has been idle for a while is the
- * intent. Not from inside the core's callbacks. 0 when everything is out;
+ * intent. Not from inside the core's callbacks. 0 when everything is out,
+ * or (gzip with a helper) when what is out ends with a whole member and
+ * the members still on the helper follow whole through
+ * weir_xform_resume, without waiting for input: either way the next byte
+ * out begins a member or frame;
  * -EBUSY while the transform is working on a chunk or parked (call again
  * after it finished); -ENOBUFS or -EAGAIN when output could not all be
  * placed (the rest goes out with the next chunk, or call again); the

@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <sys/wait.h>
-#include <zlib.h>
 
 #include "test_xform_harness.h"
 
@@ -24,25 +23,16 @@ static uint8_t *input;
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tdir, sizeof(tdir), "/tmp/weir-xform-XXXXXX");
-    if (!mkdtemp(tdir))
+    if (xf_setup("/tmp/weir-xform-XXXXXX", &in_pool, &out_pool, &input, IN_LEN,
+                 7))
         return -1;
-    in_pool = make_pool(64, 0);
-    out_pool = make_pool(256, 0);
-    input = make_input(IN_LEN, 7);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    free(input);
-    weir_pool_reclaim(in_pool);
-    weir_pool_reclaim(out_pool);
-    if (weir_pool_destroy(in_pool) || weir_pool_destroy(out_pool))
-        return -1; /* a buffer was lost */
-    sh("rm -rf '%s'", tdir);
-    return 0;
+    return xf_teardown(in_pool, out_pool, input);
 }
 
 static struct weir_xform_options xopts(void)
@@ -72,24 +62,6 @@ static void assert_file_is(const char *path, const uint8_t *data, size_t len)
 
     assert_non_null(got);
     assert_int_equal(got_len, len);
-    assert_memory_equal(got, data, len);
-    free(got);
-}
-
-/* Decompresses with zlib's gzread, which reads member after member. */
-static void assert_gzread_is(const char *path, const uint8_t *data, size_t len)
-{
-    gzFile gz = gzopen(path, "rb");
-    uint8_t *got = malloc(len + 1);
-    size_t n = 0;
-    int r;
-
-    assert_non_null(gz);
-    while ((r = gzread(gz, got + n, (unsigned)(len + 1 - n))) > 0)
-        n += (size_t)r;
-    assert_int_equal(r, 0);
-    assert_int_equal(gzclose(gz), Z_OK);
-    assert_int_equal(n, len);
     assert_memory_equal(got, data, len);
     free(got);
 }

@@ -25,25 +25,16 @@ static uint8_t *input;
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tdir, sizeof(tdir), "/tmp/weir-xflow-XXXXXX");
-    if (!mkdtemp(tdir))
+    if (xf_setup("/tmp/weir-xflow-XXXXXX", &in_pool, &out_pool, &input, IN_LEN,
+                 11))
         return -1;
-    in_pool = make_pool(64, 0);
-    out_pool = make_pool(256, 0);
-    input = make_input(IN_LEN, 11);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    free(input);
-    weir_pool_reclaim(in_pool);
-    weir_pool_reclaim(out_pool);
-    if (weir_pool_destroy(in_pool) || weir_pool_destroy(out_pool))
-        return -1; /* a buffer was lost */
-    sh("rm -rf '%s'", tdir);
-    return 0;
+    return xf_teardown(in_pool, out_pool, input);
 }
 
 static void check_names_levels_with_a_sentence(void **state)

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "weir/stream.h"
 #include "weir/xform.h"
 
@@ -403,5 +405,59 @@ static inline struct weir_pool *make_pool(uint32_t count, size_t buf_size)
         abort();
     return p;
 }
+
+/*
+ * What each transform test file sets up: its temp directory (from the
+ * mkdtemp template `tmpl`), an input pool of 64 buffers, an output pool of
+ * 256, and `len` bytes of make_input(seed). 0, or -1 when something could
+ * not be made.
+ */
+static inline int xf_setup(const char *tmpl, struct weir_pool **in_pool,
+                           struct weir_pool **out_pool, uint8_t **input,
+                           size_t len, uint32_t seed)
+{
+    snprintf(tdir, sizeof(tdir), "%s", tmpl);
+    if (!mkdtemp(tdir))
+        return -1;
+    *in_pool = make_pool(64, 0);
+    *out_pool = make_pool(256, 0);
+    *input = make_input(len, seed);
+    return 0;
+}
+
+/* Undoes xf_setup: -1 when a pool still had a buffer out (one was lost). */
+static inline int xf_teardown(struct weir_pool *in_pool,
+                              struct weir_pool *out_pool, uint8_t *input)
+{
+    free(input);
+    weir_pool_reclaim(in_pool);
+    weir_pool_reclaim(out_pool);
+    if (weir_pool_destroy(in_pool) || weir_pool_destroy(out_pool))
+        return -1;
+    sh("rm -rf '%s'", tdir);
+    return 0;
+}
+
+#ifdef CMOCKA_H_
+/* The gzip file at path decompresses with zlib's gzread, which reads
+ * member after member, to exactly data[0..len). */
+static inline void assert_gzread_is(const char *path, const uint8_t *data,
+                                    size_t len)
+{
+    gzFile gz = gzopen(path, "rb");
+    uint8_t *got = malloc(len + 1);
+    size_t n = 0;
+    int r;
+
+    assert_non_null(gz);
+    while ((r = gzread(gz, got + n, (unsigned)(len + 1 - n))) > 0)
+        n += (size_t)r;
+    assert_int_equal(r, 0);
+    assert_int_equal(gzclose(gz), Z_OK);
+    assert_int_equal(n, len);
+    assert_memory_equal(got, data, len);
+    free(got);
+}
+#endif
 
 #endif /* WEIR_TEST_XFORM_HARNESS_H */

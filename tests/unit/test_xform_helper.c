@@ -15,7 +15,6 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "weir/loop.h"
 #include "test_xform_harness.h"
@@ -91,12 +90,9 @@ static void helper_fence(void)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tdir, sizeof(tdir), "/tmp/weir-xfh-XXXXXX");
-    if (!mkdtemp(tdir))
+    if (xf_setup("/tmp/weir-xfh-XXXXXX", &in_pool, &out_pool, &input, IN_LEN,
+                 11))
         return -1;
-    in_pool = make_pool(64, 0);
-    out_pool = make_pool(256, 0);
-    input = make_input(IN_LEN, 11);
     if (pthread_create(&helper_thread, NULL, helper_main, NULL))
         return -1;
     while (!atomic_load_explicit(&helper_ready, memory_order_acquire))
@@ -113,13 +109,7 @@ static int teardown(void **state)
     weir_loop_post(helper, &stop);
     pthread_join(helper_thread, NULL);
     weir_loop_destroy(helper);
-    free(input);
-    weir_pool_reclaim(in_pool);
-    weir_pool_reclaim(out_pool);
-    if (weir_pool_destroy(in_pool) || weir_pool_destroy(out_pool))
-        return -1; /* a buffer was lost */
-    sh("rm -rf '%s'", tdir);
-    return 0;
+    return xf_teardown(in_pool, out_pool, input);
 }
 
 static struct weir_xform_options xopts(void)
@@ -149,24 +139,6 @@ static int drive(struct chain *ch)
         nanosleep(&nap, NULL);
     }
     return -EDEADLK;
-}
-
-/* Decompresses with zlib's gzread, which reads member after member. */
-static void assert_gzread_is(const char *path, const uint8_t *data, size_t len)
-{
-    gzFile gz = gzopen(path, "rb");
-    uint8_t *got = malloc(len + 1);
-    size_t n = 0;
-    int r;
-
-    assert_non_null(gz);
-    while ((r = gzread(gz, got + n, (unsigned)(len + 1 - n))) > 0)
-        n += (size_t)r;
-    assert_int_equal(r, 0);
-    assert_int_equal(gzclose(gz), Z_OK);
-    assert_int_equal(n, len);
-    assert_memory_equal(got, data, len);
-    free(got);
 }
 
 /*

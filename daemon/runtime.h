@@ -281,7 +281,8 @@ void relay_start(struct half *h);   /* after the forward sink is built */
 void relay_cut(struct half *h);     /* an error on either side ends both */
 void relay_teardown(struct half *h);
 
-/* broadcast.c. Main thread: broadcast_start makes the shared stream,
+/* broadcast.c. Main thread: broadcast_start makes the shared stream (a
+ * new one each time a tcp/unix source is connected again),
  * broadcast_client adds an accepted client, broadcast_cut shuts the
  * clients' connections down (returns how many), broadcast_free at the
  * pipeline's end. Worker: broadcast_build is the shared stream's last

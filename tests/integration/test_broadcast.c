@@ -704,6 +704,31 @@ static void test_tcp_source_restarts_and_held_clients_join(void **state)
     free(u2);
 }
 
+/* A stop while the source is down: the held client is closed (it got
+ * nothing) and weir exits cleanly. */
+static void test_stop_closes_held_clients(void **state)
+{
+    uint16_t port = h_free_port(false), up = h_free_port(false);
+    struct client a;
+    struct h_weir w;
+
+    (void)state;
+    h_start_conf(&w, dir, "held-stop", H_CONF_FRESH_LOG,
+                 "log_level = debug\n\n[pipeline live]\n"
+                 "source = tcp:127.0.0.1:%u\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 up, port);
+    h_expect_log(&w, "cannot connect to source", WAIT);
+    connect_client(&a, NULL, port);
+    wait_count(&w, "held until the source is up", 1);
+    stop(&w);
+    read_to_eof(&a);
+    assert_int_equal(a.len, 0);
+    expect_count(&w, "it was waiting for the source", 1);
+    close(a.fd);
+    free(a.got);
+}
+
 /* c's bytes through `cmd` (gzip -dc, zstd -dc): the decoded text, and the
  * command's exit status. */
 static char *decode(const struct client *c, const char *cmd, size_t *len,
@@ -882,6 +907,7 @@ int main(void)
             test_block_client_holding_the_source_is_warned_about, h_teardown),
         cmocka_unit_test_teardown(
             test_tcp_source_restarts_and_held_clients_join, h_teardown),
+        cmocka_unit_test_teardown(test_stop_closes_held_clients, h_teardown),
         cmocka_unit_test_teardown(test_gzip_joins_decode_whole, h_teardown),
         cmocka_unit_test_teardown(test_zstd_joins_decode_whole, h_teardown),
     };

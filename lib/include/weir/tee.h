@@ -83,21 +83,19 @@ struct weir_tee_live_options {
 /*
  * A live tee (a broadcast): starts with no branch and takes up to o->cap
  * of them. A branch is allocated when it is added and freed when it is
- * removed, so an idle slot costs one pointer and a tee of a handful of
- * branches no more than that. It reads
- * the source whenever no live block branch is full, whether or not a
- * branch asks: with no branch, or only drop/disconnect branches that are
- * full, what it reads is dropped, since a broadcast keeps no backlog; a
- * block branch still holds the source back. Branches come and go with
- * weir_tee_add_branch and weir_tee_remove_branch; the source is never
- * cancelled for want of branches (stop it through its own endpoint).
- * on_end is told when the source ends. Returns 0, -EINVAL, -EBUSY,
- * -ENOMEM.
+ * removed; a slot costs one pointer. It reads the source whenever no live
+ * block branch is full, whether or not a branch asks: with no branch, or
+ * only drop/disconnect branches that are full, what it reads is dropped,
+ * since a broadcast keeps no backlog; a block branch still holds the
+ * source back. Branches come and go with weir_tee_add_branch and
+ * weir_tee_remove_branch; the source is never cancelled for want of
+ * branches (stop it through its own endpoint). on_end is told when the
+ * source ends. Returns 0, -EBUSY when src is locked, -ENOMEM.
  */
 int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
                          const struct weir_tee_live_options *o);
 
-/* Starts a live tee made paused reading. */
+/* A live tee made paused starts reading; nothing for one that reads. */
 void weir_tee_resume(struct weir_tee *t);
 
 /*

@@ -585,10 +585,11 @@ static int64_t idle_rss(void)
 /*
  * Samples the daemon's RSS for `secs` seconds while its receivers run;
  * checks every sample against the bound and the last against the first
- * (after a second of warm-up): no growth beyond a chunk.
+ * (after a second of warm-up): no growth beyond two chunks and `made_kib`,
+ * what the stream may still make on first use within the window.
  */
-static void watch_rss(pid_t pid, int64_t bound_kib, unsigned secs,
-                      int64_t *first, int64_t *peak)
+static void watch_rss(pid_t pid, int64_t bound_kib, int64_t made_kib,
+                      unsigned secs, int64_t *first, int64_t *peak)
 {
     int64_t end, now;
 
@@ -608,7 +609,8 @@ static void watch_rss(pid_t pid, int64_t bound_kib, unsigned secs,
             (long long)bound_kib, (long long)*first, (long long)*peak,
             (long long)vmrss_kib(pid));
     assert_true(*peak <= bound_kib);
-    assert_true(vmrss_kib(pid) <= *first + (int64_t)(CHUNK / 1024) * 2);
+    assert_true(vmrss_kib(pid) <=
+                *first + (int64_t)(CHUNK / 1024) * 2 + made_kib);
 }
 
 /*
@@ -656,7 +658,7 @@ static void test_memory_slow_sink(void **state)
     r.fd = h_accept(lfd, WAIT);
     assert_true(r.fd >= 0);
     pthread_create(&r.th, NULL, reader_run, &r);
-    watch_rss(w.pid, bound_kib(idle, 1, false), 5, &first, &peak);
+    watch_rss(w.pid, bound_kib(idle, 1, false), 0, 5, &first, &peak);
     atomic_store(&r.stop, true);
     pthread_join(r.th, NULL);
     kill(w.pid, SIGKILL);
@@ -700,7 +702,9 @@ static void test_memory_gzip_slow_sink(void **state)
     assert_true(r.fd >= 0);
     pthread_create(&r.th, NULL, reader_run, &r);
     bound = bound_kib(idle, 1, false) + 2 * (CHUNK / 1024) + GZIP_CODEC_KIB;
-    watch_rss(w.pid, bound, 5, &first, &peak);
+    /* gzip makes its member slots as more members are in flight at once,
+     * up to its codec figure: that may happen after the warm-up. */
+    watch_rss(w.pid, bound, GZIP_CODEC_KIB, 5, &first, &peak);
     atomic_store(&r.stop, true);
     pthread_join(r.th, NULL);
     kill(w.pid, SIGKILL);
@@ -737,7 +741,7 @@ static void tee_memory(const char *policy, bool fast_runs)
     assert_true(fast.fd >= 0 && slow.fd >= 0);
     pthread_create(&fast.th, NULL, reader_run, &fast);
     pthread_create(&slow.th, NULL, reader_run, &slow);
-    watch_rss(w.pid, bound_kib(idle, 2, true), 5, &first, &peak);
+    watch_rss(w.pid, bound_kib(idle, 2, true), 0, 5, &first, &peak);
     /* Under block the slow sink holds the fast one back: one warning. */
     if (!fast_runs && !h_wait_log(w.log, "has held the source back", WAIT))
         show_log(&w), fail();

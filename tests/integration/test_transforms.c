@@ -583,34 +583,46 @@ static int64_t idle_rss(void)
 }
 
 /*
- * Samples the daemon's RSS for `secs` seconds while its receivers run;
- * checks every sample against the bound and the last against the first
- * (after a second of warm-up): no growth beyond two chunks and `made_kib`,
- * what the stream may still make on first use within the window.
+ * The RSS of one run: the bound every sample must stay within, and how
+ * much the last sample may exceed the first (after a second of warm-up):
+ * two chunks and `made`, what the stream may still make on first use
+ * within the window.
  */
-static void watch_rss(pid_t pid, int64_t bound_kib, int64_t made_kib,
-                      unsigned secs, int64_t *first, int64_t *peak)
+struct rss_watch {
+    int64_t bound, made;
+    int64_t first, peak, last;
+    bool lost; /* a sample could not be read */
+};
+
+/* Samples the daemon's RSS for `secs` seconds while its receivers run.
+ * Asserts nothing, so the caller stops its receivers first. */
+static void watch_rss(pid_t pid, struct rss_watch *rw, unsigned secs)
 {
-    int64_t end, now;
+    int64_t end;
 
     h_sleep_ms(1000);
-    *first = vmrss_kib(pid);
-    *peak = *first;
+    rw->first = rw->peak = vmrss_kib(pid);
     end = h_now_ms() + (int64_t)secs * 1000;
-    while ((now = h_now_ms()) < end) {
+    while (h_now_ms() < end) {
         int64_t kib = vmrss_kib(pid);
 
-        assert_true(kib > 0);
-        if (kib > *peak)
-            *peak = kib;
+        rw->lost = rw->lost || kib <= 0;
+        if (kib > rw->peak)
+            rw->peak = kib;
         h_sleep_ms(250);
     }
+    rw->last = vmrss_kib(pid);
+}
+
+static void rss_check(const struct rss_watch *rw)
+{
     fprintf(stderr, "# rss: bound %lld KiB, first %lld, peak %lld, last %lld\n",
-            (long long)bound_kib, (long long)*first, (long long)*peak,
-            (long long)vmrss_kib(pid));
-    assert_true(*peak <= bound_kib);
-    assert_true(vmrss_kib(pid) <=
-                *first + (int64_t)(CHUNK / 1024) * 2 + made_kib);
+            (long long)rw->bound, (long long)rw->first, (long long)rw->peak,
+            (long long)rw->last);
+    assert_false(rw->lost);
+    assert_true(rw->first > 0 && rw->last > 0);
+    assert_true(rw->peak <= rw->bound);
+    assert_true(rw->last <= rw->first + (int64_t)(CHUNK / 1024) * 2 + rw->made);
 }
 
 /*
@@ -621,6 +633,16 @@ static void watch_rss(pid_t pid, int64_t bound_kib, int64_t made_kib,
  * caches, the rings, a stream's objects) and page rounding.
  */
 #define SLACK_KIB (8 * 1024)
+
+/* ThreadSanitizer maps shadow and meta memory for every byte the program
+ * touches: measured here, the gzip stage's ~5 MiB showed as ~26 MiB of
+ * RSS in the TSan build. What a stage makes is scaled by this there; the
+ * plain and ASan builds check the formula as written. */
+#if defined(__SANITIZE_THREAD__)
+#define SHADOW_FACTOR 6
+#else
+#define SHADOW_FACTOR 1
+#endif
 
 static int64_t bound_kib(int64_t idle, unsigned sinks, bool tee)
 {
@@ -648,7 +670,8 @@ static void slow_sink_memory(const char *src, const char *transform,
     uint16_t port = h_free_port(false);
     int lfd = h_listen(false, port);
     struct reader r = {.rate = 1000 * 1000};
-    int64_t idle, first, peak;
+    struct rss_watch rw = {.made = made_kib * SHADOW_FACTOR};
+    int64_t idle;
     struct h_weir w;
 
     assert_true(lfd >= 0);
@@ -662,14 +685,15 @@ static void slow_sink_memory(const char *src, const char *transform,
     r.fd = h_accept(lfd, WAIT);
     assert_true(r.fd >= 0);
     pthread_create(&r.th, NULL, reader_run, &r);
-    watch_rss(w.pid, bound_kib(idle, 1, false) + extra_kib, made_kib, 5, &first,
-              &peak);
+    rw.bound = bound_kib(idle, 1, false) + extra_kib * SHADOW_FACTOR;
+    watch_rss(w.pid, &rw, 5);
     atomic_store(&r.stop, true);
     pthread_join(r.th, NULL);
     kill(w.pid, SIGKILL);
     h_wait(&w, WAIT);
     close(r.fd);
     close(lfd);
+    rss_check(&rw);
     /* ~1 MB/s for ~6 s: the receiver did read, slowly, and far less than
      * the source holds (gzip cannot shrink the noise): the receiver was
      * what held the stream back. */
@@ -716,7 +740,9 @@ static void tee_memory(const char *policy, bool fast_runs)
     int lf = h_listen(false, pf), ls = h_listen(false, ps);
     struct reader fast = {.rate = 0}, slow = {.rate = 1000 * 1000};
     char sparse[600];
-    int64_t idle, first, peak;
+    struct rss_watch rw = {0};
+    int64_t idle;
+    bool warned;
     struct h_weir w;
 
     assert_true(lf >= 0 && ls >= 0);
@@ -732,10 +758,12 @@ static void tee_memory(const char *policy, bool fast_runs)
     assert_true(fast.fd >= 0 && slow.fd >= 0);
     pthread_create(&fast.th, NULL, reader_run, &fast);
     pthread_create(&slow.th, NULL, reader_run, &slow);
-    watch_rss(w.pid, bound_kib(idle, 2, true), 0, 5, &first, &peak);
+    rw.bound = bound_kib(idle, 2, true);
+    watch_rss(w.pid, &rw, 5);
     /* Under block the slow sink holds the fast one back: one warning. */
-    if (!fast_runs && !h_wait_log(w.log, "has held the source back", WAIT))
-        show_log(&w), fail();
+    warned = fast_runs || h_wait_log(w.log, "has held the source back", WAIT);
+    if (!warned)
+        show_log(&w);
     atomic_store(&fast.stop, true);
     atomic_store(&slow.stop, true);
     pthread_join(fast.th, NULL);
@@ -746,6 +774,8 @@ static void tee_memory(const char *policy, bool fast_runs)
     close(slow.fd);
     close(lf);
     close(ls);
+    rss_check(&rw);
+    assert_true(warned);
     fprintf(stderr, "# %s: fast got %lld, slow got %lld\n", policy,
             (long long)atomic_load(&fast.got),
             (long long)atomic_load(&slow.got));

@@ -492,6 +492,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         conf_ref_put(r.cref);
         return uring_unavailable(rc) ? EX_UNAVAILABLE : 1;
     }
+    r.compressing = calloc(r.nworkers, sizeof(*r.compressing));
     r.split = placement_split();
     r.zero_copy = sendpath_splice(false);
     r.zero_copy_serve = sendpath_splice(true);
@@ -526,6 +527,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         pipeline_free(pl);
     }
     weir_loop_destroy(r.main);
+    free(r.compressing);
     close(r.sigfd);
     listenfds_free(r.lfds);
     if (r.failures)

@@ -111,6 +111,7 @@ struct half {
     struct weir_splice *splice;   /* the zero-copy stage instead */
     struct weir_endpoint **sinks; /* the sink half (or the whole stream) */
     struct weir_xform **xf;       /* the transform stages, when here */
+    bool compressing; /* counted in run->compressing (a gzip stage here) */
     unsigned nxf;
     /* Parked transforms are retried from this timer (stream.c). */
     struct weir_timer kick;
@@ -205,6 +206,10 @@ struct run {
     size_t bufsz;         /* the pools' buffers: a reload's ceiling */
     struct weir_workers *workers;
     unsigned nworkers;
+    /* Per worker, its streams with a gzip stage: a stream's gzip borrows
+     * a second worker only when that one has none of its own (stream.c).
+     * NULL: never. */
+    _Atomic uint32_t *compressing;
     struct weir_loop *main;
     bool split;           /* placement: source and sinks on different workers */
     bool zero_copy;       /* file -> socket streams take the splice stage */

@@ -82,7 +82,8 @@ struct gz_state {
     struct gz_shared *sh;
     struct libdeflate_compressor *c; /* the stream's thread's */
     struct weir_loop *helper;        /* NULL: every member is made here */
-    unsigned nslots;                 /* GZ_SLOTS with a helper, else 1 */
+    const _Atomic uint32_t *helper_busy;
+    unsigned nslots;  /* GZ_SLOTS with a helper, else 1 */
     unsigned head, n; /* slots in member order: head .. head + n - 1 */
     uint64_t members;
     bool final; /* the last member is sealed */
@@ -149,6 +150,7 @@ static int gz_state(struct weir_xform *x, struct gz_state **out)
             return -ENOMEM;
         x->state = g;
         g->helper = x->helper;
+        g->helper_busy = x->helper_busy;
         g->nslots = g->helper ? GZ_SLOTS : 1;
         g->c = libdeflate_alloc_compressor(x->level);
         g->sh = calloc(1, sizeof(*g->sh));
@@ -203,6 +205,11 @@ static bool gz_helper_free(struct gz_state *g)
     unsigned load = 0;
 
     if (!g->helper)
+        return false;
+    /* Relaxed: a hint from the helper's owner; a stale value lends one
+     * member more or less. */
+    if (g->helper_busy &&
+        atomic_load_explicit(g->helper_busy, memory_order_relaxed) > 0)
         return false;
     for (unsigned k = 0; k < g->n; k++) {
         uint32_t st = gz_peek(gz_slot_at(g, k));

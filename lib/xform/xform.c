@@ -139,6 +139,7 @@ int weir_xform_create(struct weir_xform **out, const char *spec,
     x->level = level;
     x->pool = opts->pool;
     x->helper = opts->helper;
+    x->helper_busy = opts->helper_busy;
     x->slot = opts->slot;
     x->member_size =
         opts->member_size ? opts->member_size : WEIR_XFORM_MEMBER_DEFAULT;

@@ -56,7 +56,8 @@ struct weir_xform {
     struct weir_transform *tf;
     struct weir_pool *pool;
     struct weir_loop *helper; /* may do work on its own thread, or NULL */
-    void *state;              /* the kind's, allocated on first use */
+    const _Atomic uint32_t *helper_busy; /* see weir_xform_options */
+    void *state; /* the kind's, allocated on first use */
     int level;
     unsigned slot;
     size_t member_size;

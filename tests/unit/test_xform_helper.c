@@ -185,6 +185,41 @@ static void members_from_both_threads_come_out_in_order(void **state)
 }
 
 /*
+ * While the helper's owner says it is busy with its own compressing
+ * (helper_busy nonzero), every member is made here; once the count drops
+ * to zero, members are lent again. Both runs decode exactly.
+ */
+static void a_busy_helper_is_not_lent_members(void **state)
+{
+    static const char *const specs[] = {"gzip:1"};
+    static _Atomic uint32_t busy;
+    struct weir_xform_options xo = xopts();
+    char in[256], out[256];
+
+    (void)state;
+    xo.helper_busy = &busy;
+    write_file(tpath(in, sizeof(in), "busy.in"), input, IN_LEN);
+    for (int b = 1; b >= 0; b--) {
+        struct feed f = {.data = input, .len = IN_LEN, .mode = FEED_EXTERNAL};
+        struct weir_xform_stats st;
+        struct chain ch;
+
+        atomic_store_explicit(&busy, (uint32_t)b, memory_order_relaxed);
+        assert_int_equal(chain_start(&ch, specs, 1, &f, &xo,
+                                     tpath(out, sizeof(out), "busy.gz"), false),
+                         0);
+        assert_int_equal(drive(&ch), 0);
+        weir_xform_stats(ch.x[0], &st);
+        chain_free(&ch);
+        if (b)
+            assert_int_equal(st.helped, 0);
+        else
+            assert_true(st.helped > 0);
+        assert_int_equal(sh("gzip -dc %s | cmp -s - %s", out, in), 0);
+    }
+}
+
+/*
  * The helper is held busy, so the members posted to it stay queued; the
  * transform is destroyed meanwhile. When the helper runs again it finds
  * its members taken back and frees what it shared, once: ASan reports a
@@ -285,6 +320,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(members_from_both_threads_come_out_in_order),
+        cmocka_unit_test(a_busy_helper_is_not_lent_members),
         cmocka_unit_test(destroy_while_the_helper_holds_members),
         cmocka_unit_test(sync_waits_for_the_helper),
     };

@@ -69,6 +69,7 @@
 #ifndef WEIR_XFORM_H
 #define WEIR_XFORM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,6 +96,11 @@ struct weir_xform_options {
      * buffer; its loop must keep running until the transform is destroyed
      * and the tasks it posted there have run. */
     struct weir_loop *helper;
+    /* With a helper: a count the helper's owner keeps of its own work of
+     * the same kind (its own compressing streams). While it is nonzero
+     * members stay on this thread: lending them would only queue them
+     * behind that work. NULL: always lend. Read relaxed, once a member. */
+    const _Atomic uint32_t *helper_busy;
     /* Output buffers one run may queue past a full readable side before
      * parking; 0 means WEIR_XFORM_BURST_DEFAULT. */
     uint32_t burst;

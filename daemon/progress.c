@@ -86,7 +86,7 @@ void progress_summary(struct run *r)
             (unsigned long long)b, t, t > 0 ? (double)b / t / 1e6 : 0.0);
     /* With transforms the two ends differ (gzip makes 1 GiB of text a few
      * MB): the rate that says how fast the pipeline went is the input's. */
-    if (r->one && r->conf->pipelines[0]->ntransforms) {
+    if (r->one && r->one->pl->p->ntransforms) {
         /* Relaxed: a statistic, as bytes_now. */
         uint64_t in =
             atomic_load_explicit(&r->one->bytes_in, memory_order_relaxed);

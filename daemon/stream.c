@@ -649,7 +649,7 @@ static void kick_fire(struct weir_op *op, int res, uint32_t flags)
  * each member (weir_xform_options.helper_busy). WEIR_XFORM_HELPER=off
  * turns lending off, for measuring.
  */
-static bool spec_compresses(const char *spec)
+static bool spec_is_gzip(const char *spec)
 {
     return strncmp(spec, "gzip", 4) == 0;
 }
@@ -665,7 +665,7 @@ static struct weir_loop *xf_helper(struct half *h,
     bool gzip = false;
 
     for (size_t k = 0; k < p->ntransforms; k++)
-        gzip = gzip || spec_compresses(p->transforms[k].spec);
+        gzip = gzip || spec_is_gzip(p->transforms[k].spec);
     if (!gzip || !r->compressing)
         return NULL;
     h->compressing = true;

@@ -18,15 +18,15 @@
  * gathered is compressed where it lies.
  *
  * Members are independent, so two threads can compress two of them at
- * once. With a helper, a member that fills while the helper is idle goes
- * to the helper (a task posted to its loop), and the stream's thread goes
- * on reading and compresses the next member itself; the output leaves in
- * member order from a small ring of slots. When every slot is taken, or
- * the stream ends, the transform parks with XF_STALL_AWAY until the
- * helper's member is done; the owner's resume then hands it on. Handing
- * the compression of every other member across is the whole cost: the
- * input is copied into a slot anyway, and the helper touches no pool
- * buffer.
+ * once. With a helper, a member that fills while the helper has room (and
+ * its owner is not busy with its own compressing) goes to the helper (a
+ * task posted to its loop), and the stream's thread goes on reading and
+ * compresses the next member itself; the output leaves in member order
+ * from a small ring of slots. When every slot is taken, or the stream
+ * ends, the transform parks with XF_STALL_AWAY until the helper's member
+ * is done; the owner's resume then hands it on. Lending a member costs one
+ * post: its input was gathered into a slot anyway (or is a pool chunk the
+ * slot holds a reference to), and the helper touches no pool buffer.
  *
  * The slots outlive the transform when the helper still holds one: the
  * shared part is reference counted, one reference for the transform and
@@ -348,18 +348,21 @@ static int gzip_step(struct weir_xform *x)
     while (rc == 0 && (rc = gz_drain(x, g)) == 0 && xf_in_left(x)) {
         uint32_t n = xf_in_left(x);
         struct gz_slot *s;
+        bool whole, lend;
 
         rc = gz_claim(g, &s);
         if (rc)
             break;
-        if (s->in_len == 0 && n >= x->member_size &&
-            (x->in.buf || !gz_helper_free(g))) {
+        whole = s->in_len == 0 && n >= x->member_size;
+        lend = whole && gz_helper_free(g);
+        if (whole && (x->in.buf || !lend)) {
             /* A whole member in one chunk: compressed where it lies,
-             * here or, holding a reference to the chunk, on the helper. */
+             * here or, holding a reference to the chunk, on the helper
+             * (a chunk outside any pool cannot be held: it is gathered). */
             n = (uint32_t)x->member_size;
             s->src = xf_in_ptr(x);
             s->in_len = n;
-            if (gz_helper_free(g)) {
+            if (lend) {
                 s->held = x->in;
                 weir_chunk_ref(&s->held);
                 gz_send(x, g, s);
@@ -388,7 +391,7 @@ static int gz_seal_here(struct gz_state *g)
 
     if (s)
         return gz_compress_here(g, s, s->src, s->in_len);
-    if (g->members || g->final == false)
+    if (g->members || !g->final)
         return 0;
     /* The end of an empty stream still makes one member: zero bytes are
      * not a gzip file. */

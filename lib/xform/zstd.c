@@ -32,7 +32,7 @@ struct zs_state {
     bool frame_open;   /* unzstd: inside a frame; zstd: input since the
                           frame began */
     bool ended;        /* zstd: ZSTD_e_end has finished */
-    bool ending;       /* zstd: a sync's ZSTD_e_end has not finished yet */
+    bool ending;       /* zstd: a frame's ZSTD_e_end has not finished yet */
 };
 
 static int zs_state(struct weir_xform *x, bool compress, struct zs_state **out)
@@ -92,9 +92,9 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
     return xf_out_commit(x, (uint32_t)out.pos);
 }
 
-/* Finishes the frame a sync ended: libzstd wants ZSTD_e_end repeated until
- * it answers 0 before any other directive; the next ZSTD_e_continue then
- * begins a new frame. */
+/* Finishes the frame being ended (by a sync or the stream's end): libzstd wants
+ * ZSTD_e_end repeated until it answers 0 before any other directive; the next
+ * ZSTD_e_continue then begins a new frame. */
 static int zs_end_frame(struct weir_xform *x, struct zs_state *z)
 {
     size_t left = 1;
@@ -123,17 +123,18 @@ static int zstd_step(struct weir_xform *x)
     return rc;
 }
 
+/* The stream's last frame ends as a sync's does (a frame a sync was
+ * ending is that last frame); a stream with no input still gets one, empty:
+ * zero bytes are not a zstd file. */
 static int zstd_finish(struct weir_xform *x)
 {
     struct zs_state *z;
-    size_t left = 1;
     int rc = zs_state(x, true, &z);
 
-    if (rc == 0)
+    if (rc == 0 && !z->ended) {
+        z->ending = true;
         rc = zs_end_frame(x, z);
-    while (rc == 0 && !z->ended) {
-        rc = zs_compress_once(x, z, ZSTD_e_end, &left);
-        if (rc == 0 && left == 0)
+        if (rc == 0)
             z->ended = true;
     }
     return rc ? rc : xf_out_emit(x);

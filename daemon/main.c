@@ -16,11 +16,11 @@
 #include <string.h>
 #include <sysexits.h>
 
-#include "config.h"
+#include "conf/config.h"
 #include "demo.h"
-#include "log.h"
-#include "pipe_args.h"
-#include "run.h"
+#include "sys/log.h"
+#include "conf/pipe_args.h"
+#include "run/run.h"
 
 static void usage(FILE *f)
 {

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "listenfds.h"
+#include "serve/listenfds.h"
 
 /* systemd passes its sockets from fd 3 on. */
 #define FIRST_FD 3

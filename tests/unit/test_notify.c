@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "notify.h"
+#include "sys/notify.h"
 
 static char dir[] = "/tmp/weir-notify-XXXXXX";
 static char sock_path[128];

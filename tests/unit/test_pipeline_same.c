@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "pipeline_same.h"
+#include "conf/config.h"
+#include "conf/pipeline_same.h"
 
 static const char base[] = "[pipeline p]\n"
                            "source = file:/etc/passwd\n"
@@ -34,7 +34,7 @@ static struct weir_config *load(const char *text)
 static bool same_as_base(const char *text)
 {
     struct weir_config *a = load(base), *b = load(text);
-    bool same = pipeline_same(a->pipelines[0], b->pipelines[0]);
+    bool same = config_pipeline_same(a->pipelines[0], b->pipelines[0]);
 
     config_free(a);
     config_free(b);

@@ -1,0 +1,191 @@
+/*
+ * config_keys.c - one setter per key of weir.conf, and the table that
+ * names them. A setter checks its value, stores it with its line, and
+ * reports what is wrong; it never stops the parse.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/address.h"
+#include "conf/config_parser.h"
+#include "conf/transforms.h"
+
+/* True the first time a single-valued key is set; reports the repeat. */
+static bool first_time(struct parser *p, struct conf_loc *slot, const char *key)
+{
+    if (conf_loc_set(slot)) {
+        PARSE_ERROR(p, "'%s' is already set at line %u", key, slot->line);
+        return false;
+    }
+    *slot = here(p);
+    return true;
+}
+
+static void key_source(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    struct conf_loc loc = here(p);
+    char err[512];
+    int r;
+
+    if (!first_time(p, &pl->source_loc, "source"))
+        return;
+    r = address_parse(value, ADDR_SOURCE, p->conf->base_dir, &loc, &pl->source,
+                      err, sizeof(err));
+    if (r < 0)
+        PARSE_ERROR(p, "source: %s", err);
+}
+
+static void key_sink(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    struct weir_address *a;
+    struct conf_loc loc = here(p);
+    char err[512];
+
+    pl->sink_keys++;
+    if (pl->nsinks == CONF_MAX_SINKS) {
+        PARSE_ERROR(p, "more than %d sinks", CONF_MAX_SINKS);
+        return;
+    }
+    if (address_parse(value, ADDR_SINK, p->conf->base_dir, &loc, &a, err,
+                      sizeof(err)) < 0) {
+        PARSE_ERROR(p, "sink: %s", err);
+        return;
+    }
+    if (config_add_sink(pl, a) < 0) {
+        address_free(a);
+        PARSE_ERROR(p, "out of memory");
+    }
+}
+
+static void key_transform(struct parser *p, const char *value)
+{
+    struct conf_loc loc = here(p);
+    char err[256];
+
+    if (p->pipeline->ntransforms == CONF_MAX_TRANSFORMS) {
+        PARSE_ERROR(p, "more than %d transforms", CONF_MAX_TRANSFORMS);
+        return;
+    }
+    if (transform_check(value, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "%s", err);
+    else if (config_add_transform(p->pipeline, value, &loc) < 0)
+        PARSE_ERROR(p, "out of memory");
+}
+
+static void key_hwm(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    char err[256];
+
+    if (first_time(p, &pl->high_water_mark_loc, "high_water_mark") &&
+        value_size(value, CONF_MIN_HWM, CONF_MAX_HWM, &pl->high_water_mark, err,
+                   sizeof(err)) < 0)
+        PARSE_ERROR(p, "high_water_mark: %s", err);
+}
+
+static void key_chunk_size(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    char err[256];
+
+    if (first_time(p, &pl->chunk_size_loc, "chunk_size") &&
+        value_size(value, CONF_MIN_CHUNK, CONF_MAX_CHUNK, &pl->chunk_size, err,
+                   sizeof(err)) < 0)
+        PARSE_ERROR(p, "chunk_size: %s", err);
+}
+
+static void key_follow(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    char err[256];
+
+    if (first_time(p, &pl->follow_loc, "follow") &&
+        value_bool(value, &pl->follow, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "follow: %s", err);
+}
+
+static void key_workers(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    uint64_t n;
+    char err[256];
+
+    if (!first_time(p, &d->workers_loc, "workers"))
+        return;
+    if (strcmp(value, "auto") == 0)
+        d->workers = 0;
+    else if (value_uint(value, 1, CONF_MAX_WORKERS, &n, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "workers: '%s' is neither auto nor a count from 1 to %d",
+                    value, CONF_MAX_WORKERS);
+    else
+        d->workers = (unsigned)n;
+}
+
+static void key_log_level(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+
+    if (first_time(p, &d->log_level_loc, "log_level") &&
+        log_level_parse(value, &d->log_level) < 0)
+        PARSE_ERROR(p,
+                    "log_level: '%s' is not a level: use error, warning, "
+                    "info or debug",
+                    value);
+}
+
+static void key_drain_timeout(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    char err[256];
+
+    if (first_time(p, &d->drain_timeout_loc, "drain_timeout") &&
+        value_duration_ms(value, 0, CONF_MAX_DRAIN_MS, &d->drain_timeout_ms,
+                          err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "drain_timeout: %s", err);
+}
+
+static void key_metrics(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    struct weir_address *a;
+    struct conf_loc loc = here(p);
+    char err[256];
+
+    if (d->metrics != NULL) {
+        PARSE_ERROR(p, "'metrics' is already set at line %u",
+                    d->metrics->loc.line);
+        return;
+    }
+    a = calloc(1, sizeof(*a));
+    if (a == NULL || (a->text = strdup(value)) == NULL) {
+        free(a);
+        PARSE_ERROR(p, "out of memory");
+        return;
+    }
+    a->kind = ADDR_TCP_LISTEN;
+    a->loc = loc;
+    if (address_parse_hostport(value, &a->host, &a->ipv6, &a->port, err,
+                               sizeof(err)) < 0) {
+        PARSE_ERROR(p, "metrics: %s", err);
+        address_free(a);
+        return;
+    }
+    d->metrics = a;
+}
+
+const struct key_def config_keys[] = {
+    {SECTION_DAEMON, "workers", false, key_workers},
+    {SECTION_DAEMON, "log_level", false, key_log_level},
+    {SECTION_DAEMON, "drain_timeout", false, key_drain_timeout},
+    {SECTION_DAEMON, "metrics", false, key_metrics},
+    {SECTION_PIPELINE, "source", true, key_source},
+    {SECTION_PIPELINE, "sink", true, key_sink},
+    {SECTION_PIPELINE, "transform", false, key_transform},
+    {SECTION_PIPELINE, "high_water_mark", false, key_hwm},
+    {SECTION_PIPELINE, "chunk_size", false, key_chunk_size},
+    {SECTION_PIPELINE, "follow", false, key_follow},
+    {SECTION_NONE, NULL, false, NULL},
+};

@@ -1,0 +1,22 @@
+/*
+ * sockaddr.h - addresses of the config as socket addresses, and socket
+ * addresses as text for log lines.
+ */
+#ifndef WEIR_DAEMON_SOCKADDR_H
+#define WEIR_DAEMON_SOCKADDR_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "conf/config.h"
+
+/* The address a tcp/unix (or -listen) address names: the first that
+ * HOST resolves to. Returns 0 or -errno (-EHOSTUNREACH: no address). */
+int sockaddr_resolve(const struct weir_address *a, struct sockaddr_storage *ss,
+                     socklen_t *len);
+
+/* HOST:PORT, [V6]:PORT or unix:PATH. */
+void sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf,
+                     size_t size);
+
+#endif

@@ -1,0 +1,253 @@
+/*
+ * reload.c - SIGHUP: read the config file again and move the running
+ * pipelines to it without touching the ones that did not change.
+ *
+ * Three steps, and nothing changes before the third:
+ *   1. load: parse and check the whole file (FILE:LINE: message for each
+ *      error), plus what only the running daemon can check;
+ *   2. prepare: match pipelines by name; an unchanged one (compared field
+ *      by field, addresses by their parsed values) is kept as it runs; a
+ *      new or changed one is built up to its listening sockets. A listen
+ *      address that a replaced or removed pipeline holds is not bound
+ *      again: the new pipeline takes the socket over at the commit, so
+ *      clients are never refused, and connections waiting in its backlog
+ *      go to the new definition;
+ *   3. commit: start the new pipelines, drain the removed and replaced
+ *      ones (no new clients; their streams finish, up to drain_timeout).
+ * Any failure in 1 or 2 undoes 2 and leaves the running config alone.
+ *
+ * The reload runs on the main loop, in one go. SIGHUPs that arrive
+ * meanwhile stay pending in the signalfd, where the kernel merges them
+ * into one: one more reload follows.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/pipeline_same.h"
+#include "run/run_impl.h"
+#include "sys/notify.h"
+
+static struct pipeline *pipeline_of(struct weir_list *node)
+{
+    return weir_list_entry(node, struct pipeline, link);
+}
+
+/* What the file cannot say wrong by itself but this run cannot take. */
+static unsigned check_against_run(const struct run *r,
+                                  const struct weir_config *conf)
+{
+    struct conf_diag diag = {0};
+
+    for (size_t i = 0; i < conf->npipelines; i++) {
+        const struct weir_pipeline *p = conf->pipelines[i];
+
+        if (p->chunk_size > r->bufsz)
+            config_error(&diag,
+                         conf_loc_set(&p->chunk_size_loc) ? &p->chunk_size_loc
+                                                          : &p->loc,
+                         "pipeline %s: chunk_size %llu is larger than the "
+                         "%zu-byte buffers this run allocated; restart weir "
+                         "for it",
+                         p->name, (unsigned long long)p->chunk_size, r->bufsz);
+    }
+    /* The worker threads and their pools stay as they started. */
+    if (conf->daemon.workers != r->cref->conf->daemon.workers) {
+        if (conf_loc_set(&conf->daemon.workers_loc))
+            log_warnx("%s:%u: workers changed; that takes effect at the "
+                      "next start",
+                      conf->file, conf->daemon.workers_loc.line);
+        else
+            log_warnx("%s: workers changed; that takes effect at the next "
+                      "start",
+                      conf->file);
+    }
+    return diag.errors;
+}
+
+/* The running pipeline named `name`, or NULL. */
+static struct pipeline *running(struct run *r, const char *name)
+{
+    struct weir_list *pos, *tmp;
+
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        struct pipeline *pl = pipeline_of(pos);
+
+        if (!pl->draining && strcmp(pl->p->name, name) == 0)
+            return pl;
+    }
+    return NULL;
+}
+
+/* The listener a pipeline that the reload replaces holds on a's address,
+ * for a new pipeline to take over; or NULL. */
+static struct listener *taken(void *owner, const struct weir_address *a)
+{
+    struct run *r = owner;
+    struct weir_list *pos, *tmp;
+
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        struct pipeline *pl = pipeline_of(pos);
+
+        for (unsigned j = 0; pl->replaced && j < pl->nls; j++)
+            if (pl->ls[j].fd >= 0 && listener_same_addr(pl->ls[j].addr, a))
+                return &pl->ls[j];
+    }
+    return NULL;
+}
+
+/* Marks every running pipeline as to be replaced, or none. */
+static void mark_replaced(struct run *r, bool on)
+{
+    struct weir_list *pos, *tmp;
+
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        struct pipeline *pl = pipeline_of(pos);
+
+        pl->replaced = on && !pl->draining;
+    }
+}
+
+struct plan {
+    struct pipeline **fresh; /* new or changed, prepared */
+    size_t nfresh;
+    unsigned kept, changed, added, removed;
+};
+
+static void plan_undo(struct run *r, struct plan *pn)
+{
+    for (size_t i = 0; i < pn->nfresh; i++)
+        pipeline_free(pn->fresh[i]);
+    free(pn->fresh);
+    mark_replaced(r, false);
+}
+
+/* Step 2. Marks the running pipelines to drop, prepares the new ones. */
+static int plan_make(struct run *r, struct conf_ref *cref, struct plan *pn)
+{
+    struct weir_config *conf = cref->conf;
+    struct weir_list *pos, *tmp;
+    int rc = 0;
+
+    pn->fresh = calloc(conf->npipelines + 1, sizeof(*pn->fresh));
+    if (pn->fresh == NULL)
+        return -ENOMEM;
+    mark_replaced(r, true);
+    for (size_t i = 0; i < conf->npipelines; i++) {
+        struct pipeline *old = running(r, conf->pipelines[i]->name);
+
+        if (old && config_pipeline_same(old->p, conf->pipelines[i])) {
+            old->replaced = false;
+            pn->kept++;
+        } else if (old) {
+            pn->changed++;
+        } else {
+            pn->added++;
+        }
+    }
+    pn->removed = 0;
+    weir_list_for_each(pos, tmp, &r->pls) pn->removed +=
+        pipeline_of(pos)->replaced;
+    pn->removed -= pn->changed;
+    for (size_t i = 0; rc == 0 && i < conf->npipelines; i++) {
+        const struct weir_pipeline *p = conf->pipelines[i];
+        struct pipeline *old = running(r, p->name);
+        struct pipeline *pl;
+
+        if (old && !old->replaced)
+            continue;
+        rc = pipeline_prepare(&pl, &r->env, p, cref, taken);
+        if (pl)
+            pn->fresh[pn->nfresh++] = pl;
+        if (rc)
+            log_errx("%s:%u: pipeline %s cannot be set up", p->loc.file,
+                     p->loc.line, p->name);
+    }
+    return rc;
+}
+
+/* Step 3. */
+static void plan_commit(struct run *r, struct conf_ref *cref, struct plan *pn)
+{
+    struct weir_list *pos, *tmp;
+
+    conf_ref_put(r->cref);
+    r->cref = conf_ref_get(cref);
+    r->conf = cref->conf;
+    if (!r->verbose)
+        log_set_level(r->conf->daemon.log_level);
+    for (size_t i = 0; i < pn->nfresh; i++)
+        weir_list_push_tail(&r->pls, &pn->fresh[i]->link);
+    /* New first: they take the sockets over before the old ones close
+     * theirs, so that a listen address never goes unserved. */
+    for (size_t i = 0; i < pn->nfresh; i++)
+        if (pipeline_start(pn->fresh[i]) != 0)
+            r->failures++;
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        struct pipeline *pl = pipeline_of(pos);
+
+        if (!pl->replaced)
+            continue;
+        pl->replaced = false;
+        pipeline_drain(pl, r->conf->daemon.drain_timeout_ms);
+    }
+    free(pn->fresh);
+}
+
+static void reload_file(struct run *r)
+{
+    struct plan pn = {0};
+    struct conf_ref *cref;
+    struct weir_config *conf;
+    unsigned errors = 0;
+    int rc;
+
+    conf = config_load_file(r->conffile, &errors);
+    if (conf != NULL)
+        errors = check_against_run(r, conf);
+    if (errors) {
+        log_errx("reload: %u error%s in %s; the running configuration "
+                 "stays",
+                 errors, errors == 1 ? "" : "s", r->conffile);
+        config_free(conf);
+        return;
+    }
+    cref = conf_ref_new(conf); /* ours, until the commit or the undo */
+    if (cref == NULL) {
+        log_errx("reload: out of memory; the running configuration stays");
+        return;
+    }
+    rc = plan_make(r, cref, &pn);
+    if (rc) {
+        plan_undo(r, &pn);
+        conf_ref_put(cref);
+        log_errx("reload: %s; the running configuration stays", strerror(-rc));
+        return;
+    }
+    plan_commit(r, cref, &pn);
+    conf_ref_put(cref);
+    log_info("reloaded %s: %u pipeline%s unchanged, %u changed, %u new, "
+             "%u removed",
+             r->conffile, pn.kept, pn.kept == 1 ? "" : "s", pn.changed,
+             pn.added, pn.removed);
+}
+
+void reload(struct run *r)
+{
+    int rc = notify_reloading();
+
+    if (rc < 0)
+        log_debug("sd_notify: %s", strerror(-rc));
+    if (r->conffile == NULL) {
+        log_info("SIGHUP: running the embedded demo, no file to read again");
+    } else {
+        log_info("SIGHUP: reloading %s", r->conffile);
+        reload_file(r);
+    }
+    notify_ready();
+    status_update(r);
+}

@@ -1,0 +1,552 @@
+/*
+ * run.c - the data path's main thread: start the workers, turn pipelines
+ * into listeners and streams, watch signals, and exit when nothing is
+ * left alive or a signal has stopped it.
+ *
+ * Placement and the send path are chosen once at start (stream/place.h);
+ * the measurements behind them are in bench/results/placement.md.
+ */
+#include "run/run.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "run/run_impl.h"
+#include "sys/clock.h"
+#include "sys/notify.h"
+#include "sys/signals.h"
+
+static struct pipeline *pipeline_of(struct weir_list *node)
+{
+    return weir_list_entry(node, struct pipeline, link);
+}
+
+unsigned run_streams(const struct run *r)
+{
+    const struct weir_list *pos;
+    unsigned n = 0;
+
+    for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
+        n +=
+            pipeline_streams(weir_list_entry(pos, const struct pipeline, link));
+    return n;
+}
+
+unsigned run_pipelines(const struct run *r)
+{
+    const struct weir_list *pos;
+    unsigned n = 0;
+
+    for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
+        n += !weir_list_entry(pos, const struct pipeline, link)->draining;
+    return n;
+}
+
+/* Nothing alive: the loop ends. */
+static void run_idle(struct alive *a)
+{
+    struct run *r = weir_container_of(a, struct run, alive);
+
+    if (r->finished)
+        return;
+    r->finished = true;
+    weir_loop_stop(r->main);
+}
+
+void run_stop(struct run *r)
+{
+    struct weir_list *pos, *tmp;
+
+    if (r->stopping)
+        return;
+    r->stopping = true;
+    alive_hold(&r->alive);
+    weir_list_for_each(pos, tmp, &r->pls) pipeline_stop(pipeline_of(pos));
+    if (run_streams(r) > 0)
+        weir_loop_timer_start(r->main, &r->drain,
+                              r->conf->daemon.drain_timeout_ms * 1000000ull);
+    alive_drop(&r->alive);
+}
+
+/* How long streams whose connections were shut down get to end before
+ * weir exits anyway: a worker sees the shutdown at its next send or
+ * receive, so this is a bound, not a wait. */
+#define CUT_GRACE_NS (500ull * 1000 * 1000)
+
+static void cut_expired(struct weir_op *op, int res, uint32_t flags)
+{
+    struct run *r = weir_container_of(op, struct run, cut.op);
+    unsigned n = run_streams(r);
+
+    (void)flags;
+    if (res == -ECANCELED || r->finished)
+        return;
+    log_warnx("%u stream%s did not end; exiting", n, n == 1 ? "" : "s");
+    r->finished = true;
+    weir_loop_stop(r->main);
+}
+
+/* Stopping, and no more waiting: every client connection is shut down;
+ * the loop stops when the last stream has ended, or after the grace. */
+static void run_cut(struct run *r)
+{
+    struct weir_list *pos, *tmp;
+
+    if (r->cutting)
+        return;
+    r->cutting = true;
+    if (r->drain.op.pending)
+        weir_loop_timer_stop(r->main, &r->drain);
+    weir_list_for_each(pos, tmp, &r->pls) pipeline_cut(pipeline_of(pos));
+    r->cut.op.fn = cut_expired;
+    if (run_streams(r) > 0)
+        weir_loop_timer_start(r->main, &r->cut, CUT_GRACE_NS);
+}
+
+static void drain_expired(struct weir_op *op, int res, uint32_t flags)
+{
+    struct run *r = weir_container_of(op, struct run, drain.op);
+    unsigned n = run_streams(r);
+
+    (void)flags;
+    if (res == -ECANCELED || r->finished)
+        return;
+    log_warnx("%u stream%s still running after the drain timeout; closing "
+              "them",
+              n, n == 1 ? "" : "s");
+    run_cut(r);
+}
+
+static void sig_arm(struct run *r);
+
+static void sig_read(struct weir_op *op, int res, uint32_t flags)
+{
+    struct run *r = weir_container_of(op, struct run, sig_op);
+
+    (void)flags;
+    if (res <= 0) {
+        if (res != -ECANCELED)
+            sig_arm(r);
+        return;
+    }
+    if (signals_is_reload(r->siginfo) && r->mode->reloads) {
+        if (r->stopping)
+            log_info("SIGHUP while stopping: no reload");
+        else
+            reload(r);
+        sig_arm(r);
+        return;
+    }
+    if (r->stopping) {
+        log_warnx("%s again: exiting now", signals_name(r->siginfo));
+        run_cut(r);
+        return;
+    }
+    log_info("%s: stopping (no new connections; running streams finish)",
+             signals_name(r->siginfo));
+    if (r->mode->notifies)
+        notify_stopping();
+    r->exit_status = 0;
+    sig_arm(r);
+    run_stop(r);
+    status_update(r);
+}
+
+static void sig_arm(struct run *r)
+{
+    r->sig_op.fn = sig_read;
+    weir_loop_read(r->main, &r->sig_op, r->sigfd, r->siginfo,
+                   (uint32_t)signals_info_size(), (uint64_t)-1);
+}
+
+/* The pipelines' hooks. */
+
+static void stream_started(struct pipeline *pl, struct stream *s)
+{
+    struct run *r = pl->env->owner;
+
+    if (!r->one) {
+        r->one = s;
+        r->total = s->src_size;
+    }
+}
+
+static void stream_ended(struct pipeline *pl, struct stream *s, bool handled)
+{
+    struct run *r = pl->env->owner;
+
+    /* Relaxed: the workers' last adds were ordered before the end by the
+     * post that brought it here; this pairs with nothing else. */
+    r->bytes_done += atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    if (!handled)
+        r->mode->stream_ended(r, pl, s);
+    if (r->one == s)
+        r->one = NULL;
+}
+
+/* The pipeline that serves a's address now takes a connection a listener
+ * accepted after handing its socket over. */
+static void late_client(struct pipeline *from, const struct weir_address *a,
+                        int fd, const char *peer)
+{
+    struct run *r = from->env->owner;
+    struct weir_list *pos, *tmp;
+
+    if (!r->stopping)
+        weir_list_for_each(pos, tmp, &r->pls)
+        {
+            struct pipeline *pl = pipeline_of(pos);
+            struct listener *l = pl->draining ? NULL : pipeline_listener(pl, a);
+
+            if (l) {
+                pipeline_client(pl, l, fd, peer);
+                return;
+            }
+        }
+    close(fd);
+}
+
+static void reap(struct weir_reap *rp)
+{
+    struct run *r = weir_container_of(rp, struct run, reap);
+    struct weir_list *pos, *tmp;
+
+    r->reap_queued = false;
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        struct pipeline *pl = pipeline_of(pos);
+
+        if (!pl->gone)
+            continue;
+        weir_list_remove(&pl->link);
+        log_debug("pipeline %s: drained", pl->p->name);
+        pipeline_free(pl);
+    }
+}
+
+/* Deferred to the end of the loop's batch: a completion later in the same
+ * batch may still name a listener of the pipeline. At a stop, what is
+ * left is freed at exit. */
+void run_pipeline_drained(struct pipeline *pl)
+{
+    struct run *r = pl->env->owner;
+
+    if (r->reap_queued || r->stopping)
+        return;
+    r->reap_queued = true;
+    r->reap.fn = reap;
+    weir_loop_defer(r->main, &r->reap);
+}
+
+static const struct pipeline_hooks run_pipeline_hooks = {
+    .stream_started = stream_started,
+    .stream_ended = stream_ended,
+    .late_client = late_client,
+    .drained = run_pipeline_drained,
+};
+
+/* The two modes. */
+
+static void daemon_started(struct run *r);
+
+static void daemon_stream_ended(struct run *r, struct pipeline *pl,
+                                struct stream *s)
+{
+    int err = stream_error(s);
+    unsigned long long out =
+        atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+
+    if (s->peer[0]) {
+        if (err)
+            log_warnx("pipeline %s: client %s: %s after %llu bytes",
+                      pl->p->name, s->peer, strerror(-err), out);
+        else
+            log_debug("pipeline %s: client %s done, %llu bytes", pl->p->name,
+                      s->peer, out);
+    } else if (err) {
+        log_warnx("pipeline %s: failed: %s after %llu bytes", pl->p->name,
+                  strerror(-err), out);
+        r->failures++;
+    } else {
+        log_info("pipeline %s: done, %llu bytes", pl->p->name, out);
+    }
+}
+
+/* weir pipe runs its one stream, prints the summary, and is done. */
+static void pipe_stream_ended(struct run *r, struct pipeline *pl,
+                              struct stream *s)
+{
+    int err = stream_error(s);
+
+    (void)pl;
+    progress_summary(r);
+    if (err) {
+        fprintf(stderr, "weir pipe: failed: %s\n", strerror(-err));
+        r->exit_status = 1;
+    }
+    run_stop(r);
+}
+
+static void pipe_report_line(const struct stream *s, const char *line)
+{
+    (void)s;
+    fprintf(stderr, "weir pipe: %s\n", line);
+}
+
+const struct run_mode run_mode_daemon = {
+    .name = "daemon",
+    .reloads = true,
+    .notifies = true,
+    .activation = true,
+    .started = daemon_started,
+    .stream_ended = daemon_stream_ended,
+    .sinks_reconnect = true,
+    .sources_restart = true,
+};
+
+const struct run_mode run_mode_pipe = {
+    .name = "pipe",
+    .started = progress_start,
+    .stream_ended = pipe_stream_ended,
+    .report_line = pipe_report_line,
+    .serve_once = true,
+    .splice_connects = true,
+};
+
+/* Start. */
+
+static bool uring_unavailable(int err)
+{
+    return err == -EPERM || err == -ENOSYS || err == -ENOMEM ||
+           err == -EOPNOTSUPP;
+}
+
+static unsigned worker_count(const struct weir_config *conf)
+{
+    long n = conf->daemon.workers ? (long)conf->daemon.workers
+                                  : sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n < 1 ? 1 : (unsigned)n;
+}
+
+static size_t buffer_size(const struct weir_config *conf)
+{
+    uint64_t sz = CONF_DEFAULT_CHUNK;
+
+    for (size_t i = 0; i < conf->npipelines; i++)
+        if (conf->pipelines[i]->chunk_size > sz)
+            sz = conf->pipelines[i]->chunk_size;
+    return (size_t)sz;
+}
+
+/* A file server holds two fds per client (the socket, the file): take the
+ * hard limit rather than the usual soft 1024. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* Socket activation: the passed sockets, taken before anything else
+ * opens an fd. A malformed LISTEN_FDS is logged and ignored. */
+static void take_listenfds(struct run *r)
+{
+    int rc = listenfds_take(&r->lfds);
+
+    if (rc) {
+        log_errx("socket activation: %s", strerror(-rc));
+        r->lfds = NULL;
+    } else if (listenfds_count(r->lfds) > 0) {
+        log_debug("socket activation: %zu socket%s passed",
+                  listenfds_count(r->lfds),
+                  listenfds_count(r->lfds) == 1 ? "" : "s");
+    }
+}
+
+static void report_unused_listenfds(const struct run *r)
+{
+    struct listenfd_info info[16];
+    size_t n;
+
+    if (!r->lfds)
+        return;
+    n = listenfds_unused(r->lfds, info, 16);
+    for (size_t i = 0; i < n && i < 16; i++)
+        log_errx("socket activation: fd %d (%s, %s) matches no listen "
+                 "address in the config",
+                 info[i].fd, info[i].name, info[i].addr);
+    if (n > 16)
+        log_errx("socket activation: %zu more unused sockets", n - 16);
+}
+
+static void daemon_started(struct run *r)
+{
+    report_unused_listenfds(r);
+    notify_ready();
+    status_start(r);
+}
+
+/* Every pipeline prepared first, then all started: READY=1 follows only
+ * when each one listens. */
+static int pipelines_start(struct run *r)
+{
+    struct weir_list *pos, *tmp;
+    struct pipeline *pl;
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < r->conf->npipelines; i++) {
+        rc = pipeline_prepare(&pl, &r->env, r->conf->pipelines[i], r->cref,
+                              NULL);
+        if (pl)
+            weir_list_push_tail(&r->pls, &pl->link);
+    }
+    if (rc)
+        return rc;
+    weir_list_for_each(pos, tmp,
+                       &r->pls) if (pipeline_start(pipeline_of(pos)) != 0)
+        r->failures++;
+    return 0;
+}
+
+static int workers_start(struct run *r)
+{
+    struct weir_workers_options wo = {0};
+    struct weir_loop_options lo = {0};
+    unsigned n = worker_count(r->conf);
+    int rc;
+
+    wo.count = n;
+    wo.buf_size = r->bufsz;
+    /* Up to 1 GiB of buffer address space per worker; pages are committed
+     * only as buffers are first used. */
+    wo.pool_buffers = (uint32_t)((1ull << 30) / r->bufsz);
+    if (wo.pool_buffers > 4096)
+        wo.pool_buffers = 4096;
+    rc = weir_workers_start(&r->cx.workers, &wo);
+    if (rc)
+        return rc;
+    lo.slot = n;
+    rc = weir_loop_create(&r->main, &lo);
+    if (rc) {
+        weir_workers_stop(r->cx.workers);
+        r->cx.workers = NULL;
+        return rc;
+    }
+    r->cx.main = r->main;
+    r->cx.nworkers = n;
+    r->cx.compressing = calloc(n, sizeof(*r->cx.compressing));
+    placement_choose(&r->cx.place);
+    r->cx.report_line = r->mode->report_line;
+    return 0;
+}
+
+static void run_init(struct run *r, struct conf_ref *cref, const char *conffile,
+                     bool verbose)
+{
+    const struct run_mode *m =
+        cref->conf->oneshot ? &run_mode_pipe : &run_mode_daemon;
+
+    *r = (struct run){
+        .mode = m,
+        .conf = cref->conf,
+        .cref = cref,
+        .conffile = conffile,
+        .verbose = verbose,
+        .bufsz = buffer_size(cref->conf),
+        .sigfd = -1,
+    };
+    r->env = (struct pipeline_env){
+        .cx = &r->cx,
+        .alive = &r->alive,
+        .hooks = &run_pipeline_hooks,
+        .owner = r,
+        .serve_once = m->serve_once,
+        .sinks_reconnect = m->sinks_reconnect,
+        .sources_restart = m->sources_restart,
+        .splice_connects = m->splice_connects,
+    };
+    weir_list_init(&r->pls);
+    alive_init(&r->alive, NULL, run_idle);
+}
+
+static void run_free(struct run *r)
+{
+    struct weir_list *pos, *tmp;
+
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        weir_list_remove(pos);
+        pipeline_free(pipeline_of(pos));
+    }
+    if (r->main)
+        weir_loop_destroy(r->main);
+    free(r->cx.compressing);
+    if (r->sigfd >= 0)
+        close(r->sigfd);
+    listenfds_free(r->lfds);
+    conf_ref_put(r->cref);
+}
+
+int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
+{
+    struct conf_ref *cref = conf_ref_new(conf);
+    struct run r;
+    int rc;
+
+    if (!cref) {
+        log_errx("out of memory");
+        return 1;
+    }
+    run_init(&r, cref, conffile, verbose);
+    if (r.mode->activation)
+        take_listenfds(&r);
+    r.env.lfds = r.lfds;
+    raise_fd_limit();
+    r.sigfd = signals_block();
+    if (r.sigfd < 0) {
+        log_errx("cannot watch signals: %s", strerror(-r.sigfd));
+        run_free(&r);
+        return 1;
+    }
+    rc = workers_start(&r);
+    if (rc) {
+        log_errx("%s", weir_loop_strerror(rc));
+        run_free(&r);
+        return uring_unavailable(rc) ? EX_UNAVAILABLE : 1;
+    }
+    r.t_start_ns = clock_now_ns();
+    log_debug("%u worker%s, %s placement", r.cx.nworkers,
+              r.cx.nworkers == 1 ? "" : "s",
+              r.cx.place.split ? "split" : "same-worker");
+    sig_arm(&r);
+    r.drain.op.fn = drain_expired;
+    /* Held while starting: nothing alive afterwards ends the run. */
+    alive_hold(&r.alive);
+    if (pipelines_start(&r) != 0) {
+        r.exit_status = 1;
+        run_stop(&r);
+    } else {
+        r.mode->started(&r);
+    }
+    alive_drop(&r.alive);
+    if (!r.finished)
+        weir_loop_run(r.main);
+
+    /* Workers first: after this nothing posts to the main loop. */
+    if (weir_workers_stop(r.cx.workers) != 0)
+        log_debug("buffers were still in use at exit");
+    if (r.failures)
+        r.exit_status = 1;
+    rc = r.exit_status;
+    run_free(&r);
+    return rc;
+}

@@ -1,0 +1,106 @@
+/*
+ * run_impl.h - the run: the main thread's state while pipelines run, and
+ * what its files (run.c, reload.c, status.c, progress.c) share.
+ *
+ * The run owns the pipelines (a list, the draining ones too), the
+ * workers and the main loop. It is alive while any pipeline is (an open
+ * listener, a live stream); when the count falls to zero the main loop
+ * stops. Main thread only.
+ */
+#ifndef WEIR_DAEMON_RUN_IMPL_H
+#define WEIR_DAEMON_RUN_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf/config.h"
+#include "serve/listenfds.h"
+#include "serve/pipeline.h"
+#include "stream/stream.h"
+#include "sys/alive.h"
+#include "weir/loop.h"
+#include "weir/util.h"
+
+struct run;
+
+/* What differs between the daemon and `weir pipe`: chosen once. */
+struct run_mode {
+    const char *name;
+    bool reloads;    /* SIGHUP reads the config again */
+    bool notifies;   /* sd_notify STOPPING= on a stop */
+    bool activation; /* takes the sockets systemd passed */
+    /* The pipelines have started. */
+    void (*started)(struct run *r);
+    /* A stream ended (not one whose end its pipeline handled). */
+    void (*stream_ended)(struct run *r, struct pipeline *pl, struct stream *s);
+    /* Where streams' closing lines go; NULL: the log. */
+    void (*report_line)(const struct stream *s, const char *line);
+    /* How the pipelines behave (struct pipeline_env). */
+    bool serve_once, sinks_reconnect, sources_restart, splice_connects;
+};
+
+struct run {
+    const struct run_mode *mode;
+    struct weir_config *conf; /* the current one: cref->conf */
+    struct conf_ref *cref;
+    const char *conffile; /* what SIGHUP reads again; NULL: nothing */
+    bool verbose;         /* -v: debug whatever log_level says */
+    size_t bufsz;         /* the pools' buffers: a reload's ceiling */
+    struct weir_loop *main;
+    struct stream_ctx cx;
+    struct pipeline_env env;
+    struct weir_list pls;  /* the pipelines, the draining ones too */
+    struct alive alive;    /* held by each live pipeline */
+    struct weir_reap reap; /* frees drained pipelines */
+    bool reap_queued;
+    struct listenfds *lfds; /* socket activation */
+    unsigned failures;
+    bool stopping;
+    bool finished;
+    int exit_status;
+    /* Signals. */
+    int sigfd;
+    struct weir_op sig_op;
+    uint8_t siginfo[128];
+    struct weir_timer drain;
+    struct weir_timer cut; /* the bound on ending cut streams */
+    bool cutting;
+    /* systemd: STATUS= and WATCHDOG=1 (status.c). */
+    struct weir_timer status;
+    struct weir_timer watchdog;
+    uint64_t watchdog_ns;
+    uint64_t bytes_done; /* sink 0's bytes of the streams that ended */
+    uint64_t status_bytes;
+    int64_t status_ns;
+    /* weir pipe (progress.c). */
+    struct weir_timer progress;
+    bool tty;
+    int64_t t_start_ns;
+    uint64_t total;     /* source size when known, else 0 */
+    struct stream *one; /* the oneshot stream, kept for the summary */
+};
+
+/* run.c */
+extern const struct run_mode run_mode_daemon;
+extern const struct run_mode run_mode_pipe;
+/* Live streams and pipelines (not draining) of the run. */
+unsigned run_streams(const struct run *r);
+unsigned run_pipelines(const struct run *r);
+/* The pipeline env's hook: a draining pipeline is done. */
+void run_pipeline_drained(struct pipeline *pl);
+/* Stops accepting and lets the streams end (a signal, or weir pipe's
+ * stream is over). */
+void run_stop(struct run *r);
+
+/* reload.c: SIGHUP. */
+void reload(struct run *r);
+
+/* status.c: STATUS= kept current, WATCHDOG=1, under systemd. */
+void status_start(struct run *r);
+void status_update(struct run *r); /* now, after a change */
+
+/* progress.c: weir pipe's progress line and summary. */
+void progress_start(struct run *r);
+void progress_summary(struct run *r);
+
+#endif

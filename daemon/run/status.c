@@ -1,0 +1,96 @@
+/*
+ * status.c - what systemd hears while weir runs: a STATUS= line for
+ * `systemctl status`, renewed every few seconds (pipelines, live streams,
+ * bytes/s since the last one), and WATCHDOG=1 at half of WATCHDOG_USEC.
+ * Both timers run on the main loop, so a stuck main loop stops the
+ * watchdog pings, which is what the watchdog is for. Without
+ * NOTIFY_SOCKET no timer is started at all.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "run/run_impl.h"
+#include "sys/clock.h"
+#include "sys/notify.h"
+
+#define STATUS_NS (2ull * 1000 * 1000 * 1000)
+
+static uint64_t bytes_total(const struct run *r)
+{
+    const struct weir_list *pos;
+    uint64_t b = r->bytes_done;
+
+    for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
+        b += pipeline_bytes_live(
+            weir_list_entry(pos, const struct pipeline, link));
+    return b;
+}
+
+static int status_send(struct run *r)
+{
+    uint64_t b = bytes_total(r);
+    int64_t now = clock_now_ns();
+    double secs = (double)(now - r->status_ns) / 1e9;
+    double rate = secs > 0 && b >= r->status_bytes
+                      ? (double)(b - r->status_bytes) / secs
+                      : 0;
+    unsigned npl = run_pipelines(r), nlive = run_streams(r);
+
+    r->status_bytes = b;
+    r->status_ns = now;
+    return notify_status("%s%u pipeline%s, %u live stream%s, %.1f MB/s",
+                         r->stopping ? "stopping: " : "", npl,
+                         npl == 1 ? "" : "s", nlive, nlive == 1 ? "" : "s",
+                         rate / 1e6);
+}
+
+static void status_tick(struct weir_op *op, int res, uint32_t flags)
+{
+    struct run *r = weir_container_of(op, struct run, status.op);
+
+    (void)flags;
+    if (res == -ECANCELED || r->finished)
+        return;
+    status_send(r);
+    weir_loop_timer_start(r->main, &r->status, STATUS_NS);
+}
+
+static void watchdog_tick(struct weir_op *op, int res, uint32_t flags)
+{
+    struct run *r = weir_container_of(op, struct run, watchdog.op);
+
+    (void)flags;
+    if (res == -ECANCELED || r->finished)
+        return;
+    notify_watchdog();
+    weir_loop_timer_start(r->main, &r->watchdog, r->watchdog_ns);
+}
+
+void status_update(struct run *r)
+{
+    /* Only while the timer runs: under systemd, and not yet exiting. */
+    if (r->status.op.pending)
+        status_send(r);
+}
+
+void status_start(struct run *r)
+{
+    int rc;
+
+    r->status_ns = clock_now_ns();
+    rc = status_send(r);
+    if (rc == 0)
+        return; /* no NOTIFY_SOCKET */
+    if (rc < 0)
+        log_debug("sd_notify: %s", strerror(-rc));
+    r->status.op.fn = status_tick;
+    weir_loop_timer_start(r->main, &r->status, STATUS_NS);
+    r->watchdog_ns = notify_watchdog_usec() * 1000;
+    if (r->watchdog_ns == 0)
+        return;
+    log_debug("watchdog: a ping every %llu ms",
+              (unsigned long long)(r->watchdog_ns / 1000000));
+    notify_watchdog();
+    r->watchdog.op.fn = watchdog_tick;
+    weir_loop_timer_start(r->main, &r->watchdog, r->watchdog_ns);
+}

@@ -1,0 +1,193 @@
+/*
+ * listener.c - a listening socket with one accept in flight (listener.h).
+ */
+#include "serve/listener.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conf/sockaddr.h"
+#include "sys/log.h"
+
+/* Holds the owner while the socket is open or an accept is pending. */
+static void settle(struct listener *l)
+{
+    bool busy = l->fd >= 0 || l->op.pending;
+
+    if (busy && !l->held) {
+        l->held = true;
+        alive_hold(l->alive);
+    } else if (!busy && l->held) {
+        l->held = false;
+        alive_drop(l->alive);
+    }
+}
+
+static void log_listening(const struct listener *l)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char name[128];
+
+    if (getsockname(l->fd, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    sockaddr_format((struct sockaddr *)&ss, len, name, sizeof(name));
+    log_info("pipeline %s: listening on %s%s", l->name, name,
+             l->systemd ? " (from systemd)" : "");
+}
+
+static int bind_socket(struct listener *l)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int one = 1, fd, rc;
+
+    rc = sockaddr_resolve(l->addr, &ss, &len);
+    if (rc)
+        return rc;
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (ss.ss_family == AF_UNIX) {
+        struct stat st;
+
+        /* A socket left by an earlier run; anything else stays. */
+        if (lstat(l->addr->path, &st) == 0 && S_ISSOCK(st.st_mode))
+            unlink(l->addr->path);
+    } else {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    }
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 ||
+        listen(fd, (int)l->addr->backlog) != 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+int listener_open(struct listener *l, struct listenfds *lfds)
+{
+    int fd;
+
+    /* A socket systemd passed comes first: before anything unlinks a
+     * unix path, which would orphan the socket systemd bound there. */
+    fd = lfds ? listenfds_match(lfds, l->addr) : -ENOENT;
+    if (fd >= 0)
+        l->systemd = true;
+    else if (fd == -ENOENT)
+        fd = bind_socket(l);
+    if (fd < 0)
+        return fd;
+    l->fd = fd;
+    settle(l);
+    log_listening(l);
+    return 0;
+}
+
+bool listener_same_addr(const struct weir_address *a,
+                        const struct weir_address *b)
+{
+    struct sockaddr_storage sa, sb;
+    socklen_t la, lb;
+
+    if (a->kind != b->kind)
+        return false;
+    if (a->kind == ADDR_UNIX_LISTEN)
+        return strcmp(a->path, b->path) == 0;
+    if (a->port != b->port)
+        return false;
+    if (sockaddr_resolve(a, &sa, &la) != 0 ||
+        sockaddr_resolve(b, &sb, &lb) != 0)
+        return false;
+    return la == lb && memcmp(&sa, &sb, la) == 0;
+}
+
+void listener_take_over(struct listener *l, struct listener *from)
+{
+    l->fd = from->fd;
+    l->systemd = from->systemd;
+    from->fd = -1;
+    settle(l);
+    /* Both accepts may be pending on the socket for a moment: the kernel
+     * gives each connection to one of them, and a connection the old one
+     * takes before its cancel lands goes to the owner of the address now
+     * (on_client sees from->closing). */
+    from->closing = true;
+    if (from->op.pending)
+        weir_loop_cancel(from->loop, &from->op);
+    settle(from);
+    log_info("pipeline %s: took over %s from the old definition", l->name,
+             l->addr->text);
+}
+
+static void accepted(struct weir_op *op, int res, uint32_t flags)
+{
+    struct listener *l = weir_container_of(op, struct listener, op);
+    char peer[80];
+
+    (void)flags;
+    if (res >= 0)
+        sockaddr_format((const struct sockaddr *)&l->peer, l->peerlen, peer,
+                        sizeof(peer));
+    if (l->closing) {
+        if (res >= 0)
+            l->on_client(l, res, peer);
+        listener_close(l);
+        return;
+    }
+    if (res < 0) {
+        if (res != -EINTR && res != -ECONNABORTED)
+            log_warnx("pipeline %s: accept on %s: %s", l->name, l->addr->text,
+                      strerror(-res));
+        listener_arm(l);
+        return;
+    }
+    l->on_client(l, res, peer);
+    if (!l->closing)
+        listener_arm(l);
+}
+
+void listener_arm(struct listener *l)
+{
+    int rc;
+
+    l->peerlen = sizeof(l->peer);
+    l->op.fn = accepted;
+    rc = weir_loop_accept(l->loop, &l->op, l->fd, (struct sockaddr *)&l->peer,
+                          &l->peerlen, SOCK_CLOEXEC);
+    if (rc)
+        log_warnx("pipeline %s: cannot accept on %s: %s", l->name,
+                  l->addr->text, strerror(-rc));
+}
+
+static void close_socket(struct listener *l)
+{
+    if (l->fd < 0)
+        return;
+    close(l->fd);
+    l->fd = -1;
+    if (l->addr->kind == ADDR_UNIX_LISTEN && !l->systemd)
+        unlink(l->addr->path);
+}
+
+void listener_close(struct listener *l)
+{
+    l->closing = true;
+    if (l->op.pending) {
+        weir_loop_cancel(l->loop, &l->op);
+        return; /* accepted() comes back with -ECANCELED and closes */
+    }
+    close_socket(l);
+    settle(l);
+}
+
+void listener_free(struct listener *l)
+{
+    close_socket(l);
+}

@@ -1,0 +1,522 @@
+/*
+ * pipeline.c - a pipeline at run time (pipeline.h), and its modes: how a
+ * pipeline becomes streams, one const table each, chosen once when the
+ * pipeline is prepared.
+ *
+ *   once       one stream, started with the pipeline
+ *   serve      a listen sink: one stream per client, from the file
+ *   accept     a listen source: one stream per accepted connection (a
+ *              proxy when its one sink connects: replies come back)
+ *   broadcast  a live source, listen sinks: one stream, every client a
+ *              branch of its tee (broadcast.c)
+ */
+#include "serve/pipeline.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/address.h"
+#include "conf/sockaddr.h"
+#include "sys/log.h"
+
+struct pl_mode {
+    const char *name;
+    bool listen_sinks; /* every sink is a listen address */
+    bool listen_source;
+    /* Checks what the mode needs of the definition; 0 or -errno, logged. */
+    int (*check)(const struct pipeline *pl);
+    /* Fills pl->spec for the pipeline's streams. */
+    void (*spec)(struct pipeline *pl);
+    /* Starts what runs without a client; 0 or -ENOMEM. */
+    int (*start)(struct pipeline *pl);
+    /* A connection accepted on l. */
+    void (*client)(struct pipeline *pl, struct listener *l, int fd,
+                   const char *peer);
+};
+
+/* The pipeline's own streams. */
+
+static void stream_ended(struct stream *s)
+{
+    struct pipeline *pl = s->owner;
+
+    pl->env->hooks->stream_ended(pl, s, false);
+}
+
+static void stream_released(struct stream *s)
+{
+    struct pipeline *pl = s->owner;
+
+    weir_list_remove(&s->link);
+    pl->nstreams--;
+    alive_drop(&pl->alive);
+}
+
+static const struct stream_hooks pipeline_stream_hooks = {
+    .ended = stream_ended,
+    .released = stream_released,
+};
+
+/* A stream of pl's spec; fds as stream_new. Returns 0 or -ENOMEM. */
+static int spawn(struct pipeline *pl, int src_fd, int sink_fd, const char *peer)
+{
+    struct stream *s =
+        stream_new(pl->env->cx, &pl->spec, pl, src_fd, sink_fd, peer);
+
+    if (!s)
+        return -ENOMEM;
+    weir_list_push_tail(&pl->streams, &s->link);
+    pl->nstreams++;
+    alive_hold(&pl->alive);
+    stream_start(s, -1);
+    if (pl->env->hooks->stream_started)
+        pl->env->hooks->stream_started(pl, s);
+    return 0;
+}
+
+/* A client for a stream of its own, unless max_clients are connected. */
+static void client_stream(struct pipeline *pl, struct listener *l, int fd,
+                          bool as_sink, const char *peer)
+{
+    const struct weir_address *a = l->addr;
+
+    if (a->max_clients && pl->nstreams >= a->max_clients) {
+        log_warnx("pipeline %s: refused %s: max_clients=%u reached",
+                  pl->p->name, peer, a->max_clients);
+        close(fd);
+        return;
+    }
+    log_debug("pipeline %s: client %s connected", pl->p->name, peer);
+    if (spawn(pl, as_sink ? -1 : fd, as_sink ? fd : -1, peer) != 0) {
+        log_warnx("pipeline %s: dropped %s: out of memory", pl->p->name, peer);
+        close(fd);
+    }
+}
+
+static bool sink_connects(const struct weir_address *a)
+{
+    return a->kind == ADDR_TCP || a->kind == ADDR_UNIX;
+}
+
+/* Mode "once". */
+
+static void once_spec(struct pipeline *pl)
+{
+    const struct weir_pipeline *p = pl->p;
+    const struct pipeline_env *env = pl->env;
+
+    pl->spec.reconnect = env->sinks_reconnect;
+    pl->spec.replay = true;
+    /* The daemon's own connecting sink reconnects and resumes, which the
+     * splice stage does not: only a run that does not reconnect may. */
+    pl->spec.zero_copy = env->cx->place.zero_copy && env->splice_connects &&
+                         p->nsinks == 1 && sink_connects(p->sinks[0]);
+}
+
+static int once_start(struct pipeline *pl)
+{
+    return spawn(pl, -1, -1, NULL);
+}
+
+/* Mode "serve". */
+
+static int serve_check(const struct pipeline *pl)
+{
+    if (pl->p->source->kind == ADDR_FILE)
+        return 0;
+    log_errx("pipeline %s: a listen sink serves a file source; %s is not one",
+             pl->p->name, pl->p->source->text);
+    return -ENOTSUP;
+}
+
+static void serve_spec(struct pipeline *pl)
+{
+    pl->spec.nsinks = 1;
+    pl->spec.client_sink = true;
+    pl->spec.zero_copy = pl->env->cx->place.zero_copy_serve;
+}
+
+static void serve_client(struct pipeline *pl, struct listener *l, int fd,
+                         const char *peer)
+{
+    client_stream(pl, l, fd, true, peer);
+}
+
+/* Mode "accept". */
+
+static void accept_spec(struct pipeline *pl)
+{
+    const struct weir_pipeline *p = pl->p;
+
+    /* One connecting sink: a proxy, each client with its own upstream,
+     * and what the upstream sends comes back (stream/relay.c). */
+    pl->spec.relay = p->nsinks == 1 && sink_connects(p->sinks[0]);
+}
+
+static void accept_client(struct pipeline *pl, struct listener *l, int fd,
+                          const char *peer)
+{
+    client_stream(pl, l, fd, false, peer);
+}
+
+/* Mode "broadcast". */
+
+static void broadcast_ended(void *owner, struct stream *s, bool handled)
+{
+    struct pipeline *pl = owner;
+
+    pl->env->hooks->stream_ended(pl, s, handled);
+}
+
+static int broadcast_begin(struct pipeline *pl)
+{
+    struct bcast_env env = {
+        .cx = pl->env->cx,
+        .p = pl->p,
+        .alive = &pl->alive,
+        .restarts = pl->env->sources_restart,
+        .stream_ended = broadcast_ended,
+        .owner = pl,
+    };
+
+    return broadcast_start(&pl->bc, &env);
+}
+
+static void broadcast_accepted(struct pipeline *pl, struct listener *l, int fd,
+                               const char *peer)
+{
+    broadcast_client(pl->bc, l->addr, fd, peer);
+}
+
+static const struct pl_mode mode_once = {
+    .name = "once",
+    .spec = once_spec,
+    .start = once_start,
+};
+
+static const struct pl_mode mode_serve = {
+    .name = "serve",
+    .listen_sinks = true,
+    .check = serve_check,
+    .spec = serve_spec,
+    .client = serve_client,
+};
+
+static const struct pl_mode mode_accept = {
+    .name = "accept",
+    .listen_source = true,
+    .spec = accept_spec,
+    .client = accept_client,
+};
+
+static const struct pl_mode mode_broadcast = {
+    .name = "broadcast",
+    .listen_sinks = true,
+    .start = broadcast_begin,
+    .client = broadcast_accepted,
+};
+
+/* A source that has no beginning to serve from: a followed file, a
+ * connection. */
+static bool source_live(const struct weir_pipeline *p)
+{
+    const struct weir_address *a = p->source;
+
+    if (a->kind == ADDR_FILE)
+        return p->follow || a->follow;
+    return a->kind == ADDR_TCP || a->kind == ADDR_UNIX;
+}
+
+static const struct pl_mode *mode_of(const struct weir_pipeline *p)
+{
+    if (addr_kind_listens(p->source->kind))
+        return &mode_accept;
+    for (size_t i = 0; i < p->nsinks; i++)
+        if (addr_kind_listens(p->sinks[i]->kind))
+            return source_live(p) ? &mode_broadcast : &mode_serve;
+    return &mode_once;
+}
+
+/* The life of the pipeline. */
+
+static void drained_maybe(struct pipeline *pl)
+{
+    if (!pl->draining || pl->gone || alive_held(&pl->alive))
+        return;
+    if (pl->drain.op.pending) {
+        weir_loop_timer_stop(pl->env->cx->main, &pl->drain);
+        return; /* its -ECANCELED comes back to drain_expired */
+    }
+    pl->gone = true;
+    pl->env->hooks->drained(pl);
+}
+
+static void on_idle(struct alive *a)
+{
+    drained_maybe(weir_container_of(a, struct pipeline, alive));
+}
+
+static void on_client(struct listener *l, int fd, const char *peer)
+{
+    struct pipeline *pl = l->owner;
+
+    if (l->closing) {
+        /* Accepted before its cancel landed; the socket went to another
+         * pipeline (a reload), or weir is stopping. */
+        if (l->fd < 0)
+            pl->env->hooks->late_client(pl, l->addr, fd, peer);
+        else
+            close(fd);
+        return;
+    }
+    pipeline_client(pl, l, fd, peer);
+}
+
+static int open_sink(struct pipeline *pl, size_t i)
+{
+    const struct weir_pipeline *p = pl->p;
+    const struct weir_address *a = p->sinks[i];
+    int rc;
+
+    if (a->kind == ADDR_FILE) {
+        int fd = open(a->path,
+                      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+                          (a->append ? 0 : O_TRUNC),
+                      0644);
+
+        if (fd < 0) {
+            log_err("pipeline %s: %s", p->name, a->path);
+            return -errno;
+        }
+        pl->res[i].file_fd = fd;
+    } else if (sink_connects(a)) {
+        rc = sockaddr_resolve(a, &pl->res[i].addr, &pl->res[i].addrlen);
+        if (rc) {
+            log_errx("pipeline %s: cannot resolve %s: %s", p->name, a->text,
+                     strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void listener_add(struct pipeline *pl, const struct weir_address *a)
+{
+    pl->ls[pl->nls++] = (struct listener){
+        .addr = a,
+        .name = pl->p->name,
+        .loop = pl->env->cx->main,
+        .alive = &pl->alive,
+        .on_client = on_client,
+        .owner = pl,
+        .fd = -1,
+    };
+}
+
+static int prepare_sinks(struct pipeline *pl)
+{
+    const struct weir_pipeline *p = pl->p;
+    int rc;
+
+    for (size_t i = 0; i < p->nsinks; i++) {
+        const struct weir_address *a = p->sinks[i];
+
+        if (addr_kind_listens(a->kind)) {
+            listener_add(pl, a);
+            continue;
+        }
+        if (pl->mode->listen_sinks) {
+            log_errx("pipeline %s: a listen sink must be the pipeline's "
+                     "only kind of sink (%s)",
+                     p->name, a->text);
+            return -ENOTSUP;
+        }
+        rc = open_sink(pl, i);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
+                     const struct weir_pipeline *p, struct conf_ref *cref,
+                     struct listener *(*taken)(void *owner,
+                                               const struct weir_address *a))
+{
+    struct pipeline *pl = calloc(1, sizeof(*pl));
+    size_t n = p->nsinks;
+    int rc;
+
+    *out = pl;
+    if (!pl)
+        return -ENOMEM;
+    pl->env = env;
+    pl->p = p;
+    pl->cref = conf_ref_get(cref);
+    pl->mode = mode_of(p);
+    weir_list_init(&pl->streams);
+    weir_list_init(&pl->link);
+    alive_init(&pl->alive, env->alive, on_idle);
+    pl->res = calloc(n, sizeof(*pl->res));
+    pl->ls = calloc(n + 1, sizeof(*pl->ls));
+    if (!pl->res || !pl->ls)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        pl->res[i].file_fd = -1;
+    pl->spec = (struct stream_spec){
+        .p = p,
+        .res = pl->res,
+        .nsinks = (unsigned)n,
+        .log_connect = true,
+        .hooks = &pipeline_stream_hooks,
+    };
+    if (pl->mode->spec)
+        pl->mode->spec(pl);
+    if (pl->mode->check && (rc = pl->mode->check(pl)) != 0)
+        return rc;
+    rc = prepare_sinks(pl);
+    if (rc)
+        return rc;
+    if (pl->mode->listen_source)
+        listener_add(pl, p->source);
+    for (unsigned j = 0; j < pl->nls; j++) {
+        struct listener *l = &pl->ls[j];
+
+        l->from = taken ? taken(env->owner, l->addr) : NULL;
+        if (l->from)
+            continue;
+        rc = listener_open(l, env->lfds);
+        if (rc) {
+            log_errx("pipeline %s: cannot listen on %s: %s", p->name,
+                     l->addr->text, strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int pipeline_start(struct pipeline *pl)
+{
+    int rc = 0;
+
+    /* Held while starting: a pipeline that ends at once (a once stream
+     * whose source cannot be opened) is idle only after this. */
+    alive_hold(&pl->alive);
+    for (unsigned j = 0; j < pl->nls; j++) {
+        struct listener *l = &pl->ls[j];
+
+        if (l->from) {
+            listener_take_over(l, l->from);
+            l->from = NULL;
+        }
+        listener_arm(l);
+    }
+    if (pl->mode->start && (rc = pl->mode->start(pl)) != 0)
+        log_errx("pipeline %s: out of memory", pl->p->name);
+    alive_drop(&pl->alive);
+    return rc;
+}
+
+void pipeline_client(struct pipeline *pl, struct listener *l, int fd,
+                     const char *peer)
+{
+    pl->mode->client(pl, l, fd, peer);
+    if (pl->env->serve_once)
+        listener_close(l);
+}
+
+unsigned pipeline_cut(struct pipeline *pl)
+{
+    struct weir_list *pos, *tmp;
+    unsigned cut = 0;
+
+    weir_list_for_each(pos, tmp, &pl->streams) cut +=
+        stream_cut(weir_list_entry(pos, struct stream, link));
+    return cut + broadcast_cut(pl->bc);
+}
+
+static void drain_expired(struct weir_op *op, int res, uint32_t flags)
+{
+    struct pipeline *pl = weir_container_of(op, struct pipeline, drain.op);
+    unsigned left = pipeline_streams(pl) + broadcast_clients(pl->bc);
+
+    (void)flags;
+    if (res != -ECANCELED && left > 0)
+        log_warnx("pipeline %s: %u stream%s still running after the drain "
+                  "timeout; closed %u",
+                  pl->p->name, left, left == 1 ? "" : "s", pipeline_cut(pl));
+    drained_maybe(pl);
+}
+
+void pipeline_stop(struct pipeline *pl)
+{
+    struct weir_list *pos, *tmp;
+
+    for (unsigned j = 0; j < pl->nls; j++)
+        listener_close(&pl->ls[j]);
+    weir_list_for_each(pos, tmp, &pl->streams)
+        stream_stop(weir_list_entry(pos, struct stream, link));
+    broadcast_stop(pl->bc);
+}
+
+void pipeline_drain(struct pipeline *pl, uint64_t timeout_ms)
+{
+    /* Held meanwhile, so that a pipeline with nothing left is drained
+     * by the drop below. */
+    alive_hold(&pl->alive);
+    pl->draining = true;
+    pipeline_stop(pl);
+    if (pipeline_streams(pl) + broadcast_clients(pl->bc) > 0) {
+        pl->drain.op.fn = drain_expired;
+        weir_loop_timer_start(pl->env->cx->main, &pl->drain,
+                              timeout_ms * 1000000ull);
+    }
+    alive_drop(&pl->alive);
+}
+
+struct listener *pipeline_listener(struct pipeline *pl,
+                                   const struct weir_address *a)
+{
+    for (unsigned j = 0; j < pl->nls; j++)
+        if (pl->ls[j].fd >= 0 && !pl->ls[j].closing &&
+            listener_same_addr(pl->ls[j].addr, a))
+            return &pl->ls[j];
+    return NULL;
+}
+
+unsigned pipeline_streams(const struct pipeline *pl)
+{
+    return pl->nstreams + broadcast_streams(pl->bc);
+}
+
+uint64_t pipeline_bytes_live(const struct pipeline *pl)
+{
+    const struct weir_list *pos;
+    uint64_t b = broadcast_bytes_live(pl->bc);
+
+    /* Relaxed: a statistic; pairs with the sinks' relaxed adds. */
+    for (pos = pl->streams.next; pos != &pl->streams; pos = pos->next)
+        b += atomic_load_explicit(
+            &weir_list_entry(pos, const struct stream, link)->bytes_out,
+            memory_order_relaxed);
+    return b;
+}
+
+void pipeline_free(struct pipeline *pl)
+{
+    if (!pl)
+        return;
+    for (unsigned j = 0; pl->ls && j < pl->nls; j++)
+        listener_free(&pl->ls[j]);
+    for (size_t i = 0; pl->res && i < pl->p->nsinks; i++)
+        if (pl->res[i].file_fd >= 0)
+            close(pl->res[i].file_fd);
+    free(pl->res);
+    free(pl->ls);
+    broadcast_free(pl->bc);
+    conf_ref_put(pl->cref);
+    free(pl);
+}

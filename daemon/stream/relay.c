@@ -1,0 +1,210 @@
+/*
+ * relay.c - the proxy carries both directions, and sockets connect on the
+ * workers.
+ *
+ * A listen source whose pipeline has one tcp/unix sink is a proxy (socat's
+ * TCP-LISTEN,fork TCP:..., nginx's stream proxy): each client gets its own
+ * upstream connection, and what the upstream sends comes back to the
+ * client. The forward direction is the stream's usual pipe (client ->
+ * transforms -> upstream); the reverse is a second pipe on the same
+ * worker (upstream -> client), with the pipeline's high_water_mark and the
+ * same backpressure. Transforms apply to the forward direction only: they
+ * describe what the pipeline does to its source's bytes, and the replies
+ * are not that.
+ *
+ * Each socket is a source in one direction and a sink in the other, so
+ * each direction's endpoints hold their own dup of it: an EOF read from
+ * one side becomes shutdown(SHUT_WR) on the other once the queued bytes
+ * are out (the sink's close), and the fds close only when the half is
+ * torn down, after both pipes ended. An error on either direction shuts
+ * both sockets down, which ends the other direction's reads and writes at
+ * once; the stream then logs one line for the pair.
+ *
+ * A connect (the upstream of a relayed stream, or a tcp/unix source) is
+ * an io_uring connect on the stream's worker: the main thread only makes
+ * the socket, so a slow or dead peer never holds up accepts, signals or a
+ * reload.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "stream/stream.h"
+#include "sys/log.h"
+
+int relay_open(struct stream *s)
+{
+    const struct stream_sink_res *up = &s->sp->res[0];
+    int fd = socket(up->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    s->kill_up_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    s->up_fd = fd;
+    s->conn_fd = fd;
+    s->conn_addr = up->addr;
+    s->conn_addrlen = up->addrlen;
+    s->relay = true;
+    return 0;
+}
+
+void relay_free(struct stream *s)
+{
+    if (s->up_fd >= 0)
+        close(s->up_fd);
+    if (s->kill_up_fd >= 0)
+        close(s->kill_up_fd);
+    s->up_fd = -1;
+    s->kill_up_fd = -1;
+}
+
+static void connected(struct weir_op *op, int res, uint32_t flags)
+{
+    struct half *h = weir_container_of(op, struct half, conn_op);
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+
+    (void)flags;
+    s->conn_fd = -1;
+    if (res == 0 && !h->stopped) {
+        if (s->relay)
+            log_debug("pipeline %s: client %s: connected to %s", p->name,
+                      s->peer, p->sinks[0]->text);
+        half_build(h);
+        return;
+    }
+    /* Stopped while connecting: the stream ends without an error. */
+    if (h->stopped)
+        res = 0;
+    if (s->relay) {
+        if (res)
+            log_warnx("pipeline %s: client %s: cannot connect to %s: %s",
+                      p->name, s->peer, p->sinks[0]->text, strerror(-res));
+        close(s->up_fd);
+        s->up_fd = -1;
+        s->sink_rc[0] = res;
+    } else {
+        /* A maker that retries logs once per outage instead. */
+        if (res && s->sp->log_connect)
+            log_warnx("pipeline %s: cannot connect to source %s: %s", p->name,
+                      p->source->text, strerror(-res));
+        s->src_rc = res;
+    }
+    half_put(h);
+}
+
+bool half_connect(struct half *h)
+{
+    struct stream *s = h->s;
+    int rc;
+
+    if (h != &s->h[0] || s->conn_fd < 0)
+        return false;
+    h->conn_op.fn = connected;
+    rc = weir_loop_connect(h->loop, &h->conn_op, s->conn_fd,
+                           (const struct sockaddr *)&s->conn_addr,
+                           s->conn_addrlen);
+    if (rc)
+        connected(&h->conn_op, rc, 0);
+    return true;
+}
+
+void relay_prepare(struct half *h)
+{
+    struct stream *s = h->s;
+
+    h->rfd_up = s->up_fd >= 0 ? fcntl(s->up_fd, F_DUPFD_CLOEXEC, 0) : -1;
+    h->rfd_cli = s->src_fd >= 0 ? fcntl(s->src_fd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+static void relay_done(void *ctx, int rc)
+{
+    struct pipe_ctx *pc = ctx;
+    struct stream *s = pc->h->s;
+
+    if (rc < 0) {
+        relay_cut(pc->h);
+        if (s->src_rc == 0)
+            s->src_rc = rc;
+    }
+    half_put(pc->h);
+}
+
+void relay_start(struct half *h)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+    struct weir_endpoint_options o = {
+        .chunk_size = (uint32_t)p->chunk_size,
+        .hwm = p->high_water_mark,
+        .own_fd = true,
+    };
+    int fd, rc;
+
+    if (h->rfd_up < 0 || h->rfd_cli < 0) {
+        rc = -EMFILE;
+        goto fail;
+    }
+    fd = h->rfd_up;
+    rc = weir_endpoint_fd_source(&h->rsrc, h->loop, weir_worker_pool(), fd, &o);
+    if (rc) {
+        h->rsrc = NULL;
+        h->rfd_up = -1; /* closed by the endpoint */
+        goto fail;
+    }
+    fd = h->rfd_cli;
+    rc = weir_endpoint_fd_sink(&h->rsink, h->loop, fd, &o);
+    if (rc) {
+        h->rsink = NULL;
+        h->rfd_cli = -1;
+        goto fail;
+    }
+    h->rpc = (struct pipe_ctx){.h = h, .idx = 0};
+    h->pipes++;
+    rc = weir_pipe_to(weir_endpoint_readable(h->rsrc),
+                      weir_endpoint_writable(h->rsink), NULL, relay_done,
+                      &h->rpc);
+    if (rc != WEIR_PENDING)
+        relay_done(&h->rpc, rc);
+    return;
+fail:
+    /* No way back to the client: the forward direction ends too. */
+    if (s->src_rc == 0)
+        s->src_rc = rc;
+    relay_cut(h);
+}
+
+void relay_cut(struct half *h)
+{
+    /* Through the reverse direction's dups, which stay open until the
+     * half is torn down: both connections, both directions. */
+    if (h->rfd_up >= 0)
+        shutdown(h->rfd_up, SHUT_RDWR);
+    if (h->rfd_cli >= 0)
+        shutdown(h->rfd_cli, SHUT_RDWR);
+}
+
+void relay_teardown(struct half *h)
+{
+    struct stream *s = h->s;
+
+    if (!s->relay)
+        return;
+    if (h->rsink) {
+        s->rev_bytes = weir_endpoint_bytes(h->rsink);
+        weir_endpoint_destroy(h->rsink);
+    } else if (h->rfd_cli >= 0) {
+        close(h->rfd_cli);
+    }
+    if (h->rsrc)
+        weir_endpoint_destroy(h->rsrc);
+    else if (h->rfd_up >= 0)
+        close(h->rfd_up);
+    h->rsrc = NULL;
+    h->rsink = NULL;
+    h->rfd_up = -1;
+    h->rfd_cli = -1;
+}

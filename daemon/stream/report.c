@@ -1,0 +1,87 @@
+/*
+ * report.c - what a stream tells the operator when it ends: the
+ * transform that failed (with the input offset of corrupt data) and, per
+ * sink, the bytes delivered and dropped and the time it held the source
+ * back. The daemon logs them; a run that wants them elsewhere (weir pipe,
+ * after its summary line) sets stream_ctx.report_line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stream/stream.h"
+#include "sys/log.h"
+
+/* "gunzip" fails on gzip input, "unzstd" on zstd input. */
+static const char *input_format(const char *xform)
+{
+    if (strcmp(xform, "gunzip") == 0)
+        return "gzip";
+    if (strcmp(xform, "unzstd") == 0)
+        return "zstd";
+    return xform;
+}
+
+static void report_xform(const struct stream *s)
+{
+    const char *name = s->sp->p->name;
+
+    if (s->xf_err == 0 || s->xf_err == -ECANCELED)
+        return;
+    if (s->xf_err == -EBADMSG)
+        log_warnx("pipeline %s: corrupt %s input at byte %llu%s%s%s", name,
+                  input_format(s->xf_name), (unsigned long long)s->xf_off,
+                  s->peer[0] ? " (client " : "", s->peer,
+                  s->peer[0] ? ")" : "");
+    else
+        log_warnx("pipeline %s: transform %s: %s%s%s%s", name, s->xf_name,
+                  strerror(-s->xf_err), s->peer[0] ? " (client " : "", s->peer,
+                  s->peer[0] ? ")" : "");
+}
+
+static void sink_line(const struct stream *s, unsigned i, char *buf, size_t len)
+{
+    const struct sink_stats *st = &s->ss[i];
+    const struct weir_address *a = s->sp->p->sinks[i];
+    /* A sink cut loose lost everything it did not deliver. */
+    uint64_t dropped = st->disconnected && st->produced > s->sink_bytes[i]
+                           ? st->produced - s->sink_bytes[i]
+                           : st->dropped;
+
+    snprintf(buf, len,
+             "sink %s: %llu bytes delivered, %llu dropped, blocked %.1f s%s",
+             s->sp->client_sink && s->peer[0] ? s->peer : a->text,
+             (unsigned long long)s->sink_bytes[i], (unsigned long long)dropped,
+             (double)st->blocked_ns / 1e9,
+             st->disconnected ? ", disconnected (queue full)" : "");
+}
+
+void stream_report(struct stream *s)
+{
+    void (*emit)(const struct stream *, const char *) = s->cx->report_line;
+    const char *name = s->sp->p->name;
+    char line[256];
+
+    if (s->quiet)
+        return;
+    report_xform(s);
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        sink_line(s, i, line, sizeof(line));
+        if (emit)
+            emit(s, line);
+        else if (s->peer[0])
+            log_debug("pipeline %s: %s", name, line);
+        else
+            log_info("pipeline %s: %s", name, line);
+    }
+    if (!s->relay)
+        return;
+    if (emit) {
+        snprintf(line, sizeof(line), "%llu bytes relayed back to the client",
+                 (unsigned long long)s->rev_bytes);
+        emit(s, line);
+    } else {
+        log_debug("pipeline %s: client %s: %llu bytes relayed back", name,
+                  s->peer, (unsigned long long)s->rev_bytes);
+    }
+}

@@ -1,0 +1,176 @@
+/*
+ * sinks.c - a half's sinks: the endpoints the pipeline's sink addresses
+ * name (or the served client), fed directly when there is one block
+ * sink, through the core's tee otherwise.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/stream.h"
+#include "sys/log.h"
+
+static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
+                       uint64_t off)
+{
+    struct pipe_ctx *pc = arg;
+    struct stream *s = pc->h->s;
+    const struct weir_address *a = s->sp->p->sinks[pc->idx];
+    const char *name = s->sp->p->name;
+
+    switch (ev) {
+    case WEIR_EP_CONNECTED:
+        log_debug("pipeline %s: connected to %s", name, a->text);
+        break;
+    case WEIR_EP_CONNECT_FAIL:
+        log_warnx("pipeline %s: cannot connect to %s: %s; retrying", name,
+                  a->text, strerror(-err));
+        break;
+    case WEIR_EP_DISCONNECTED:
+        log_warnx("pipeline %s: lost %s (%s); the peer acknowledged %llu "
+                  "bytes; reconnecting",
+                  name, a->text, strerror(-err), (unsigned long long)off);
+        break;
+    case WEIR_EP_RESUMED:
+        log_info("pipeline %s: reconnected to %s, resending from byte %llu",
+                 name, a->text, (unsigned long long)off);
+        break;
+    }
+}
+
+static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_address *a = p->sinks[i];
+    struct weir_endpoint_options o = {
+        .chunk_size = (uint32_t)p->chunk_size,
+        .hwm = a->high_water_mark ? a->high_water_mark : p->high_water_mark,
+        .own_fd = true,
+        .counter = i == 0 ? &s->bytes_out : NULL,
+    };
+    int fd;
+
+    if (s->sp->client_sink) {
+        fd = s->sink_fd;
+        s->sink_fd = -1;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    }
+    if (s->relay) {
+        /* The upstream this stream's worker connected (relay.c). */
+        fd = s->up_fd;
+        s->up_fd = -1;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    }
+    switch (a->kind) {
+    case ADDR_FILE:
+        fd = fcntl(s->sp->res[i].file_fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    case ADDR_STDOUT:
+        fd = fcntl(1, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    case ADDR_NULL:
+        return weir_endpoint_null_sink(out, h->loop, &o);
+    case ADDR_TCP:
+    case ADDR_UNIX: {
+        struct weir_socket_sink_options so = {
+            .addr = s->sp->res[i].addr,
+            .addrlen = s->sp->res[i].addrlen,
+            /* A per-client proxy stream fails with its upstream; a
+             * pipeline's one stream keeps trying; weir pipe reports
+             * the failure instead. */
+            .reconnect = s->sp->reconnect,
+            /* The file's bytes are not the stream's once transformed. */
+            .replay_fd = p->ntransforms ? -1 : s->replay_fd,
+            .on_event = sink_event,
+            .event_arg = stream_pipe_ctx(s, (int)i),
+        };
+        return weir_endpoint_socket_sink(out, h->loop, &o, &so);
+    }
+    default:
+        return -EINVAL;
+    }
+}
+
+enum weir_tee_policy stream_tee_policy(enum on_full f)
+{
+    switch (f) {
+    case ON_FULL_DROP_NEWEST:
+        return WEIR_TEE_DROP_NEWEST;
+    case ON_FULL_DROP_OLDEST:
+        return WEIR_TEE_DROP_OLDEST;
+    case ON_FULL_DISCONNECT:
+        return WEIR_TEE_DISCONNECT;
+    default:
+        return WEIR_TEE_BLOCK;
+    }
+}
+
+/* A readable that earlier stages feed but nothing will read (a later
+ * stage could not be built): cancelling it ends those stages' pipes. */
+void half_cancel_unread(struct half *h, struct weir_readable *rs, int rc)
+{
+    if (weir_readable_locked(rs) || weir_reader_acquire(&h->dead, rs) != 0)
+        return;
+    weir_reader_cancel(&h->dead, rc);
+    weir_reader_release(&h->dead);
+}
+
+/* The sinks of the stream, fed by rs. */
+void half_sinks_build(struct half *h, struct weir_readable *rs)
+{
+    struct stream *s = h->s;
+    unsigned n = s->sp->nsinks;
+    struct weir_tee_branch_options bo[CONF_MAX_SINKS] = {0};
+    int rc = 0;
+
+    h->sinks = calloc(n, sizeof(*h->sinks));
+    if (!h->sinks) {
+        s->sink_rc[0] = -ENOMEM;
+        half_cancel_unread(h, rs, -ENOMEM);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        stream_pipe_ctx(s, (int)i)->h = h;
+        stream_pipe_ctx(s, (int)i)->idx = (int)i;
+        rc = make_sink(h, i, &h->sinks[i]);
+        if (rc) {
+            s->sink_rc[i] = rc;
+            h->sinks[i] = NULL;
+            break;
+        }
+    }
+    if (rc) {
+        half_cancel_unread(h, rs, rc);
+        return;
+    }
+    half_watch_start(h);
+    if (n == 1 && s->sp->p->sinks[0]->on_full == ON_FULL_BLOCK) {
+        half_pipe(h, rs, weir_endpoint_writable(h->sinks[0]), 0);
+        return;
+    }
+    /* Several sinks, or a policy other than block: the core's tee, one
+     * branch per sink with the sink's on_full policy. The branch holds at
+     * most one chunk past what the sink's own queue (its high_water_mark)
+     * holds, so a sink's memory is its hwm + one chunk whatever its
+     * policy; a drop policy acts when both are full. */
+    for (unsigned i = 0; i < n; i++)
+        bo[i] = (struct weir_tee_branch_options){
+            .strategy = {.hwm = s->sp->p->chunk_size, .bytes = true},
+            .policy = stream_tee_policy(s->sp->p->sinks[i]->on_full),
+        };
+    rc = weir_tee_create(&h->tee, rs, n, bo);
+    if (rc) {
+        s->sink_rc[0] = rc;
+        half_cancel_unread(h, rs, rc);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        half_pipe(h, weir_tee_branch(h->tee, i),
+                  weir_endpoint_writable(h->sinks[i]), (int)i);
+}

@@ -1,0 +1,260 @@
+/*
+ * stream.c - a stream's life on the main thread: made, placed on the
+ * workers, asked to stop, and freed once its last half has finished.
+ *
+ * The halves run on the workers (build.c); the last one to finish posts
+ * `done` here. A stop posted to a worker is acknowledged, and the stream
+ * is freed only when both the end and that acknowledgement are back, so
+ * no task of it is left queued on a worker.
+ */
+#include "stream/stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf/sockaddr.h"
+
+static void stream_free(struct stream *s)
+{
+    const struct stream_hooks *hk = s->sp->hooks;
+
+    if (hk && hk->released)
+        hk->released(s);
+    if (s->src_fd >= 0)
+        close(s->src_fd);
+    if (s->sink_fd >= 0)
+        close(s->sink_fd);
+    if (s->replay_fd >= 0)
+        close(s->replay_fd);
+    if (s->kill_fd >= 0)
+        close(s->kill_fd);
+    relay_free(s);
+    for (unsigned i = 0; i < 2; i++) {
+        free(s->h[i].sinks);
+        free(s->h[i].sw);
+    }
+    free(s->sink_rc);
+    free(s->sink_bytes);
+    free(s->ss);
+    free(s->pc);
+    free(s);
+}
+
+static void done_task(struct weir_task *t)
+{
+    struct stream *s = weir_container_of(t, struct stream, done);
+    const struct stream_hooks *hk = s->sp->hooks;
+
+    s->done_seen = true;
+    if (hk && hk->ended)
+        hk->ended(s);
+    stream_report(s);
+    if (!s->stop_posted || s->stop_acked)
+        stream_free(s);
+}
+
+static void stop_ack_task(struct weir_task *t)
+{
+    struct stream *s = weir_container_of(t, struct stream, stop_ack);
+
+    s->stop_acked = true;
+    if (s->done_seen)
+        stream_free(s);
+}
+
+/* The source's fd for a stream that is not an accepted client. */
+static int open_source(struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_address *a = p->source;
+    struct stat st;
+    int fd, rc;
+
+    switch (a->kind) {
+    case ADDR_FILE:
+        fd = open(a->path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        s->src_regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        if (s->src_regular && s->sp->replay)
+            s->replay_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (s->src_regular && !(p->follow || a->follow))
+            s->src_size = (uint64_t)st.st_size;
+        return fd;
+    case ADDR_STDIN:
+        fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
+        return fd < 0 ? -errno : fd;
+    case ADDR_TCP:
+    case ADDR_UNIX:
+        /* A connecting source connects on its worker's loop (relay.c):
+         * a peer that is slow to answer holds up nothing else. */
+        rc = sockaddr_resolve(a, &s->conn_addr, &s->conn_addrlen);
+        if (rc)
+            return rc;
+        fd = socket(s->conn_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        s->conn_fd = fd;
+        return fd;
+    default:
+        return -EINVAL;
+    }
+}
+
+/* A plain file into one socket may take the splice stage, on one worker.
+ * The spec says whether its sink may (a reconnecting sink resumes, which
+ * the splice stage does not). */
+static bool wants_zero_copy(const struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+
+    return s->sp->zero_copy && s->src_regular && p->nsinks == 1 &&
+           p->ntransforms == 0 && p->sinks[0]->on_full == ON_FULL_BLOCK &&
+           !(p->follow || p->source->follow);
+}
+
+static bool split_wanted(const struct stream *s)
+{
+    const struct placement *pl = &s->cx->place;
+
+    if (s->cx->nworkers < 2 || s->sp->one_worker || s->relay)
+        return false;
+    if (s->sp->p->ntransforms)
+        return pl->xf_side != PLACE_SAME;
+    return pl->split && !s->zero_copy;
+}
+
+struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
+                          void *owner, int src_fd, int sink_fd,
+                          const char *peer)
+{
+    unsigned n = sp->nsinks;
+    struct stream *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    s->sink_rc = calloc(n, sizeof(int));
+    s->sink_bytes = calloc(n, sizeof(uint64_t));
+    s->ss = calloc(n, sizeof(*s->ss));
+    s->pc = calloc(n + 1 + sp->p->ntransforms, sizeof(*s->pc));
+    if (!s->sink_rc || !s->sink_bytes || !s->ss || !s->pc) {
+        free(s->sink_rc);
+        free(s->sink_bytes);
+        free(s->ss);
+        free(s->pc);
+        free(s);
+        return NULL;
+    }
+    s->cx = cx;
+    s->sp = sp;
+    s->owner = owner;
+    weir_list_init(&s->link);
+    s->replay_fd = -1;
+    s->kill_fd = -1;
+    s->conn_fd = -1;
+    s->up_fd = -1;
+    s->kill_up_fd = -1;
+    s->sink_fd = sink_fd;
+    snprintf(s->peer, sizeof(s->peer), "%s", peer ? peer : "");
+    if (src_fd >= 0) {
+        s->src_fd = src_fd;
+        /* A dup the main thread keeps, so that a drain timeout can shut
+         * the connection down while a worker owns the stream's fd. */
+        s->kill_fd = fcntl(src_fd, F_DUPFD_CLOEXEC, 0);
+    } else {
+        s->src_fd = open_source(s);
+        if (s->src_fd < 0) {
+            s->src_rc = s->src_fd;
+            s->src_fd = -1;
+        }
+    }
+    if (sink_fd >= 0)
+        s->kill_fd = fcntl(sink_fd, F_DUPFD_CLOEXEC, 0);
+    s->zero_copy = wants_zero_copy(s);
+    /* A proxy relays replies on the worker that carries the requests. */
+    if (s->src_fd >= 0 && sp->relay && relay_open(s) != 0)
+        s->relay = false;
+    s->split = split_wanted(s);
+    weir_task_init(&s->done, done_task);
+    weir_task_init(&s->stop_ack, stop_ack_task);
+    atomic_init(&s->bytes_in, 0);
+    atomic_init(&s->bytes_out, 0);
+    return s;
+}
+
+void stream_start(struct stream *s, int worker)
+{
+    struct stream_ctx *cx = s->cx;
+    unsigned w =
+        worker >= 0 ? (unsigned)worker : cx->next_worker++ % cx->nworkers;
+    int rc;
+
+    for (unsigned i = 0; i < 2; i++) {
+        s->h[i].s = s;
+        s->h[i].worker = (w + i) % cx->nworkers;
+        s->h[i].loop = weir_workers_loop(cx->workers, s->h[i].worker);
+        weir_task_init(&s->h[i].start, half_start_task);
+        weir_task_init(&s->h[i].stop, half_stop_task);
+    }
+    atomic_init(&s->halves_left, s->split ? 2 : 1);
+    if (s->src_fd < 0) {
+        /* The source could not be opened: the stream ends at once.
+         * Relaxed: no worker has the stream yet; the post publishes. */
+        atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
+        weir_loop_post(cx->main, &s->done);
+        return;
+    }
+    if (s->split) {
+        rc = weir_chan_pair(&s->h[0].tx, &s->h[1].rx, s->h[0].loop,
+                            s->h[1].loop, s->sp->p->high_water_mark);
+        if (rc) {
+            s->split = false;
+            /* Relaxed: before the post below, which publishes it. */
+            atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
+        }
+    }
+    weir_workers_post(cx->workers, s->h[0].worker, &s->h[0].start);
+    if (s->split)
+        weir_workers_post(cx->workers, s->h[1].worker, &s->h[1].start);
+}
+
+void stream_stop(struct stream *s)
+{
+    if (s->stop_posted || s->done_seen)
+        return;
+    s->stop_posted = true;
+    weir_workers_post(s->cx->workers, s->h[0].worker, &s->h[0].stop);
+}
+
+unsigned stream_cut(struct stream *s)
+{
+    /* Through the stream's own dup of the client's socket: the worker's
+     * pending send or receive fails, and the stream ends through its
+     * usual path, freeing what it holds. */
+    if (s->kill_fd < 0)
+        return 0;
+    shutdown(s->kill_fd, SHUT_RDWR);
+    /* A relayed stream's upstream too: an idle one would keep the
+     * reverse direction waiting. */
+    if (s->kill_up_fd >= 0)
+        shutdown(s->kill_up_fd, SHUT_RDWR);
+    return 1;
+}
+
+int stream_error(const struct stream *s)
+{
+    for (unsigned i = 0; i < s->sp->nsinks; i++)
+        if (s->sink_rc[i] < 0)
+            return s->sink_rc[i];
+    return s->src_rc < 0 ? s->src_rc : 0;
+}
+
+unsigned stream_worker(const struct stream *s)
+{
+    return s->h[0].worker;
+}

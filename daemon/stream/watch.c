@@ -1,0 +1,224 @@
+/*
+ * watch.c - a half's timers: the watch of its sinks and the retry of its
+ * parked transforms, and the end of a half whose timers may still be out.
+ */
+#include <stdlib.h>
+
+#include "stream/stream.h"
+#include "sys/clock.h"
+#include "sys/log.h"
+
+/*
+ * The sinks' watch. Every SINK_WATCH_NS the sinks' worker looks at each
+ * block sink's queue: a full queue is the sink holding the source back,
+ * and the interval counts as blocked time. A sink full for WARN_NS on end
+ * gets one warning line, again at most every WARN_EVERY_NS while it stays
+ * so, when it is stuck (it delivered less than a chunk meanwhile) or
+ * slower than another sink of the stream (the others wait for it); a lone
+ * sink that is simply the slowest stage of a busy stream is not news.
+ */
+#define WARN_NS       (5ll * 1000 * 1000 * 1000)
+#define WARN_EVERY_NS (60ll * 1000 * 1000 * 1000)
+
+static void half_try_reap(struct half *h);
+
+static bool sink_full(struct half *h, unsigned i)
+{
+    return h->sinks[i] &&
+           weir_writable_desired_size(weir_endpoint_writable(h->sinks[i])) <= 0;
+}
+
+int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
+                        int64_t now, bool others, uint64_t chunk,
+                        uint64_t *blocked_ns)
+{
+    if (!full) {
+        w->full_since = 0;
+        return 0;
+    }
+    if (w->full_since == 0) {
+        w->full_since = now;
+        w->full_bytes = bytes;
+        return 0;
+    }
+    *blocked_ns += SINK_WATCH_NS;
+    if (now - w->full_since < WARN_NS ||
+        (w->warned && now - w->warned < WARN_EVERY_NS))
+        return 0;
+    if (!others && bytes - w->full_bytes >= chunk)
+        return 0;
+    w->warned = now;
+    return now - w->full_since;
+}
+
+static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+    int64_t held = sink_watch_step(&h->sw[i], sink_full(h, i),
+                                   weir_endpoint_bytes(h->sinks[i]), now,
+                                   others, p->chunk_size, &s->ss[i].blocked_ns);
+
+    if (held)
+        log_warnx("pipeline %s: sink %s has held the source back for %.0f s "
+                  "(its queue is full; on_full=block)",
+                  p->name, s->peer[0] ? s->peer : p->sinks[i]->text,
+                  (double)held / 1e9);
+}
+
+/*
+ * A followed file that stopped growing: the compressors' held-back output
+ * (a partial gzip member, a zstd block) goes out, so a reader can decode
+ * everything written so far. The source idle for two watches in a row
+ * (~0.5 s) syncs every transform, twice: the second sync pushes out what
+ * the first one's output gave the next transform of the chain. Only where
+ * the transforms run with the sinks (not with PLACE_SOURCE).
+ */
+void half_sync_idle(struct half *h)
+{
+    struct stream *s = h->s;
+    /* Relaxed: a statistic added by the source; only compared here. */
+    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+
+    if (in != h->idle_bytes) {
+        h->idle_bytes = in;
+        h->idle_ticks = 0;
+        return;
+    }
+    if (in == h->synced_bytes || ++h->idle_ticks < 2)
+        return;
+    for (unsigned i = 0; i < h->nxf; i++)
+        (void)weir_xform_sync(h->xf[i]);
+    if (h->idle_ticks >= 3)
+        h->synced_bytes = in;
+}
+
+static void watch_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct half *h = weir_container_of(op, struct half, watch.op);
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+    unsigned n = s->sp->nsinks, full = 0;
+    int64_t now = clock_now_ns();
+
+    (void)res;
+    (void)flags;
+    if (h->reap) {
+        half_try_reap(h);
+        return;
+    }
+    if (h->finished)
+        return;
+    /* A last stage of the maker's watches its own sinks. */
+    if (s->sp->tail) {
+        weir_loop_timer_start(h->loop, &h->watch, s->sp->tail->watch(h, now));
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        full += sink_full(h, i);
+    for (unsigned i = 0; i < n; i++)
+        if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
+            watch_sink(h, i, now, full < n);
+    if (h->nxf && (p->follow || p->source->follow))
+        half_sync_idle(h);
+    weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
+}
+
+void half_watch_start(struct half *h)
+{
+    h->sw = calloc(h->s->sp->nsinks, sizeof(*h->sw));
+    if (!h->sw)
+        return; /* no counters; the stream runs on */
+    h->watch.op.fn = watch_fire;
+    weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
+}
+
+/* The timers may still be pending, or the kick's callback running: then
+ * the teardown waits for them (mark and reap). */
+void half_finish(struct half *h)
+{
+    h->finished = true;
+    if (h->kicking || h->kick.op.pending || h->watch.op.pending) {
+        h->reap = true;
+        if (h->kick.op.pending)
+            weir_loop_timer_stop(h->loop, &h->kick);
+        if (h->watch.op.pending)
+            weir_loop_timer_stop(h->loop, &h->watch);
+        return;
+    }
+    half_teardown(h);
+}
+
+/* A half marked for reaping goes once none of its timers is pending. */
+static void half_try_reap(struct half *h)
+{
+    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending)
+        half_teardown(h);
+}
+
+/*
+ * Parked transforms. A transform parks when its pool is empty or its
+ * readable side is full past its burst, and wants weir_xform_resume once
+ * that may have changed; the loop has no per-turn hook, so a timer on the
+ * transforms' worker retries them: first after KICK_MIN_NS, doubling up to
+ * KICK_MAX_NS while nothing moves (a sink stuck behind a slow peer costs a
+ * few hundred wakeups a second, not a spinning core), back to the minimum
+ * as soon as one resume went through. A resume that finds no room yet
+ * only compares two numbers.
+ */
+#define KICK_MIN_NS (20ull * 1000)
+#define KICK_MAX_NS (2ull * 1000 * 1000)
+
+static void kick_arm(struct half *h)
+{
+    if (h->kicking || h->kick.op.pending || h->finished)
+        return;
+    if (weir_loop_timer_start(h->loop, &h->kick, h->kick_ns) != 0)
+        log_debug("pipeline %s: cannot arm the transform timer",
+                  h->s->sp->p->name);
+}
+
+void half_xf_stalled(void *ctx, struct weir_xform *x)
+{
+    (void)x;
+    kick_arm(ctx);
+}
+
+static void kick_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct half *h = weir_container_of(op, struct half, kick.op);
+    bool moved = false, parked = false;
+
+    (void)res;
+    (void)flags;
+    if (h->reap) {
+        half_try_reap(h);
+        return;
+    }
+    h->kicking = true;
+    /* A resume may finish the stream's pipes (half_finish marks reap);
+     * the transforms stay until the loop is over. */
+    for (unsigned i = 0; i < h->nxf && !h->reap; i++)
+        if (weir_xform_stalled(h->xf[i]) &&
+            weir_xform_resume(h->xf[i]) != WEIR_PENDING)
+            moved = true;
+    h->kicking = false;
+    if (h->reap) {
+        half_try_reap(h);
+        return;
+    }
+    for (unsigned i = 0; i < h->nxf; i++)
+        parked = parked || weir_xform_stalled(h->xf[i]);
+    if (moved || !parked)
+        h->kick_ns = KICK_MIN_NS;
+    else if (h->kick_ns < KICK_MAX_NS)
+        h->kick_ns *= 2;
+    if (parked)
+        kick_arm(h);
+}
+
+void half_kick_init(struct half *h)
+{
+    h->kick.op.fn = kick_fire;
+    h->kick_ns = KICK_MIN_NS;
+}

@@ -1,0 +1,121 @@
+/*
+ * xforms.c - a half's transform stages: made from the pipeline's specs,
+ * piped one into the next, and destroyed with the first error kept for
+ * the stream's closing line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/stream.h"
+
+/*
+ * The loop that may compress gzip members beside this half's: the other
+ * worker's, with two workers or more. Lending members to a worker that
+ * has gzip streams of its own only queues them behind its work
+ * (bench/results/placement.md), so each stream counts itself in
+ * cx->compressing, and its gzip reads the other worker's count before
+ * each member (weir_xform_options.helper_busy).
+ */
+static bool spec_is_gzip(const char *spec)
+{
+    return strncmp(spec, "gzip", 4) == 0;
+}
+
+static struct weir_loop *xf_helper(struct half *h,
+                                   const _Atomic uint32_t **busy)
+{
+    struct stream *s = h->s;
+    struct stream_ctx *cx = s->cx;
+    const struct weir_pipeline *p = s->sp->p;
+    struct half *other = h == &s->h[0] ? &s->h[1] : &s->h[0];
+    bool gzip = false;
+
+    for (size_t k = 0; k < p->ntransforms; k++)
+        gzip = gzip || spec_is_gzip(p->transforms[k].spec);
+    if (!gzip || !cx->compressing)
+        return NULL;
+    h->compressing = true;
+    /* Relaxed: a hint for the other worker's gzip streams, read relaxed
+     * there; nothing is published with it. */
+    atomic_fetch_add_explicit(&cx->compressing[h->worker], 1,
+                              memory_order_relaxed);
+    if (cx->nworkers < 2 || !cx->place.xform_helper)
+        return NULL;
+    *busy = &cx->compressing[other->worker];
+    return other->loop;
+}
+
+struct weir_readable *half_xforms_build(struct half *h,
+                                        struct weir_readable *rs)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+    struct weir_xform_options o = {
+        .pool = weir_worker_pool(),
+        .slot = weir_loop_slot(h->loop),
+        /* One chunk in, one chunk out: the stage's share of the memory
+         * formula. */
+        .writable = {.hwm = p->chunk_size, .bytes = true},
+        .readable = {.hwm = p->chunk_size, .bytes = true},
+        .on_stall = half_xf_stalled,
+        .stall_ctx = h,
+    };
+    int rc;
+
+    o.helper = xf_helper(h, &o.helper_busy);
+    half_kick_init(h);
+    h->xf = calloc(p->ntransforms, sizeof(*h->xf));
+    if (!h->xf) {
+        s->src_rc = -ENOMEM;
+        half_cancel_unread(h, rs, -ENOMEM);
+        return NULL;
+    }
+    for (size_t k = 0; k < p->ntransforms; k++) {
+        rc = weir_xform_create(&h->xf[k], p->transforms[k].spec, &o);
+        if (rc) {
+            h->xf[k] = NULL;
+            s->src_rc = rc;
+            half_cancel_unread(h, rs, rc);
+            return NULL;
+        }
+        h->nxf = (unsigned)k + 1;
+        half_pipe(h, rs,
+                  weir_transform_writable(weir_xform_transform(h->xf[k])),
+                  -2 - (int)k);
+        rs = weir_transform_readable(weir_xform_transform(h->xf[k]));
+    }
+    return rs;
+}
+
+/* Keeps the first transform error of the stream for its closing line. */
+void half_xforms_destroy(struct half *h)
+{
+    struct stream *s = h->s;
+
+    if (h->compressing) {
+        h->compressing = false;
+        /* Relaxed: only steers the next streams' choice (xf_helper). */
+        atomic_fetch_sub_explicit(&s->cx->compressing[h->worker], 1,
+                                  memory_order_relaxed);
+    }
+    for (unsigned i = 0; i < h->nxf; i++) {
+        uint64_t off = 0;
+        int err;
+
+        if (!h->xf[i])
+            continue;
+        err = weir_xform_error(h->xf[i], &off);
+        if (err && !s->xf_err) {
+            s->xf_err = err;
+            s->xf_off = off;
+            snprintf(s->xf_name, sizeof(s->xf_name), "%s",
+                     weir_xform_name(h->xf[i]));
+        }
+        weir_xform_destroy(h->xf[i]);
+    }
+    free(h->xf);
+    h->xf = NULL;
+    h->nxf = 0;
+}

@@ -7,7 +7,6 @@
  * client that receives the whole file proves it. A second passed socket
  * that matches no listen address of the config is logged as an error.
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -12,7 +12,6 @@
  * gzip or zstd broadcast at different times each decode their own output
  * whole, to exactly the text appended after they joined.
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

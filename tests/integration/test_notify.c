@@ -7,7 +7,6 @@
  * WATCHDOG=1 again and again when WATCHDOG_USEC is set. Every wait is
  * bounded.
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -6,7 +6,6 @@
  * greeting, one that closes first, one that resets); every byte is checked
  * by SHA-256 and every wait is bounded.
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>

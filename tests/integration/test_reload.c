@@ -8,7 +8,6 @@
  * and it waits), so "in flight" needs no timing. Every byte is checked by
  * SHA-256 and every wait is bounded.
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>

@@ -4,7 +4,6 @@
  * reconnects, a client that leaves, and `weir pipe`. Every byte is checked
  * by SHA-256 and every wait is bounded.
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>

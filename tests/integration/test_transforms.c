@@ -6,7 +6,6 @@
  * from the counters weir prints; the memory bound: VmRSS from /proc while
  * a receiver reads about 1 MB/s.
  */
-#include <ftw.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>

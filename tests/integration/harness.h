@@ -1,8 +1,12 @@
 /*
- * harness.h - what the run-path integration tests share: SHA-256, the
- * weir binary as a child process with its log in a file, sockets on
- * loopback with ports the kernel chose, and bounded waits everywhere (a
- * test fails, it never hangs).
+ * harness.h - what the integration tests share, defined once in harness.c
+ * and linked into every suite: SHA-256, the suite's temporary directory,
+ * the weir binary as a child process with its log in a file, sockets on
+ * loopback with ports the kernel chose, clients on threads, and bounded
+ * waits everywhere (a test fails, it never hangs).
+ *
+ * Functions that wait take their bound in ms; the expect_ ones fail the
+ * running cmocka test (showing weir's log) instead of returning false.
  */
 #ifndef WEIR_TEST_HARNESS_H
 #define WEIR_TEST_HARNESS_H
@@ -10,13 +14,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,566 +40,173 @@ struct sha256 {
     size_t n;
 };
 
-static const uint32_t sha_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
-    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
-
-static inline uint32_t sha_ror(uint32_t x, unsigned n)
-{
-    return (x >> n) | (x << (32 - n));
-}
-
-static void sha256_block(struct sha256 *s, const uint8_t *p)
-{
-    uint32_t w[64], a, b, c, d, e, f, g, h;
-
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-        uint32_t s0 =
-            sha_ror(w[i - 15], 7) ^ sha_ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        uint32_t s1 =
-            sha_ror(w[i - 2], 17) ^ sha_ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
-    e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
-    for (int i = 0; i < 64; i++) {
-        uint32_t t1 = h + (sha_ror(e, 6) ^ sha_ror(e, 11) ^ sha_ror(e, 25)) +
-                      ((e & f) ^ (~e & g)) + sha_k[i] + w[i];
-        uint32_t t2 = (sha_ror(a, 2) ^ sha_ror(a, 13) ^ sha_ror(a, 22)) +
-                      ((a & b) ^ (a & c) ^ (b & c));
-        h = g, g = f, f = e, e = d + t1;
-        d = c, c = b, b = a, a = t1 + t2;
-    }
-    s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
-    s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
-}
-
-static void sha256_init(struct sha256 *s)
-{
-    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
-                                   0xa54ff53a, 0x510e527f, 0x9b05688c,
-                                   0x1f83d9ab, 0x5be0cd19};
-
-    memcpy(s->h, iv, sizeof(iv));
-    s->len = 0;
-    s->n = 0;
-}
-
-static void sha256_update(struct sha256 *s, const void *data, size_t len)
-{
-    const uint8_t *p = data;
-
-    s->len += len;
-    if (s->n) {
-        size_t take = 64 - s->n < len ? 64 - s->n : len;
-
-        memcpy(s->buf + s->n, p, take);
-        s->n += take;
-        p += take;
-        len -= take;
-        if (s->n < 64)
-            return;
-        sha256_block(s, s->buf);
-        s->n = 0;
-    }
-    for (; len >= 64; p += 64, len -= 64)
-        sha256_block(s, p);
-    memcpy(s->buf, p, len);
-    s->n = len;
-}
-
+void sha256_init(struct sha256 *s);
+void sha256_update(struct sha256 *s, const void *data, size_t len);
 /* Writes 64 hex digits and a NUL to out. */
-static void sha256_hex(struct sha256 *s, char out[65])
-{
-    uint64_t bits = s->len * 8;
-    uint8_t pad = 0x80, zero = 0, lenb[8];
+void sha256_hex(struct sha256 *s, char out[65]);
+/* The sha256 of len bytes at p, in hex. */
+void h_sha_hex(const void *p, size_t len, char hex[65]);
 
-    sha256_update(s, &pad, 1);
-    while (s->n != 56)
-        sha256_update(s, &zero, 1);
-    for (int i = 0; i < 8; i++)
-        lenb[i] = (uint8_t)(bits >> (56 - 8 * i));
-    sha256_update(s, lenb, 8);
-    for (int i = 0; i < 8; i++)
-        snprintf(out + 8 * i, 9, "%08x", s->h[i]);
-}
+/* ---- the suite's directory ---- */
+
+/* /tmp/weir-TAG-XXXXXX once h_begin made it. */
+extern char h_dir[64];
+
+/*
+ * Starts a suite: makes h_dir, ignores SIGPIPE (a peer that leaves must
+ * fail a check, not kill the test) and applies TEST_FILTER. 0, or -1 with
+ * a message on stderr.
+ */
+int h_begin(const char *tag);
+/* Removes h_dir and everything in it. */
+void h_end(void);
+/* h_dir/name into out. */
+void h_path(char *out, size_t len, const char *name);
+/* Removes dir and everything in it. */
+void h_rm_tree(const char *dir);
 
 /* ---- time and files ---- */
 
-static inline int64_t h_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static inline void h_sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-
-    nanosleep(&ts, NULL);
-}
+int64_t h_now_ms(void);
+void h_sleep_ms(unsigned ms);
 
 /* A file of `size` pseudo-random bytes (seeded: reproducible); its
  * sha256 in hex. */
-static void h_make_file(const char *path, size_t size, uint64_t seed,
-                        char hex[65])
-{
-    static uint8_t block[1 << 16];
-    struct sha256 s;
-    FILE *f = fopen(path, "w");
-
-    if (!f) {
-        perror(path);
-        abort();
-    }
-    sha256_init(&s);
-    while (size > 0) {
-        size_t n = size < sizeof(block) ? size : sizeof(block);
-
-        for (size_t i = 0; i < n; i += 8) {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            memcpy(block + i, &seed, n - i < 8 ? n - i : 8);
-        }
-        fwrite(block, 1, n, f);
-        sha256_update(&s, block, n);
-        size -= n;
-    }
-    fclose(f);
-    sha256_hex(&s, hex);
-}
-
-static bool h_file_sha(const char *path, char hex[65], uint64_t *size)
-{
-    static uint8_t block[1 << 16];
-    struct sha256 s;
-    size_t n;
-    FILE *f = fopen(path, "r");
-
-    if (!f)
-        return false;
-    sha256_init(&s);
-    *size = 0;
-    while ((n = fread(block, 1, sizeof(block), f)) > 0) {
-        sha256_update(&s, block, n);
-        *size += n;
-    }
-    fclose(f);
-    sha256_hex(&s, hex);
-    return true;
-}
-
-static void h_write_text(const char *path, const char *fmt, ...)
-{
-    va_list ap;
-    FILE *f = fopen(path, "w");
-
-    if (!f) {
-        perror(path);
-        abort();
-    }
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fclose(f);
-}
-
+void h_make_file(const char *path, size_t size, uint64_t seed, char hex[65]);
+/* The sha256 and size of a file; false when it cannot be read. */
+bool h_file_sha(const char *path, char hex[65], uint64_t *size);
+void h_write_text(const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* The whole text of a file (the log), NUL-terminated; caller frees. */
-static char *h_slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *buf;
-    long n;
-
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = calloc(1, (size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-        buf[0] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static unsigned h_count(const char *text, const char *needle)
-{
-    unsigned n = 0;
-
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
-        n++;
-    return n;
-}
-
+char *h_slurp(const char *path);
+/* How often needle occurs in text. */
+unsigned h_count(const char *text, const char *needle);
 /* Waits until the file contains needle; false after timeout_ms. */
-static bool h_wait_log(const char *path, const char *needle,
-                       unsigned timeout_ms)
-{
-    int64_t end = h_now_ms() + timeout_ms;
+bool h_wait_log(const char *path, const char *needle, unsigned timeout_ms);
 
-    do {
-        char *t = h_slurp(path);
-        bool found = strstr(t, needle) != NULL;
+/* ---- deterministic bytes ---- */
 
-        free(t);
-        if (found)
-            return true;
-        h_sleep_ms(20);
-    } while (h_now_ms() < end);
-    return false;
-}
+/* The same seed gives the same bytes, so both ends of a connection can
+ * hash a stream without sharing a buffer. */
+void h_fill(uint8_t *p, size_t n, uint64_t *seed);
+/* The sha256 of the first len bytes of seed's stream. */
+void h_seeded_hex(size_t len, uint64_t seed, char hex[65]);
 
 /* ---- the weir process ---- */
 
-extern char **environ;
-
-/* Children still running, killed by h_reap_all when a test failed. */
-static pid_t h_children[64];
-
-static void h_track(pid_t pid, bool add)
-{
-    for (int i = 0; i < 64; i++)
-        if (add ? h_children[i] == 0 : h_children[i] == pid) {
-            h_children[i] = add ? pid : 0;
-            return;
-        }
-}
-
-static void h_reap_all(void)
-{
-    for (int i = 0; i < 64; i++)
-        if (h_children[i] > 0) {
-            kill(h_children[i], SIGKILL);
-            waitpid(h_children[i], NULL, 0);
-            h_children[i] = 0;
-        }
-}
+/* WEIR_BIN, the binary under test; exits the test when it is not set. */
+const char *h_bin(void);
 
 struct h_weir {
     pid_t pid;
     char log[512];
 };
 
+/* Notes a child (add) or its end, so h_reap_all can kill what is left. */
+void h_track(pid_t pid, bool add);
+/* Kills and reaps every child still running. */
+void h_reap_all(void);
+/* cmocka teardown shared by the suites: no child of a test outlives it. */
+int h_teardown(void **state);
+
 /* Starts WEIR_BIN with argv (argv[0] ignored), stdin from `in` (NULL:
  * /dev/null), stdout to `out` (NULL: the log), stderr appended to log. */
-static void h_spawn_io(struct h_weir *w, char *const argv[], const char *log,
-                       const char *in, const char *out)
-{
-    posix_spawn_file_actions_t fa;
-    const char *bin = getenv("WEIR_BIN");
-    char *args[32];
-    int i;
-
-    if (!bin) {
-        fprintf(stderr, "WEIR_BIN is not set\n");
-        abort();
-    }
-    args[0] = (char *)bin;
-    for (i = 1; argv[i] && i < 31; i++)
-        args[i] = argv[i];
-    args[i] = NULL;
-    snprintf(w->log, sizeof(w->log), "%s", log);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY,
-                                     0);
-    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    if (out)
-        posix_spawn_file_actions_addopen(&fa, 1, out,
-                                         O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    else
-        posix_spawn_file_actions_adddup2(&fa, 2, 1);
-    if (posix_spawn(&w->pid, bin, &fa, NULL, args, environ) != 0) {
-        perror("posix_spawn");
-        abort();
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    h_track(w->pid, true);
-}
-
-static void h_spawn(struct h_weir *w, char *const argv[], const char *log)
-{
-    h_spawn_io(w, argv, log, NULL, NULL);
-}
-
+void h_spawn_io(struct h_weir *w, char *const argv[], const char *log,
+                const char *in, const char *out);
+void h_spawn(struct h_weir *w, char *const argv[], const char *log);
 /* Waits for the child to exit; kills it and returns -1 after timeout_ms.
  * Otherwise its exit status, or 128 + the signal that killed it. */
-static int h_wait(struct h_weir *w, unsigned timeout_ms)
-{
-    int64_t end = h_now_ms() + timeout_ms;
-    int status;
-
-    for (;;) {
-        pid_t r = waitpid(w->pid, &status, WNOHANG);
-
-        if (r == w->pid)
-            break;
-        if (h_now_ms() >= end) {
-            kill(w->pid, SIGKILL);
-            waitpid(w->pid, &status, 0);
-            h_track(w->pid, false);
-            w->pid = 0;
-            return -1;
-        }
-        h_sleep_ms(10);
-    }
-    h_track(w->pid, false);
-    w->pid = 0;
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
-}
-
+int h_wait(struct h_weir *w, unsigned timeout_ms);
 /* SIGTERM, then the exit status (bounded wait). */
-static int h_stop(struct h_weir *w, unsigned timeout_ms)
-{
-    if (w->pid > 0)
-        kill(w->pid, SIGTERM);
-    return h_wait(w, timeout_ms);
-}
+int h_stop(struct h_weir *w, unsigned timeout_ms);
+
+/* h_start_conf's flags: -v (debug lines) unless the body sets log_level;
+ * remove NAME.log first (spawns append to it). */
+#define H_CONF_VERBOSE   1u
+#define H_CONF_FRESH_LOG 2u
+
+/*
+ * Writes h_dir/NAME.conf with the printf-style body, after a [daemon]
+ * section with two workers unless the body starts with its own, and
+ * starts weir -c on it, logging to h_dir/NAME.log.
+ */
+void h_start_conf(struct h_weir *w, const char *name, unsigned flags,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Prints w's log to stderr. */
+void h_show_log(const struct h_weir *w);
+/* Fails the test, showing the log, unless `needle` shows up in w's log
+ * within timeout_ms. */
+void h_expect_log(const struct h_weir *w, const char *needle,
+                  unsigned timeout_ms);
+/* Fails the test unless w's log holds at least n lines with `needle`
+ * within timeout_ms. */
+void h_expect_log_count(const struct h_weir *w, const char *needle, unsigned n,
+                        unsigned timeout_ms);
+/* Fails the test when w's log holds a sanitizer report. */
+void h_expect_clean(const struct h_weir *w);
+/* Waits for w to exit (after a SIGTERM when `stop`); fails the test unless
+ * it exits with rc and its log holds no sanitizer report. */
+void h_expect_exit(struct h_weir *w, int rc, bool stop, unsigned timeout_ms);
 
 /* ---- sockets ---- */
 
 /* A port free on loopback right now (the kernel's choice). */
-static uint16_t h_free_port(bool v6)
-{
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
-    uint16_t port;
-
-    if (v6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof(*a);
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof(*a);
-    }
-    if (bind(fd, (struct sockaddr *)&ss, len) != 0 ||
-        getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
-        abort();
-    port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                    : ((struct sockaddr_in *)&ss)->sin_port);
-    close(fd);
-    return port;
-}
-
-static socklen_t h_addr(struct sockaddr_storage *ss, bool v6, uint16_t port)
-{
-    memset(ss, 0, sizeof(*ss));
-    if (v6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        a->sin6_port = htons(port);
-        return sizeof(*a);
-    }
-    struct sockaddr_in *a = (struct sockaddr_in *)ss;
-    a->sin_family = AF_INET;
-    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a->sin_port = htons(port);
-    return sizeof(*a);
-}
-
-/* A listening socket on loopback:port. */
-static int h_listen(bool v6, uint16_t port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = h_addr(&ss, v6, port);
-    int one = 1, fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 64) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
+uint16_t h_free_port(bool v6);
+/* loopback:port into ss; its length. */
+socklen_t h_addr(struct sockaddr_storage *ss, bool v6, uint16_t port);
+/* A listening socket on loopback:port, or -1. */
+int h_listen(bool v6, uint16_t port);
+/* A listening unix socket at path (a stale one is removed first), or -1. */
+int h_listen_unix(const char *path);
 /* Accepts one connection within timeout_ms, or -1. */
-static int h_accept(int lfd, unsigned timeout_ms)
-{
-    struct pollfd p = {.fd = lfd, .events = POLLIN};
-
-    if (poll(&p, 1, (int)timeout_ms) != 1)
-        return -1;
-    return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-}
-
+int h_accept(int lfd, unsigned timeout_ms);
 /* Connects to loopback:port (or a unix path), retrying until timeout_ms:
  * weir may still be starting. */
-static int h_connect(bool v6, uint16_t port, const char *unix_path,
-                     unsigned timeout_ms)
-{
-    int64_t end = h_now_ms() + timeout_ms;
-
-    do {
-        struct sockaddr_storage ss = {0};
-        socklen_t len;
-        int fd;
-
-        if (unix_path) {
-            struct sockaddr_un *un = (struct sockaddr_un *)&ss;
-            un->sun_family = AF_UNIX;
-            snprintf(un->sun_path, sizeof(un->sun_path), "%s", unix_path);
-            len = sizeof(*un);
-        } else {
-            len = h_addr(&ss, v6, port);
-        }
-        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (connect(fd, (struct sockaddr *)&ss, len) == 0)
-            return fd;
-        close(fd);
-        h_sleep_ms(20);
-    } while (h_now_ms() < end);
-    return -1;
-}
-
-/* Reads until EOF (or max bytes, or timeout_ms without data), hashing.
- * Returns the byte count; -1 on timeout or error. */
-static int64_t h_drain(int fd, char hex[65], uint64_t max, unsigned timeout_ms)
-{
-    static _Thread_local uint8_t buf[1 << 17];
-    struct sha256 s;
-    uint64_t total = 0;
-
-    sha256_init(&s);
-    while (total < max) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        size_t want = max - total < sizeof(buf) ? max - total : sizeof(buf);
-        ssize_t n;
-
-        if (poll(&p, 1, (int)timeout_ms) != 1)
-            return -1;
-        n = read(fd, buf, want);
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        sha256_update(&s, buf, (size_t)n);
-        total += (uint64_t)n;
-    }
-    if (hex)
-        sha256_hex(&s, hex);
-    return (int64_t)total;
-}
-
+int h_connect(bool v6, uint16_t port, const char *unix_path,
+              unsigned timeout_ms);
+/* Reads until EOF (or max bytes, or timeout_ms without data), hashing when
+ * hex is not NULL. Returns the byte count; -1 on timeout or error. */
+int64_t h_drain(int fd, char hex[65], uint64_t max, unsigned timeout_ms);
+/* Writes all n bytes; false when a write fails. */
+bool h_write_all(int fd, const void *p, size_t n);
 /* Sends the file at path over fd; true when all of it went. */
-static bool h_send_file(int fd, const char *path)
-{
-    static _Thread_local uint8_t buf[1 << 16];
-    FILE *f = fopen(path, "r");
-    size_t n;
+bool h_send_file(int fd, const char *path);
+/* Sends len bytes of seed's stream; their sha256 in hex when hex is not
+ * NULL. */
+bool h_send_seeded(int fd, size_t len, uint64_t seed, char hex[65]);
+/* Connects to loopback:port within connect_ms and fails the test (showing
+ * w's log, when w is not NULL) unless exactly `size` bytes with sha256
+ * `hex` arrive before EOF. */
+void h_expect_fetch(const struct h_weir *w, uint16_t port, unsigned connect_ms,
+                    uint64_t size, const char *hex, unsigned timeout_ms);
 
-    if (!f)
-        return false;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-        size_t off = 0;
+/* ---- a client: connect, (send,) drain, hash ---- */
 
-        while (off < n) {
-            ssize_t w = write(fd, buf + off, n - off);
+struct h_client {
+    /* set by the test */
+    bool v6;
+    uint16_t port;
+    const char *unix_path; /* instead of loopback:port */
+    bool send;             /* send send_len bytes of seed's stream, then
+                              half-close, while reading */
+    size_t send_len;
+    uint64_t seed;
+    /* results */
+    bool sent; /* all of it went */
+    char sent_hex[65];
+    int64_t got; /* bytes read to EOF; -1: no connection, timeout, error */
+    char hex[65];
+    /* the harness's */
+    pthread_t th, tx;
+    int fd;
+    unsigned wait_ms;
+};
 
-            if (w <= 0) {
-                fclose(f);
-                return false;
-            }
-            off += (size_t)w;
-        }
-    }
-    fclose(f);
-    return true;
-}
-
-/* h_start_conf's flags. */
-#define H_CONF_VERBOSE                                                         \
-    1u /* -v (debug lines), unless the body sets log_level                     \
-        */
-#define H_CONF_FRESH_LOG 2u /* remove name.log first (spawns append to it) */
-
-/*
- * Writes DIR/NAME.conf with the printf-style body, after a [daemon] section
- * with two workers unless the body starts with its own, and starts weir -c
- * on it, logging to DIR/NAME.log.
- */
-static inline void h_start_conf(struct h_weir *w, const char *dir,
-                                const char *name, unsigned flags,
-                                const char *fmt, ...)
-{
-    char conf[600], log[600], body[4096];
-    bool verbose;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
-    va_end(ap);
-    snprintf(conf, sizeof(conf), "%s/%s.conf", dir, name);
-    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-    if (flags & H_CONF_FRESH_LOG)
-        unlink(log);
-    h_write_text(conf, "%s%s",
-                 strncmp(body, "[daemon]", 8) ? "[daemon]\nworkers = 2\n" : "",
-                 body);
-    verbose = (flags & H_CONF_VERBOSE) && !strstr(body, "log_level");
-    if (verbose)
-        h_spawn(w, (char *const[]){"weir", "-v", "-c", conf, NULL}, log);
-    else
-        h_spawn(w, (char *const[]){"weir", "-c", conf, NULL}, log);
-}
-
-/* Fails the test, showing the log, unless `needle` shows up in w's log
- * within timeout_ms. */
-static inline void h_expect_log(const struct h_weir *w, const char *needle,
-                                unsigned timeout_ms)
-{
-    if (!h_wait_log(w->log, needle, timeout_ms)) {
-        char *t = h_slurp(w->log);
-
-        fprintf(stderr, "log lacks '%s':\n%s\n", needle, t ? t : "");
-        free(t);
-        fail();
-    }
-}
-
-/* cmocka teardown shared by the suites: no child of a test outlives it. */
-static inline int h_teardown(void **state)
-{
-    (void)state;
-    h_reap_all();
-    return 0;
-}
-
-static int h_rm_entry(const char *path, const struct stat *sb, int flag,
-                      struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-/* Removes a test's temporary directory and everything in it. */
-static inline void h_rm_tree(const char *dir)
-{
-    nftw(dir, h_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+/* Runs c in the calling thread, each wait bounded by timeout_ms. */
+void h_client_run(struct h_client *c, unsigned timeout_ms);
+/* Runs c on a thread of its own (asserts that it started). */
+void h_client_start(struct h_client *c, unsigned timeout_ms);
+void h_client_join(struct h_client *c);
 
 #endif

@@ -7,23 +7,16 @@
  * client that receives the whole file proves it. A second passed socket
  * that matches no listen address of the config is logged as an error.
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
 #include <cmocka.h>
 
-/* The harness holds helpers for every integration test; this one uses a
- * few of them. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "harness.h"
-#pragma GCC diagnostic pop
 
 #define WAIT 30000 /* ms: generous for sanitizer builds on a busy box */
 
-static char dir[] = "/tmp/weir-activation-XXXXXX";
 static char data[300], data_hex[65];
 
 /* A listening socket on 127.0.0.1 at a port the kernel picks. */
@@ -50,10 +43,9 @@ static int listen_any_port(uint16_t *port)
 static void spawn_activated(struct h_weir *w, const char *conf, const char *log,
                             const int *fds, int n)
 {
-    const char *bin = getenv("WEIR_BIN");
+    const char *bin = h_bin();
     pid_t pid;
 
-    assert_non_null(bin);
     snprintf(w->log, sizeof(w->log), "%s", log);
     fflush(NULL);
     pid = fork();
@@ -85,26 +77,9 @@ static void spawn_activated(struct h_weir *w, const char *conf, const char *log,
     h_track(pid, true);
 }
 
-static void dump_log(const struct h_weir *w)
-{
-    char *t = h_slurp(w->log);
-
-    fprintf(stderr, "weir's log:\n%s\n", t);
-    free(t);
-}
-
 static void fetch_and_check(struct h_weir *w, uint16_t port)
 {
-    int fd = h_connect(false, port, NULL, WAIT);
-    char hex[65];
-
-    if (fd < 0) {
-        dump_log(w);
-        fail();
-    }
-    assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), 2u << 20);
-    close(fd);
-    assert_string_equal(hex, data_hex);
+    h_expect_fetch(w, port, WAIT, 2u << 20, data_hex, WAIT);
 }
 
 static void write_conf(const char *conf, uint16_t port)
@@ -124,8 +99,8 @@ static void test_serves_through_passed_socket(void **state)
     int lfd = listen_any_port(&port);
 
     (void)state;
-    snprintf(conf, sizeof(conf), "%s/one.conf", dir);
-    snprintf(log, sizeof(log), "%s/one.log", dir);
+    h_path(conf, sizeof(conf), "one.conf");
+    h_path(log, sizeof(log), "one.log");
     write_conf(conf, port);
     spawn_activated(&w, conf, log, &lfd, 1);
     /* From now on only weir holds the socket: the connections queue on
@@ -146,8 +121,8 @@ static void test_stray_socket_is_an_error(void **state)
     (void)state;
     fds[0] = listen_any_port(&port);
     fds[1] = listen_any_port(&stray_port);
-    snprintf(conf, sizeof(conf), "%s/two.conf", dir);
-    snprintf(log, sizeof(log), "%s/two.log", dir);
+    h_path(conf, sizeof(conf), "two.conf");
+    h_path(log, sizeof(log), "two.log");
     write_conf(conf, port);
     spawn_activated(&w, conf, log, fds, 2);
     close(fds[0]);
@@ -173,11 +148,11 @@ int main(void)
     };
     int rc;
 
-    if (mkdtemp(dir) == NULL)
+    if (h_begin("activation") != 0)
         return 1;
-    snprintf(data, sizeof(data), "%s/data", dir);
+    h_path(data, sizeof(data), "data");
     h_make_file(data, 2u << 20, 7, data_hex);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    h_rm_tree(dir);
+    h_end();
     return rc;
 }

@@ -12,7 +12,6 @@
  * gzip or zstd broadcast at different times each decode their own output
  * whole, to exactly the text appended after they joined.
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,21 +25,6 @@
                                           */
 #define BLOCK (128u << 10) /* one append of the slow-client tests */
 #define TOTAL (12u << 20)  /* appended in those tests */
-
-static char dir[] = "/tmp/weir-bc-XXXXXX";
-
-static void path(char *out, size_t len, const char *name)
-{
-    snprintf(out, len, "%s/%s", dir, name);
-}
-
-static void show_log(const struct h_weir *w)
-{
-    char *t = h_slurp(w->log);
-
-    fprintf(stderr, "log of weir:\n%s\n", t ? t : "(none)");
-    free(t);
-}
 
 /* A client: what it received, kept in memory. */
 struct client {
@@ -174,40 +158,21 @@ static void read_to_end(struct client *c, const char *marker)
 static void start_x(struct h_weir *w, const char *name, const char *file,
                     uint16_t port, const char *sink_opts, const char *extra)
 {
-    char conf[600], log[600], ready[64];
+    char ready[64];
 
-    path(conf, sizeof(conf), name);
-    strcat(conf, ".conf");
-    path(log, sizeof(log), name);
-    strcat(log, ".weir");
-    unlink(log);
-    h_write_text(conf,
+    h_start_conf(w, name, H_CONF_FRESH_LOG,
                  "[daemon]\nworkers = 2\nlog_level = debug\n\n"
                  "[pipeline live]\nsource = file:%s\nfollow = yes\n"
                  "sink = tcp-listen:127.0.0.1:%u%s\n%s",
                  file, port, sink_opts, extra);
-    h_spawn(w, (char *const[]){"weir", "-c", conf, NULL}, log);
     snprintf(ready, sizeof(ready), "listening on 127.0.0.1:%u", port);
-    if (!h_wait_log(w->log, ready, WAIT))
-        show_log(w), fail();
+    h_expect_log(w, ready, WAIT);
 }
 
 static void start(struct h_weir *w, const char *name, const char *file,
                   uint16_t port, const char *sink_opts)
 {
     start_x(w, name, file, port, sink_opts, "");
-}
-
-static void stop(struct h_weir *w)
-{
-    char *t;
-
-    if (h_stop(w, WAIT) != 0)
-        show_log(w), fail();
-    t = h_slurp(w->log);
-    if (strstr(t, "runtime error:") || strstr(t, "Sanitizer"))
-        show_log(w), fail();
-    free(t);
 }
 
 static void test_clients_get_what_follows_their_joining(void **state)
@@ -219,7 +184,7 @@ static void test_clients_get_what_follows_their_joining(void **state)
     struct h_weir w;
 
     (void)state;
-    path(file, sizeof(file), "join.txt");
+    h_path(file, sizeof(file), "join.txt");
     f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     f.size = 0;
     assert_true(f.fd >= 0);
@@ -259,7 +224,7 @@ static void test_clients_get_what_follows_their_joining(void **state)
     free(a.got);
     free(b.got);
     close(f.fd);
-    stop(&w);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 static bool tail_is(const struct client *c, const char *block)
@@ -281,7 +246,7 @@ static void slow_and_fast(const char *name, const char *policy,
 
     if (!block)
         abort();
-    path(file, flen, name);
+    h_path(file, flen, name);
     strcat(file, ".txt");
     f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     f.size = 0;
@@ -320,15 +285,14 @@ static void test_disconnect_evicts_the_stalled_client(void **state)
 
     (void)state;
     slow_and_fast("evict", "disconnect", &w, &slow, &fast, file, sizeof(file));
-    if (!h_wait_log(w.log, "evicted client", WAIT))
-        show_log(&w), fail();
+    h_expect_log(&w, "evicted client", WAIT);
     /* The evicted client's connection ends after what it had queued. */
     pump(&slow, 0);
     close(slow.fd);
     close(fast.fd);
     free(slow.got);
     free(fast.got);
-    stop(&w);
+    h_expect_exit(&w, 0, true, WAIT);
     {
         char *t = h_slurp(w.log);
 
@@ -350,7 +314,7 @@ static void drop_case(const char *name, const char *policy)
     close(fast.fd);
     free(slow.got);
     free(fast.got);
-    stop(&w);
+    h_expect_exit(&w, 0, true, WAIT);
     t = h_slurp(w.log);
     /* Nothing was evicted; the stalled client's line says it dropped. */
     assert_null(strstr(t, "evicted"));
@@ -383,28 +347,6 @@ static void test_drop_newest_spares_the_fast_client(void **state)
     drop_case("newest", "drop-newest");
 }
 
-/* Waits until w's log holds at least n lines with `needle`. */
-static void wait_count(const struct h_weir *w, const char *needle, unsigned n)
-{
-    int64_t end = h_now_ms() + WAIT;
-    unsigned got = 0;
-
-    for (;;) {
-        char *t = h_slurp(w->log);
-
-        got = t ? h_count(t, needle) : 0;
-        free(t);
-        if (got >= n)
-            return;
-        if (h_now_ms() > end)
-            break;
-        h_sleep_ms(20);
-    }
-    fprintf(stderr, "%u of %u lines '%s'\n", got, n, needle);
-    show_log(w);
-    fail();
-}
-
 static unsigned log_count(const struct h_weir *w, const char *needle)
 {
     char *t = h_slurp(w->log);
@@ -420,7 +362,7 @@ static void expect_count(const struct h_weir *w, const char *needle, unsigned n)
 
     if (got != n) {
         fprintf(stderr, "%u lines '%s', want %u\n", got, needle, n);
-        show_log(w);
+        h_show_log(w);
         fail();
     }
 }
@@ -481,15 +423,6 @@ static void read_all_to(struct client *cs, unsigned n, const char *marker)
     fail();
 }
 
-static void sha_hex(const void *p, size_t len, char hex[65])
-{
-    struct sha256 h;
-
-    sha256_init(&h);
-    sha256_update(&h, p, len);
-    sha256_hex(&h, hex);
-}
-
 /* got (len bytes) is exactly the file from byte `from` to its end. */
 static void expect_from(const char *got, size_t len, int64_t from,
                         const char *file)
@@ -499,8 +432,8 @@ static void expect_from(const char *got, size_t len, int64_t from,
     char want[65], have[65];
 
     assert_true(from >= 0 && (size_t)from <= size);
-    sha_hex(all + from, size - (size_t)from, want);
-    sha_hex(got, len, have);
+    h_sha_hex(all + from, size - (size_t)from, want);
+    h_sha_hex(got, len, have);
     if (len != size - (size_t)from || strcmp(want, have) != 0) {
         fprintf(stderr,
                 "got %zu bytes (sha256 %s), want %zu from byte %lld "
@@ -528,7 +461,7 @@ test_two_hundred_clients_get_what_follows_their_joining(void **state)
 
     (void)state;
     assert_non_null(cs);
-    path(file, sizeof(file), "many.txt");
+    h_path(file, sizeof(file), "many.txt");
     f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     f.size = 0;
     assert_true(f.fd >= 0);
@@ -537,7 +470,8 @@ test_two_hundred_clients_get_what_follows_their_joining(void **state)
     for (unsigned wave = 0; wave < 2; wave++) {
         for (unsigned i = wave * WAVE; i < (wave + 1) * WAVE; i++)
             connect_client(&cs[i], &f, port);
-        wait_count(&w, "is a branch of the broadcast", (wave + 1) * WAVE);
+        h_expect_log_count(&w, "is a branch of the broadcast",
+                           (wave + 1) * WAVE, WAIT);
         for (unsigned k = 0; k < 200; k++) {
             appendf(&f, "wave %u line %u: the quick brown fox\n", wave, k);
             if (k % 50 == 0)
@@ -556,7 +490,7 @@ test_two_hundred_clients_get_what_follows_their_joining(void **state)
     }
     free(cs);
     close(f.fd);
-    stop(&w);
+    h_expect_exit(&w, 0, true, WAIT);
     expect_count(&w, "refused 127.0.0.1", 0);
 }
 
@@ -573,14 +507,14 @@ static void test_block_client_holding_the_source_is_warned_about(void **state)
 
     (void)state;
     assert_non_null(block);
-    path(file, sizeof(file), "held.txt");
+    h_path(file, sizeof(file), "held.txt");
     f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     f.size = 0;
     assert_true(f.fd >= 0);
     start(&w, "held", file, port, ",high_water_mark=64KiB");
     connect_client(&fast, &f, port);
     connect_rcvbuf(&slow, &f, port, 4096);
-    wait_count(&w, "is a branch of the broadcast", 2);
+    h_expect_log_count(&w, "is a branch of the broadcast", 2, WAIT);
     /* More than the slow client's socket buffers take (several MiB on
      * loopback, whatever its receive buffer). */
     for (unsigned i = 0; i < 96; i++) {
@@ -602,7 +536,7 @@ static void test_block_client_holding_the_source_is_warned_about(void **state)
     free(fast.got);
     free(block);
     close(f.fd);
-    stop(&w);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* What an upstream sends: n distinct lines and an end line. */
@@ -616,18 +550,6 @@ static char *upstream_text(const char *tag, unsigned n)
         len += (size_t)snprintf(t + len, cap - len, "%s line %u\n", tag, k);
     snprintf(t + len, cap - len, "%s END\n", tag);
     return t;
-}
-
-static void send_all(int fd, const char *t)
-{
-    size_t len = strlen(t), off = 0;
-
-    while (off < len) {
-        ssize_t n = write(fd, t + off, len - off);
-
-        assert_true(n > 0);
-        off += (size_t)n;
-    }
 }
 
 static void read_to_eof(struct client *c)
@@ -655,20 +577,20 @@ static void test_tcp_source_restarts_and_held_clients_join(void **state)
     int lfd, ufd;
 
     (void)state;
-    h_start_conf(&w, dir, "restart", H_CONF_FRESH_LOG,
+    h_start_conf(&w, "restart", H_CONF_FRESH_LOG,
                  "log_level = debug\n\n[pipeline live]\n"
                  "source = tcp:127.0.0.1:%u\n"
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  up, port);
     h_expect_log(&w, "cannot connect to source", WAIT);
     connect_client(&a, NULL, port);
-    wait_count(&w, "held until the source is up", 1);
+    h_expect_log_count(&w, "held until the source is up", 1, WAIT);
     lfd = h_listen(false, up);
     assert_true(lfd >= 0);
     ufd = h_accept(lfd, WAIT);
     assert_true(ufd >= 0);
-    wait_count(&w, "is a branch of the broadcast", 1);
-    send_all(ufd, u1);
+    h_expect_log_count(&w, "is a branch of the broadcast", 1, WAIT);
+    assert_true(h_write_all(ufd, u1, strlen(u1)));
     read_to_end(&a, "u1 END\n");
     assert_int_equal(a.len, strlen(u1));
     assert_memory_equal(a.got, u1, a.len);
@@ -679,18 +601,18 @@ static void test_tcp_source_restarts_and_held_clients_join(void **state)
     assert_int_equal(a.len, strlen(u1));
     h_expect_log(&w, "closed the connection; reconnecting", WAIT);
     connect_client(&b, NULL, port);
-    wait_count(&w, "held until the source is up", 2);
+    h_expect_log_count(&w, "held until the source is up", 2, WAIT);
     lfd = h_listen(false, up);
     assert_true(lfd >= 0);
     ufd = h_accept(lfd, WAIT);
     assert_true(ufd >= 0);
-    wait_count(&w, "is a branch of the broadcast", 2);
-    send_all(ufd, u2);
+    h_expect_log_count(&w, "is a branch of the broadcast", 2, WAIT);
+    assert_true(h_write_all(ufd, u2, strlen(u2)));
     read_to_end(&b, "u2 END\n");
     assert_int_equal(b.len, strlen(u2));
     assert_memory_equal(b.got, u2, b.len);
     close(b.fd);
-    stop(&w);
+    h_expect_exit(&w, 0, true, WAIT);
     close(ufd);
     close(lfd);
     close(a.fd);
@@ -713,15 +635,15 @@ static void test_stop_closes_held_clients(void **state)
     struct h_weir w;
 
     (void)state;
-    h_start_conf(&w, dir, "held-stop", H_CONF_FRESH_LOG,
+    h_start_conf(&w, "held-stop", H_CONF_FRESH_LOG,
                  "log_level = debug\n\n[pipeline live]\n"
                  "source = tcp:127.0.0.1:%u\n"
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  up, port);
     h_expect_log(&w, "cannot connect to source", WAIT);
     connect_client(&a, NULL, port);
-    wait_count(&w, "held until the source is up", 1);
-    stop(&w);
+    h_expect_log_count(&w, "held until the source is up", 1, WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
     read_to_eof(&a);
     assert_int_equal(a.len, 0);
     expect_count(&w, "it was waiting for the source", 1);
@@ -741,7 +663,7 @@ static char *decode(const struct client *c, const char *cmd, size_t *len,
     int fd;
 
     assert_non_null(out);
-    path(in, sizeof(in), "decode.in");
+    h_path(in, sizeof(in), "decode.in");
     fd = open(in, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, c->got, c->len), (ssize_t)c->len);
@@ -804,7 +726,7 @@ static void compressed_case(const char *name, const char *xform,
     int status;
     char *out;
 
-    path(file, sizeof(file), name);
+    h_path(file, sizeof(file), name);
     strcat(file, ".txt");
     f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     f.size = 0;
@@ -813,13 +735,13 @@ static void compressed_case(const char *name, const char *xform,
     snprintf(extra, sizeof(extra), "transform = %s\n", xform);
     start_x(&w, name, file, port, "", extra);
     connect_client(&a, &f, port);
-    wait_count(&w, "is a branch of the broadcast", 1);
+    h_expect_log_count(&w, "is a branch of the broadcast", 1, WAIT);
     for (unsigned k = 0; k < 300; k++)
         appendf(&f, "after a joined, line %u\n", k);
     /* a decodes all of it: the daemon has read and sent it. */
     decode_until(&a, cmd, "line 299\n");
     connect_client(&b, &f, port);
-    wait_count(&w, "is a branch of the broadcast", 2);
+    h_expect_log_count(&w, "is a branch of the broadcast", 2, WAIT);
     for (unsigned k = 0; k < 300; k++)
         appendf(&f, "after b joined, line %u\n", k);
     /* c joins while lines keep coming, so the compressor is likely in
@@ -835,13 +757,13 @@ static void compressed_case(const char *name, const char *xform,
             h_sleep_ms(10);
         }
     }
-    wait_count(&w, "is a branch of the broadcast", 3);
+    h_expect_log_count(&w, "is a branch of the broadcast", 3, WAIT);
     appendf(&f, "END\n");
     decode_until(&a, cmd, "END\n");
     decode_until(&b, cmd, "END\n");
     decode_until(&c, cmd, "END\n");
     /* The stop ends each client's compressed stream properly. */
-    stop(&w);
+    h_expect_exit(&w, 0, true, WAIT);
     read_to_eof(&a);
     read_to_eof(&b);
     read_to_eof(&c);
@@ -913,20 +835,9 @@ int main(void)
     };
     int rc;
 
-    /* The harness's helpers this file has no use for. */
-    (void)h_send_file;
-    (void)h_connect;
-    (void)h_file_sha;
-    (void)h_make_file;
-    (void)h_drain;
-    signal(SIGPIPE, SIG_IGN);
-    if (getenv("TEST_FILTER"))
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (h_begin("bc") != 0)
         return 1;
-    }
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    h_rm_tree(dir);
+    h_end();
     return rc;
 }

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -21,13 +20,12 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 extern char **environ;
 
 #define EX_USAGE  64
 #define EX_CONFIG 78
-
-static char tmpdir[] = "/tmp/weir-check-XXXXXX";
-static const char *weir_bin;
 
 struct run {
     int status;
@@ -48,7 +46,7 @@ static void run_weir_env(char *argv[], struct run *r, bool journal)
     size_t n = 0;
     ssize_t got;
 
-    argv[0] = (char *)weir_bin;
+    argv[0] = (char *)h_bin();
     assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
     if (journal) {
         struct stat st;
@@ -62,7 +60,7 @@ static void run_weir_env(char *argv[], struct run *r, bool journal)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    assert_int_equal(posix_spawn(&pid, weir_bin, &fa, NULL, argv, environ), 0);
+    assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
     posix_spawn_file_actions_destroy(&fa);
     unsetenv("JOURNAL_STREAM");
     close(fds[1]);
@@ -414,7 +412,7 @@ static void test_bad_config(void **state)
     unsigned expected = 0;
 
     assert_non_null(r);
-    snprintf(path, sizeof(path), "%s/%s.conf", tmpdir, c->name);
+    snprintf(path, sizeof(path), "%s/%s.conf", h_dir, c->name);
     write_file(path, c->text);
     run_weir(argv, r);
     expect_exit(r, EX_CONFIG);
@@ -438,7 +436,7 @@ static void check_ok(const char *name, const char *text)
     struct run *r = calloc(1, sizeof(*r));
 
     assert_non_null(r);
-    snprintf(path, sizeof(path), "%s/%s.conf", tmpdir, name);
+    snprintf(path, sizeof(path), "%s/%s.conf", h_dir, name);
     write_file(path, text);
     run_weir(argv, r);
     expect_exit(r, 0);
@@ -509,7 +507,7 @@ static void test_missing_config(void **state)
 
     (void)state;
     assert_non_null(r);
-    snprintf(path, sizeof(path), "%s/absent.conf", tmpdir);
+    snprintf(path, sizeof(path), "%s/absent.conf", h_dir);
     run_weir(argv, r);
     expect_exit(r, EX_CONFIG);
     assert_non_null(strstr(r->out, "No such file"));
@@ -540,7 +538,7 @@ static void test_pipe_arguments(void **state)
     char data[300];
 
     (void)state;
-    snprintf(data, sizeof(data), "file:%s/data.txt", tmpdir);
+    snprintf(data, sizeof(data), "file:%s/data.txt", h_dir);
     /* argv: weir --check pipe SRC SINK...: SRC is argument 3. */
     expect_pipe(0, "configuration OK", data, "tcp:[::1]:9000", "null", NULL);
     expect_pipe(0, "configuration OK", "--chunk-size=1MiB", "-f", data,
@@ -580,7 +578,7 @@ static void test_log_formats(void **state)
 
     (void)state;
     assert_non_null(r);
-    snprintf(path, sizeof(path), "%s/journal.conf", tmpdir);
+    snprintf(path, sizeof(path), "%s/journal.conf", h_dir);
     write_file(path, "[daemon]\nworkers = -1\n" OK_PIPELINE);
     run_weir_env(check, r, true);
     expect_exit(r, EX_CONFIG);
@@ -600,35 +598,15 @@ static void test_log_formats(void **state)
     free(r);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     char path[300];
 
     (void)state;
-    weir_bin = getenv("WEIR_BIN");
-    if (weir_bin == NULL) {
-        fprintf(stderr, "WEIR_BIN is not set\n");
-        return -1;
-    }
-    if (mkdtemp(tmpdir) == NULL)
-        return -1;
-    snprintf(path, sizeof(path), "%s/data.txt", tmpdir);
+    snprintf(path, sizeof(path), "%s/data.txt", h_dir);
     write_file(path, "some data\n");
-    snprintf(path, sizeof(path), "%s/sub", tmpdir);
+    snprintf(path, sizeof(path), "%s/sub", h_dir);
     return mkdir(path, 0700);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    return nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int main(void)
@@ -644,7 +622,7 @@ int main(void)
     struct CMUnitTest *tests = calloc(NBAD + nfixed, sizeof(*tests));
     int failed;
 
-    if (tests == NULL)
+    if (tests == NULL || h_begin("check") != 0)
         return 1;
     for (size_t i = 0; i < NBAD; i++) {
         tests[i] = (struct CMUnitTest)cmocka_unit_test_prestate(
@@ -653,7 +631,8 @@ int main(void)
     }
     memcpy(tests + NBAD, fixed, sizeof(fixed));
     failed =
-        _cmocka_run_group_tests("check", tests, NBAD + nfixed, setup, teardown);
+        _cmocka_run_group_tests("check", tests, NBAD + nfixed, setup, NULL);
     free(tests);
+    h_end();
     return failed;
 }

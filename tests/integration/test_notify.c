@@ -7,23 +7,16 @@
  * WATCHDOG=1 again and again when WATCHDOG_USEC is set. Every wait is
  * bounded.
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
 #include <cmocka.h>
 
-/* The harness holds helpers for every integration test; this one uses a
- * few of them. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "harness.h"
-#pragma GCC diagnostic pop
 
 #define WAIT 30000 /* ms: generous for sanitizer builds on a busy box */
 
-static char dir[] = "/tmp/weir-notify-XXXXXX";
 static char data[300], data_hex[65], notify_path[300];
 static int notify_fd = -1;
 static unsigned statuses; /* STATUS= messages seen */
@@ -99,35 +92,16 @@ static uint64_t mono_usec(void)
  * and checks that the whole file arrives. */
 static void fetch_and_check(uint16_t port)
 {
-    int fd = h_connect(false, port, NULL, 0);
-    char hex[65];
-
-    assert_true(fd >= 0);
-    assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), 3u << 20);
-    close(fd);
-    assert_string_equal(hex, data_hex);
+    h_expect_fetch(NULL, port, 0, 3u << 20, data_hex, WAIT);
 }
 
 static void start(struct h_weir *w, const char *name, uint16_t port)
 {
-    char conf[400], log[400];
-
-    snprintf(conf, sizeof(conf), "%s/%s.conf", dir, name);
-    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-    h_write_text(conf,
+    h_start_conf(w, name, H_CONF_VERBOSE,
                  "[daemon]\nworkers = 2\n\n"
                  "[pipeline data]\nsource = file:%s\n"
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  data, port);
-    h_spawn(w, (char *const[]){"weir", "-v", "-c", conf, NULL}, log);
-}
-
-static void dump_log(const struct h_weir *w)
-{
-    char *t = h_slurp(w->log);
-
-    fprintf(stderr, "weir's log:\n%s\n", t);
-    free(t);
 }
 
 static int setup(void **state)
@@ -136,7 +110,7 @@ static int setup(void **state)
     char msg[64];
 
     (void)state;
-    snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
+    h_path(notify_path, sizeof(notify_path), "notify");
     if (strlen(notify_path) >= sizeof(un.sun_path))
         return -1;
     strcpy(un.sun_path, notify_path);
@@ -176,7 +150,7 @@ static void test_ready_reload_stop(void **state)
     (void)state;
     start(&w, "lifecycle", port);
     if (!wait_msg("READY=1", NULL, 0)) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
     fetch_and_check(port);
@@ -186,7 +160,7 @@ static void test_ready_reload_stop(void **state)
     before = mono_usec();
     assert_int_equal(kill(w.pid, SIGHUP), 0);
     if (!wait_msg("RELOADING=1", msg, sizeof(msg))) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
     after = mono_usec();
@@ -195,7 +169,7 @@ static void test_ready_reload_stop(void **state)
     usec = strtoull(stamp, NULL, 10);
     assert_true(usec >= before && usec <= after);
     if (!wait_msg("READY=1", NULL, 0)) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
     /* The unchanged pipeline still serves. */
@@ -203,7 +177,7 @@ static void test_ready_reload_stop(void **state)
 
     assert_int_equal(kill(w.pid, SIGTERM), 0);
     if (!wait_msg("STOPPING=1", NULL, 0)) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
     assert_int_equal(h_wait(&w, WAIT), 0);
@@ -223,7 +197,7 @@ static void test_watchdog(void **state)
     start(&w, "watchdog", port);
     if (!wait_msg("READY=1", NULL, 0) || !wait_msg("WATCHDOG=1", NULL, 0) ||
         !wait_msg("WATCHDOG=1", NULL, 0) || !wait_msg("WATCHDOG=1", NULL, 0)) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
     assert_int_equal(h_stop(&w, WAIT), 0);
@@ -238,11 +212,11 @@ int main(void)
     };
     int rc;
 
-    if (mkdtemp(dir) == NULL)
+    if (h_begin("notify") != 0)
         return 1;
-    snprintf(data, sizeof(data), "%s/data", dir);
+    h_path(data, sizeof(data), "data");
     h_make_file(data, 3u << 20, 6, data_hex);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    h_rm_tree(dir);
+    h_end();
     return rc;
 }

@@ -6,7 +6,6 @@
  * greeting, one that closes first, one that resets); every byte is checked
  * by SHA-256 and every wait is bounded.
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,13 +16,8 @@
 
 #include "harness.h"
 
-#define WAIT                  30000 /* ms: generous for sanitizer builds on a busy box */
-#define expect_log(w, needle) h_expect_log(w, needle, WAIT)
-#define start_conf(w, name, ...)                                               \
-    h_start_conf(w, dir, name, H_CONF_VERBOSE, __VA_ARGS__)
+#define WAIT     30000 /* ms: generous for sanitizer builds on a busy box */
 #define MAX_CONN 64
-
-static char dir[] = "/tmp/weir-proxy-XXXXXX";
 
 /* ---- upstream servers on threads ---- */
 
@@ -49,68 +43,6 @@ struct upstream {
     atomic_ullong got; /* bytes read from clients (UP_GREET) */
 };
 
-/* Deterministic bytes: the same seed gives the same stream, so both ends
- * can hash it without sharing a buffer. */
-static void fill(uint8_t *p, size_t n, uint64_t *seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        p[i] = (uint8_t)*seed;
-    }
-}
-
-static bool write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-/* Sends len seeded bytes; their sha256 in hex when asked. */
-static bool send_seeded(int fd, size_t len, uint64_t seed, char hex[65])
-{
-    static _Thread_local uint8_t buf[1 << 16];
-    struct sha256 s;
-
-    sha256_init(&s);
-    while (len > 0) {
-        size_t n = len < sizeof(buf) ? len : sizeof(buf);
-
-        fill(buf, n, &seed);
-        sha256_update(&s, buf, n);
-        if (!write_all(fd, buf, n))
-            return false;
-        len -= n;
-    }
-    if (hex)
-        sha256_hex(&s, hex);
-    return true;
-}
-
-static void seeded_hex(size_t len, uint64_t seed, char hex[65])
-{
-    static _Thread_local uint8_t buf[1 << 16];
-    struct sha256 s;
-
-    sha256_init(&s);
-    while (len > 0) {
-        size_t n = len < sizeof(buf) ? len : sizeof(buf);
-
-        fill(buf, n, &seed);
-        sha256_update(&s, buf, n);
-        len -= n;
-    }
-    sha256_hex(&s, hex);
-}
-
 struct up_conn {
     struct upstream *u;
     int fd;
@@ -128,19 +60,19 @@ static void *up_conn_run(void *arg)
     switch (u->mode) {
     case UP_ECHO:
         while ((n = read(fd, buf, sizeof(buf))) > 0)
-            if (!write_all(fd, buf, (size_t)n))
+            if (!h_write_all(fd, buf, (size_t)n))
                 break;
         shutdown(fd, SHUT_WR);
         break;
     case UP_GREET:
-        if (!send_seeded(fd, GREETING_LEN, 7, NULL))
+        if (!h_send_seeded(fd, GREETING_LEN, 7, NULL))
             break;
         while ((n = read(fd, buf, sizeof(buf))) > 0)
             atomic_fetch_add(&u->got, (unsigned long long)n);
         shutdown(fd, SHUT_WR);
         break;
     case UP_CLOSE_FIRST:
-        send_seeded(fd, FIRST_LEN, 9, NULL);
+        h_send_seeded(fd, FIRST_LEN, 9, NULL);
         break;
     case UP_RESET: {
         struct linger l = {.l_onoff = 1, .l_linger = 0};
@@ -194,28 +126,13 @@ static void *up_accept_run(void *arg)
     return NULL;
 }
 
-static int unix_listen(const char *p)
-{
-    struct sockaddr_un un = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    snprintf(un.sun_path, sizeof(un.sun_path), "%s", p);
-    unlink(p);
-    if (bind(fd, (struct sockaddr *)&un, sizeof(un)) != 0 ||
-        listen(fd, 64) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* Starts a server: on loopback:port (v4 or v6), or on a unix path. */
 static void up_start(struct upstream *u, enum up_mode mode, bool v6,
                      uint16_t port, const char *unix_path)
 {
     memset(u, 0, sizeof(*u));
     u->mode = mode;
-    u->lfd = unix_path ? unix_listen(unix_path) : h_listen(v6, port);
+    u->lfd = unix_path ? h_listen_unix(unix_path) : h_listen(v6, port);
     assert_true(u->lfd >= 0);
     assert_int_equal(pthread_create(&u->th, NULL, up_accept_run, u), 0);
 }
@@ -233,88 +150,30 @@ static void up_stop(struct upstream *u)
     close(u->lfd);
 }
 
-/* ---- weir ---- */
-
-static void expect_exit(struct h_weir *w, int rc)
-{
-    int got = h_stop(w, WAIT);
-    char *t = h_slurp(w->log);
-    bool bad =
-        got != rc || strstr(t, "runtime error:") || strstr(t, "Sanitizer");
-
-    if (bad)
-        fprintf(stderr, "weir exited %d, expected %d; log:\n%s\n", got, rc, t);
-    free(t);
-    if (bad)
-        fail();
-}
-
 /* ---- clients ---- */
-
-struct client {
-    pthread_t th, tx;
-    bool v6;
-    uint16_t port;
-    const char *unix_path;
-    size_t len;
-    uint64_t seed;
-    int fd;
-    bool sent;
-    char sent_hex[65];
-    int64_t got;
-    char got_hex[65];
-};
-
-static void *client_send(void *arg)
-{
-    struct client *c = arg;
-
-    c->sent = send_seeded(c->fd, c->len, c->seed, c->sent_hex);
-    shutdown(c->fd, SHUT_WR);
-    return NULL;
-}
-
-/* Sends len bytes and half-closes (on a second thread), while reading
- * what comes back until EOF. */
-static void *client_run(void *arg)
-{
-    struct client *c = arg;
-
-    c->got = -1;
-    c->fd = h_connect(c->v6, c->port, c->unix_path, WAIT);
-    if (c->fd < 0)
-        return NULL;
-    if (pthread_create(&c->tx, NULL, client_send, c) != 0) {
-        close(c->fd);
-        return NULL;
-    }
-    c->got = h_drain(c->fd, c->got_hex, UINT64_MAX, WAIT);
-    pthread_join(c->tx, NULL);
-    close(c->fd);
-    return NULL;
-}
 
 static void run_echo_clients(unsigned n, bool v6, uint16_t port,
                              const char *unix_path, size_t len)
 {
     /* Static: a failed assertion leaves this frame while threads run. */
-    static struct client c[32];
+    static struct h_client c[32];
 
     assert_true(n <= 32);
     for (unsigned i = 0; i < n; i++) {
-        c[i] = (struct client){.v6 = v6,
-                               .port = port,
-                               .unix_path = unix_path,
-                               .len = len + i * 4099,
-                               .seed = 1000 + i};
-        assert_int_equal(pthread_create(&c[i].th, NULL, client_run, &c[i]), 0);
+        c[i] = (struct h_client){.v6 = v6,
+                                 .port = port,
+                                 .unix_path = unix_path,
+                                 .send = true,
+                                 .send_len = len + i * 4099,
+                                 .seed = 1000 + i};
+        h_client_start(&c[i], WAIT);
     }
     for (unsigned i = 0; i < n; i++)
-        pthread_join(c[i].th, NULL);
+        h_client_join(&c[i]);
     for (unsigned i = 0; i < n; i++) {
         assert_true(c[i].sent);
-        assert_int_equal(c[i].got, (int64_t)c[i].len);
-        assert_string_equal(c[i].got_hex, c[i].sent_hex);
+        assert_int_equal(c[i].got, (int64_t)c[i].send_len);
+        assert_string_equal(c[i].hex, c[i].sent_hex);
     }
 }
 
@@ -330,14 +189,14 @@ static void test_echo_20_clients(void **state)
 
     (void)state;
     up_start(&u, UP_ECHO, false, back, NULL);
-    start_conf(&w, "echo",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = tcp:127.0.0.1:%u\nhigh_water_mark = 256KiB\n",
-               front, back);
-    expect_log(&w, "listening on");
+    h_start_conf(&w, "echo", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u\nhigh_water_mark = 256KiB\n",
+                 front, back);
+    h_expect_log(&w, "listening on", WAIT);
     run_echo_clients(20, false, front, NULL, 1u << 20);
     assert_int_equal(atomic_load(&u.accepted), 20);
-    expect_exit(&w, 0);
+    h_expect_exit(&w, 0, true, WAIT);
     up_stop(&u);
 }
 
@@ -352,24 +211,24 @@ static void test_server_speaks_first(void **state)
     int fd;
 
     (void)state;
-    seeded_hex(GREETING_LEN, 7, want);
+    h_seeded_hex(GREETING_LEN, 7, want);
     up_start(&u, UP_GREET, false, back, NULL);
-    start_conf(&w, "greet",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               front, back);
+    h_start_conf(&w, "greet", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 front, back);
     fd = h_connect(false, front, NULL, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, hex, GREETING_LEN, WAIT), GREETING_LEN);
     assert_string_equal(hex, want);
-    assert_true(send_seeded(fd, 12345, 3, NULL));
+    assert_true(h_send_seeded(fd, 12345, 3, NULL));
     shutdown(fd, SHUT_WR);
     /* The server reads to EOF and closes: the client sees the end. */
     assert_int_equal(h_drain(fd, NULL, UINT64_MAX, WAIT), 0);
     close(fd);
     assert_int_equal(atomic_load(&u.got), 12345);
-    expect_log(&w, "done, 12345 bytes");
-    expect_exit(&w, 0);
+    h_expect_log(&w, "done, 12345 bytes", WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
     up_stop(&u);
 }
 
@@ -384,12 +243,12 @@ static void test_upstream_closes_first(void **state)
     int fd;
 
     (void)state;
-    seeded_hex(FIRST_LEN, 9, want);
+    h_seeded_hex(FIRST_LEN, 9, want);
     up_start(&u, UP_CLOSE_FIRST, false, back, NULL);
-    start_conf(&w, "first",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = tcp:127.0.0.1:%u\nhigh_water_mark = 64KiB\n",
-               front, back);
+    h_start_conf(&w, "first", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u\nhigh_water_mark = 64KiB\n",
+                 front, back);
     fd = h_connect(false, front, NULL, WAIT);
     assert_true(fd >= 0);
     /* Give the upstream a moment to send and close before reading a
@@ -403,8 +262,8 @@ static void test_upstream_closes_first(void **state)
     assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), FIRST_LEN);
     assert_string_equal(hex, want);
     close(fd);
-    expect_log(&w, "done, 0 bytes");
-    expect_exit(&w, 0);
+    h_expect_log(&w, "done, 0 bytes", WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
     up_stop(&u);
 }
 
@@ -423,13 +282,13 @@ static void test_upstream_resets(void **state)
 
     (void)state;
     up_start(&u, UP_RESET, false, back, NULL);
-    start_conf(&w, "reset",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               front, back);
+    h_start_conf(&w, "reset", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 front, back);
     fd = h_connect(false, front, NULL, WAIT);
     assert_true(fd >= 0);
-    assert_true(write_all(fd, (const uint8_t *)"x", 1));
+    assert_true(h_write_all(fd, "x", 1));
     /* Read until the end or an error; never past the bound. */
     end = h_now_ms() + WAIT;
     do {
@@ -440,8 +299,8 @@ static void test_upstream_resets(void **state)
     } while (n > 0 && h_now_ms() < end);
     assert_true(n <= 0);
     close(fd);
-    expect_log(&w, "Connection reset by peer");
-    expect_exit(&w, 0);
+    h_expect_log(&w, "Connection reset by peer", WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
     t = h_slurp(w.log);
     assert_int_equal(h_count(t, "warning: pipeline p: client"), 1);
     free(t);
@@ -470,21 +329,21 @@ static void test_transform_forward_only(void **state)
         sha256_update(&s, upper, sizeof(line) - 1);
     sha256_hex(&s, want);
     up_start(&u, UP_ECHO, false, back, NULL);
-    start_conf(&w, "xform",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "transform = uppercase\nsink = tcp:127.0.0.1:%u\n",
-               front, back);
+    h_start_conf(&w, "xform", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "transform = uppercase\nsink = tcp:127.0.0.1:%u\n",
+                 front, back);
     fd = h_connect(false, front, NULL, WAIT);
     assert_true(fd >= 0);
     /* Small enough for the socket buffers: sent whole before reading. */
     for (int i = 0; i < REPEAT; i++)
-        assert_true(write_all(fd, (const uint8_t *)line, sizeof(line) - 1));
+        assert_true(h_write_all(fd, line, sizeof(line) - 1));
     shutdown(fd, SHUT_WR);
     assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT),
                      REPEAT * (sizeof(line) - 1));
     assert_string_equal(hex, want);
     close(fd);
-    expect_exit(&w, 0);
+    h_expect_exit(&w, 0, true, WAIT);
     up_stop(&u);
 }
 
@@ -496,15 +355,15 @@ static void test_unix(void **state)
     struct h_weir w;
 
     (void)state;
-    snprintf(front, sizeof(front), "%s/front.sock", dir);
-    snprintf(back, sizeof(back), "%s/back.sock", dir);
+    h_path(front, sizeof(front), "front.sock");
+    h_path(back, sizeof(back), "back.sock");
     up_start(&u, UP_ECHO, false, 0, back);
-    start_conf(&w, "unix",
-               "[pipeline p]\nsource = unix-listen:%s\nsink = unix:%s\n", front,
-               back);
-    expect_log(&w, "listening on");
+    h_start_conf(&w, "unix", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = unix-listen:%s\nsink = unix:%s\n",
+                 front, back);
+    h_expect_log(&w, "listening on", WAIT);
     run_echo_clients(6, false, 0, front, 700000);
-    expect_exit(&w, 0);
+    h_expect_exit(&w, 0, true, WAIT);
     up_stop(&u);
 }
 
@@ -523,13 +382,13 @@ static void test_ipv6(void **state)
     front = h_free_port(true);
     back = h_free_port(true);
     up_start(&u, UP_ECHO, true, back, NULL);
-    start_conf(&w, "ipv6",
-               "[pipeline p]\nsource = tcp-listen:[::1]:%u\n"
-               "sink = tcp:[::1]:%u\n",
-               front, back);
-    expect_log(&w, "listening on");
+    h_start_conf(&w, "ipv6", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:[::1]:%u\n"
+                 "sink = tcp:[::1]:%u\n",
+                 front, back);
+    h_expect_log(&w, "listening on", WAIT);
     run_echo_clients(6, true, front, NULL, 700000);
-    expect_exit(&w, 0);
+    h_expect_exit(&w, 0, true, WAIT);
     up_stop(&u);
 }
 
@@ -541,16 +400,16 @@ static void test_upstream_refused(void **state)
     int fd;
 
     (void)state;
-    start_conf(&w, "refused",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               front, back);
+    h_start_conf(&w, "refused", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 front, back);
     fd = h_connect(false, front, NULL, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, NULL, UINT64_MAX, WAIT), 0);
     close(fd);
-    expect_log(&w, "cannot connect to tcp:127.0.0.1:");
-    expect_exit(&w, 0);
+    h_expect_log(&w, "cannot connect to tcp:127.0.0.1:", WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* A connecting source connects on its worker: refused, it says so; and a
@@ -565,24 +424,26 @@ static void test_source_connect(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    seeded_hex(1u << 20, 5, want);
-    snprintf(out, sizeof(out), "%s/from_source.bin", dir);
-    start_conf(&w, "source",
-               "[pipeline dead]\nsource = tcp:127.0.0.1:%u\nsink = null\n"
-               "[pipeline live]\nsource = tcp:127.0.0.1:%u\nsink = file:%s\n",
-               dead, src, out);
+    h_seeded_hex(1u << 20, 5, want);
+    h_path(out, sizeof(out), "from_source.bin");
+    h_start_conf(&w, "source", H_CONF_VERBOSE,
+                 "[pipeline dead]\nsource = tcp:127.0.0.1:%u\nsink = null\n"
+                 "[pipeline live]\nsource = tcp:127.0.0.1:%u\nsink = file:%s\n",
+                 dead, src, out);
     up = h_accept(lfd, WAIT);
     assert_true(up >= 0);
-    assert_true(send_seeded(up, 1u << 20, 5, NULL));
+    assert_true(h_send_seeded(up, 1u << 20, 5, NULL));
     close(up);
-    expect_log(&w, "pipeline dead: cannot connect to source "
-                   "tcp:127.0.0.1:");
-    expect_log(&w, "pipeline live: done, 1048576 bytes");
+    h_expect_log(&w,
+                 "pipeline dead: cannot connect to source "
+                 "tcp:127.0.0.1:",
+                 WAIT);
+    h_expect_log(&w, "pipeline live: done, 1048576 bytes", WAIT);
     assert_true(h_file_sha(out, hex, &size));
     assert_int_equal(size, 1u << 20);
     assert_string_equal(hex, want);
     /* One of two pipelines failed. */
-    expect_exit(&w, 1);
+    h_expect_exit(&w, 1, true, WAIT);
     close(lfd);
 }
 
@@ -610,23 +471,23 @@ static void test_source_connect_waits(void **state)
         assert_true(fill[i] >= 0);
         (void)connect(fill[i], (struct sockaddr *)&ss, len);
     }
-    seeded_hex(1u << 16, 11, want);
-    snprintf(out, sizeof(out), "%s/while_connecting.bin", dir);
-    start_conf(&w, "waits",
-               "[pipeline slow]\nsource = tcp:127.0.0.1:%u\nsink = null\n"
-               "[pipeline live]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = file:%s\n",
-               slow, front, out);
+    h_seeded_hex(1u << 16, 11, want);
+    h_path(out, sizeof(out), "while_connecting.bin");
+    h_start_conf(&w, "waits", H_CONF_VERBOSE,
+                 "[pipeline slow]\nsource = tcp:127.0.0.1:%u\nsink = null\n"
+                 "[pipeline live]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = file:%s\n",
+                 slow, front, out);
     fd = h_connect(false, front, NULL, WAIT);
     assert_true(fd >= 0);
-    assert_true(send_seeded(fd, 1u << 16, 11, NULL));
+    assert_true(h_send_seeded(fd, 1u << 16, 11, NULL));
     close(fd);
-    expect_log(&w, "done, 65536 bytes");
+    h_expect_log(&w, "done, 65536 bytes", WAIT);
     assert_true(h_file_sha(out, hex, &size));
     assert_int_equal(size, 1u << 16);
     assert_string_equal(hex, want);
-    expect_exit(&w, 0);
-    expect_log(&w, "pipeline slow: done, 0 bytes");
+    h_expect_exit(&w, 0, true, WAIT);
+    h_expect_log(&w, "pipeline slow: done, 0 bytes", WAIT);
     for (int i = 0; i < 4; i++)
         close(fill[i]);
     close(lfd);
@@ -648,17 +509,9 @@ int main(void)
     };
     int rc;
 
-    /* The shared harness's file functions, unused here. */
-    (void)h_make_file;
-    (void)h_send_file;
-    signal(SIGPIPE, SIG_IGN);
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (h_begin("proxy") != 0)
         return 1;
-    }
-    if (getenv("TEST_FILTER"))
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    h_rm_tree(dir);
+    h_end();
     return rc;
 }

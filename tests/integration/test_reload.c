@@ -8,7 +8,6 @@
  * and it waits), so "in flight" needs no timing. Every byte is checked by
  * SHA-256 and every wait is bounded.
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -17,52 +16,17 @@
 
 #include <cmocka.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "harness.h"
-#pragma GCC diagnostic pop
 
 #define BIG   (32u << 20)
 #define SMALL (1u << 20)
 #define WAIT  30000 /* ms: generous for sanitizer builds on a busy box */
 
-static char dir[] = "/tmp/weir-reload-XXXXXX";
 static char big[300], small[300], big_hex[65], small_hex[65];
-
-static void dump_log(const struct h_weir *w)
-{
-    char *t = h_slurp(w->log);
-
-    fprintf(stderr, "weir's log:\n%s\n", t);
-    free(t);
-}
-
-static void expect_log(const struct h_weir *w, const char *needle)
-{
-    if (!h_wait_log(w->log, needle, WAIT)) {
-        fprintf(stderr, "the log lacks '%s'\n", needle);
-        dump_log(w);
-        fail();
-    }
-}
-
-static void expect_exit(struct h_weir *w, int rc, bool stop)
-{
-    int got = stop ? h_stop(w, WAIT) : h_wait(w, WAIT);
-    char *t = h_slurp(w->log);
-    bool bad =
-        got != rc || strstr(t, "runtime error:") || strstr(t, "Sanitizer");
-
-    if (bad)
-        fprintf(stderr, "weir exited %d, expected %d; log:\n%s\n", got, rc, t);
-    free(t);
-    if (bad)
-        fail();
-}
 
 static void conf_path(char *out, size_t len, const char *name)
 {
-    snprintf(out, len, "%s/%s.conf", dir, name);
+    snprintf(out, len, "%s/%s.conf", h_dir, name);
 }
 
 static void start(struct h_weir *w, const char *name)
@@ -70,7 +34,7 @@ static void start(struct h_weir *w, const char *name)
     char conf[400], log[400];
 
     conf_path(conf, sizeof(conf), name);
-    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", h_dir, name);
     h_spawn(w, (char *const[]){"weir", "-v", "-c", conf, NULL}, log);
 }
 
@@ -160,23 +124,11 @@ static bool becomes_refused(uint16_t port)
     return false;
 }
 
+/* SIGHUP, then the nth "reloaded" line. */
 static void reload_and_wait(struct h_weir *w, unsigned nth)
 {
-    char needle[32];
-
-    snprintf(needle, sizeof(needle), "reloaded ");
     assert_int_equal(kill(w->pid, SIGHUP), 0);
-    /* The nth "reloaded" line. */
-    for (int64_t end = h_now_ms() + WAIT; h_now_ms() < end; h_sleep_ms(20)) {
-        char *t = h_slurp(w->log);
-        unsigned n = h_count(t, needle);
-
-        free(t);
-        if (n >= nth)
-            return;
-    }
-    dump_log(w);
-    fail();
+    h_expect_log_count(w, "reloaded ", nth, WAIT);
 }
 
 /*
@@ -205,7 +157,7 @@ static void test_reload_add_remove_inflight(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  big, pk, big, pc, small, pg);
     start(&w, "inflight");
-    expect_log(&w, "listening on 127.0.0.1:");
+    h_expect_log(&w, "listening on 127.0.0.1:", WAIT);
     reader_open(&rk, pk);
     reader_open(&rc, pc);
     assert_true(reader_read(&rk, 1u << 20));
@@ -224,23 +176,23 @@ static void test_reload_add_remove_inflight(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  big, pk, big, pc, small, pa);
     reload_and_wait(&w, 1);
-    expect_log(&w, "1 pipeline unchanged, 1 changed, 1 new, 1 removed");
-    expect_log(&w, "pipeline change: took over");
+    h_expect_log(&w, "1 pipeline unchanged, 1 changed, 1 new, 1 removed", WAIT);
+    h_expect_log(&w, "pipeline change: took over", WAIT);
 
     /* The new pipeline serves, the changed one serves on its old port,
      * the removed one refuses. */
     fetch(pa, SMALL, small_hex);
     fetch(pc, BIG, big_hex);
     if (!becomes_refused(pg)) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
     /* The paused transfers complete, each whole. */
     reader_finish(&rk, BIG, big_hex);
     reader_finish(&rc, BIG, big_hex);
-    expect_log(&w, "pipeline change: drained");
+    h_expect_log(&w, "pipeline change: drained", WAIT);
     fetch(pk, BIG, big_hex);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* A config with an error: nothing changes, the log says FILE:LINE. */
@@ -259,7 +211,7 @@ static void test_reload_broken_config(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  small, port);
     start(&w, "broken");
-    expect_log(&w, "listening on 127.0.0.1:");
+    h_expect_log(&w, "listening on 127.0.0.1:", WAIT);
     reader_open(&rd, port);
     assert_true(reader_read(&rd, 4096));
 
@@ -272,8 +224,8 @@ static void test_reload_broken_config(void **state)
                  small, other);
     assert_int_equal(kill(w.pid, SIGHUP), 0);
     snprintf(needle, sizeof(needle), "%s:7: ", conf);
-    expect_log(&w, needle);
-    expect_log(&w, "the running configuration stays");
+    h_expect_log(&w, needle, WAIT);
+    h_expect_log(&w, "the running configuration stays", WAIT);
     reader_finish(&rd, SMALL, small_hex);
     fetch(port, SMALL, small_hex);
     assert_true(refused_once(other));
@@ -288,7 +240,7 @@ static void test_reload_broken_config(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  small, other);
     assert_int_equal(kill(w.pid, SIGHUP), 0);
-    expect_log(&w, "pipeline b cannot be set up");
+    h_expect_log(&w, "pipeline b cannot be set up", WAIT);
     close(busy);
     fetch(port, SMALL, small_hex);
 
@@ -296,10 +248,10 @@ static void test_reload_broken_config(void **state)
     reload_and_wait(&w, 1);
     fetch(other, SMALL, small_hex);
     if (!becomes_refused(port)) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* A removed pipeline's client that stops reading is cut at the drain
@@ -319,7 +271,7 @@ static void test_reload_drain_timeout(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  big, pg);
     start(&w, "cut");
-    expect_log(&w, "listening on 127.0.0.1:");
+    h_expect_log(&w, "listening on 127.0.0.1:", WAIT);
     reader_open(&rd, pg);
     assert_true(reader_read(&rd, 1u << 20));
     h_write_text(conf,
@@ -328,15 +280,17 @@ static void test_reload_drain_timeout(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  small, pa);
     reload_and_wait(&w, 1);
-    expect_log(&w, "pipeline gone: 1 stream still running after the drain "
-                   "timeout; closed 1");
+    h_expect_log(&w,
+                 "pipeline gone: 1 stream still running after the drain "
+                 "timeout; closed 1",
+                 WAIT);
     /* The stalled client finds its connection ended short of the file. */
     reader_read(&rd, UINT64_MAX);
     close(rd.fd);
     assert_true(rd.got < BIG);
-    expect_log(&w, "pipeline gone: drained");
+    h_expect_log(&w, "pipeline gone: drained", WAIT);
     fetch(pa, SMALL, small_hex);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* A unix-listen socket passes from the old definition to the new one (its
@@ -352,13 +306,13 @@ static void test_reload_unix_handover(void **state)
 
     (void)state;
     conf_path(conf, sizeof(conf), "unix");
-    snprintf(sock, sizeof(sock), "%s/serve.sock", dir);
+    h_path(sock, sizeof(sock), "serve.sock");
     h_write_text(conf,
                  "[daemon]\nworkers = 2\ndrain_timeout = 60s\n\n"
                  "[pipeline u]\nsource = file:%s\nsink = unix-listen:%s\n",
                  big, sock);
     start(&w, "unix");
-    expect_log(&w, "listening on");
+    h_expect_log(&w, "listening on", WAIT);
     rd.fd = h_connect(false, 0, sock, WAIT);
     assert_true(rd.fd >= 0);
     sha256_init(&rd.sha);
@@ -371,7 +325,7 @@ static void test_reload_unix_handover(void **state)
                  "chunk_size = 64KiB\n",
                  small, sock);
     reload_and_wait(&w, 1);
-    expect_log(&w, "pipeline u: took over");
+    h_expect_log(&w, "pipeline u: took over", WAIT);
     /* The new definition serves on the same path. */
     fd = h_connect(false, 0, sock, WAIT);
     assert_true(fd >= 0);
@@ -379,7 +333,7 @@ static void test_reload_unix_handover(void **state)
     close(fd);
     assert_string_equal(hex, small_hex);
     reader_finish(&rd, BIG, big_hex);
-    expect_log(&w, "pipeline u: drained");
+    h_expect_log(&w, "pipeline u: drained", WAIT);
     assert_int_equal(stat(sock, &st), 0);
 
     h_write_text(conf,
@@ -388,12 +342,12 @@ static void test_reload_unix_handover(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  small, h_free_port(false));
     reload_and_wait(&w, 2);
-    expect_log(&w, "pipeline u: drained");
+    h_expect_log(&w, "pipeline u: drained", WAIT);
     for (int64_t end = h_now_ms() + WAIT;
          stat(sock, &st) == 0 && h_now_ms() < end; h_sleep_ms(20))
         ;
     assert_int_not_equal(stat(sock, &st), 0);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* A client that connects again and again (one attempt each, no retry)
@@ -445,7 +399,7 @@ static void test_reload_refuses_no_client(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  small, port);
     start(&w, "hammer");
-    expect_log(&w, "listening on 127.0.0.1:");
+    h_expect_log(&w, "listening on 127.0.0.1:", WAIT);
     atomic_init(&h.stop, false);
     assert_int_equal(pthread_create(&h.th, NULL, hammer_run, &h), 0);
     for (unsigned i = 1; i <= 6; i++) {
@@ -465,8 +419,9 @@ static void test_reload_refuses_no_client(void **state)
     assert_int_equal(h.refused, 0);
     assert_int_equal(h.bad, 0);
     assert_true(h.ok > 0);
-    expect_log(&w, "0 pipelines unchanged, 1 changed, 0 new, 0 removed");
-    expect_exit(&w, 0, true);
+    h_expect_log(&w, "0 pipelines unchanged, 1 changed, 0 new, 0 removed",
+                 WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* SIGTERM while a transfer is paused half-way: it completes, exit 0. */
@@ -485,18 +440,18 @@ static void test_sigterm_drains(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  big, port);
     start(&w, "term");
-    expect_log(&w, "listening on 127.0.0.1:");
+    h_expect_log(&w, "listening on 127.0.0.1:", WAIT);
     reader_open(&rd, port);
     assert_true(reader_read(&rd, 1u << 20));
     assert_int_equal(kill(w.pid, SIGTERM), 0);
-    expect_log(&w, "SIGTERM: stopping");
+    h_expect_log(&w, "SIGTERM: stopping", WAIT);
     /* No new clients once stopping. */
     if (!becomes_refused(port)) {
-        dump_log(&w);
+        h_show_log(&w);
         fail();
     }
     reader_finish(&rd, BIG, big_hex);
-    expect_exit(&w, 0, false);
+    h_expect_exit(&w, 0, false, WAIT);
 }
 
 /* A client that never reads: the drain timeout ends the wait, exit 0; and
@@ -516,10 +471,10 @@ static void test_sigterm_timeout_and_second(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  big, port);
     start(&w, "stall");
-    expect_log(&w, "listening on 127.0.0.1:");
+    h_expect_log(&w, "listening on 127.0.0.1:", WAIT);
     reader_open(&rd, port);
     assert_true(reader_read(&rd, 1u << 20));
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
     close(rd.fd);
     {
         char *t = h_slurp(w.log);
@@ -537,13 +492,13 @@ static void test_sigterm_timeout_and_second(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  big, port);
     start(&w, "stall2");
-    expect_log(&w, "listening on 127.0.0.1:");
+    h_expect_log(&w, "listening on 127.0.0.1:", WAIT);
     reader_open(&rd, port);
     assert_true(reader_read(&rd, 1u << 20));
     assert_int_equal(kill(w.pid, SIGTERM), 0);
-    expect_log(&w, "SIGTERM: stopping");
+    h_expect_log(&w, "SIGTERM: stopping", WAIT);
     assert_int_equal(kill(w.pid, SIGTERM), 0);
-    expect_exit(&w, 0, false);
+    h_expect_exit(&w, 0, false, WAIT);
     close(rd.fd);
 }
 
@@ -560,15 +515,13 @@ int main(void)
     };
     int rc;
 
-    /* A reader that stops reading must not kill us when weir resets. */
-    signal(SIGPIPE, SIG_IGN);
-    if (mkdtemp(dir) == NULL)
+    if (h_begin("reload") != 0)
         return 1;
-    snprintf(big, sizeof(big), "%s/big", dir);
-    snprintf(small, sizeof(small), "%s/small", dir);
+    h_path(big, sizeof(big), "big");
+    h_path(small, sizeof(small), "small");
     h_make_file(big, BIG, 11, big_hex);
     h_make_file(small, SMALL, 12, small_hex);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    h_rm_tree(dir);
+    h_end();
     return rc;
 }

@@ -4,7 +4,6 @@
  * reconnects, a client that leaves, and `weir pipe`. Every byte is checked
  * by SHA-256 and every wait is bounded.
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,60 +13,12 @@
 
 #include "harness.h"
 
-#define BIG                   (64u << 20)
-#define SMALL                 (4u << 20)
-#define WAIT                  30000 /* ms: generous for sanitizer builds on a busy box */
-#define expect_log(w, needle) h_expect_log(w, needle, WAIT)
-#define start_conf(w, name, ...)                                               \
-    h_start_conf(w, dir, name, H_CONF_VERBOSE, __VA_ARGS__)
+#define BIG   (64u << 20)
+#define SMALL (4u << 20)
+#define WAIT  30000 /* ms: generous for sanitizer builds on a busy box */
 
-static char dir[] = "/tmp/weir-run-XXXXXX";
 static char big[600], small[600];
 static char big_hex[65], small_hex[65];
-
-static void path(char *out, size_t len, const char *name)
-{
-    snprintf(out, len, "%s/%s", dir, name);
-}
-
-static void expect_exit(struct h_weir *w, int rc, bool stop)
-{
-    int got = stop ? h_stop(w, WAIT) : h_wait(w, WAIT);
-    char *t = h_slurp(w->log);
-
-    bool bad =
-        got != rc || strstr(t, "runtime error:") || strstr(t, "Sanitizer");
-
-    if (bad)
-        fprintf(stderr, "weir exited %d, expected %d; log:\n%s\n", got, rc, t);
-    free(t);
-    if (bad)
-        fail();
-}
-
-/* ---- a client on a thread: connect, drain, hash ---- */
-
-struct client {
-    pthread_t th;
-    bool v6;
-    uint16_t port;
-    const char *unix_path;
-    int64_t got;
-    char hex[65];
-};
-
-static void *client_run(void *arg)
-{
-    struct client *c = arg;
-    int fd = h_connect(c->v6, c->port, c->unix_path, WAIT);
-
-    c->got = -1;
-    if (fd < 0)
-        return NULL;
-    c->got = h_drain(fd, c->hex, UINT64_MAX, WAIT);
-    close(fd);
-    return NULL;
-}
 
 /* ---- a sender on a thread: send a file, then end the stream ---- */
 
@@ -96,17 +47,17 @@ static void test_file_to_tcp(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    start_conf(&w, "file_to_tcp",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               big, port);
+    h_start_conf(&w, "file_to_tcp", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 big, port);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
     assert_string_equal(hex, big_hex);
     close(fd);
     close(lfd);
-    expect_exit(&w, 0, false);
+    h_expect_exit(&w, 0, false, WAIT);
 }
 
 static void test_serve_50_clients(void **state)
@@ -114,25 +65,25 @@ static void test_serve_50_clients(void **state)
     enum { N = 50 };
     uint16_t port = h_free_port(false);
     /* Static: a failed assertion leaves this frame while threads run. */
-    static struct client c[N];
+    static struct h_client c[N];
     struct h_weir w;
 
     (void)state;
-    start_conf(&w, "serve",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp-listen:127.0.0.1:%u\n",
-               small, port);
-    expect_log(&w, "listening on");
+    h_start_conf(&w, "serve", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 small, port);
+    h_expect_log(&w, "listening on", WAIT);
     for (int i = 0; i < N; i++) {
-        c[i] = (struct client){.port = port};
-        assert_int_equal(pthread_create(&c[i].th, NULL, client_run, &c[i]), 0);
+        c[i] = (struct h_client){.port = port};
+        h_client_start(&c[i], WAIT);
     }
     for (int i = 0; i < N; i++) {
-        pthread_join(c[i].th, NULL);
+        h_client_join(&c[i]);
         assert_int_equal(c[i].got, SMALL);
         assert_string_equal(c[i].hex, small_hex);
     }
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 static void test_listen_source_to_file(void **state)
@@ -144,17 +95,17 @@ static void test_listen_source_to_file(void **state)
     int fd;
 
     (void)state;
-    path(out, sizeof(out), "received.bin");
-    start_conf(&w, "to_file",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = file:%s\n",
-               port, out);
+    h_path(out, sizeof(out), "received.bin");
+    h_start_conf(&w, "to_file", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = file:%s\n",
+                 port, out);
     fd = h_connect(false, port, NULL, WAIT);
     assert_true(fd >= 0);
     assert_true(h_send_file(fd, small));
     close(fd);
-    expect_log(&w, "done, 4194304 bytes");
-    expect_exit(&w, 0, true);
+    h_expect_log(&w, "done, 4194304 bytes", WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
     assert_true(h_file_sha(out, hex, &size));
     assert_int_equal(size, SMALL);
     assert_string_equal(hex, small_hex);
@@ -171,10 +122,10 @@ static void test_proxy(void **state)
     (void)state;
     assert_true(lfd >= 0);
     s = (struct sender){.file = small};
-    start_conf(&w, "proxy",
-               "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               front, back);
+    h_start_conf(&w, "proxy", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 front, back);
     s.fd = h_connect(false, front, NULL, WAIT);
     assert_true(s.fd >= 0);
     assert_int_equal(pthread_create(&s.th, NULL, sender_run, &s), 0);
@@ -187,32 +138,32 @@ static void test_proxy(void **state)
     close(s.fd);
     close(up);
     close(lfd);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 static void test_unix_socket(void **state)
 {
     char sock[600];
-    struct client c = {0};
+    struct h_client c = {0};
     struct h_weir w;
 
     (void)state;
-    path(sock, sizeof(sock), "serve.sock");
-    start_conf(&w, "unix",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = unix-listen:%s\n",
-               small, sock);
+    h_path(sock, sizeof(sock), "serve.sock");
+    h_start_conf(&w, "unix", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = unix-listen:%s\n",
+                 small, sock);
     c.unix_path = sock;
-    client_run(&c);
+    h_client_run(&c, WAIT);
     assert_int_equal(c.got, SMALL);
     assert_string_equal(c.hex, small_hex);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 static void test_ipv6(void **state)
 {
     int probe = h_listen(true, 0);
-    struct client c = {.v6 = true};
+    struct h_client c = {.v6 = true};
     struct h_weir w;
 
     (void)state;
@@ -220,14 +171,14 @@ static void test_ipv6(void **state)
         skip(); /* no ::1 here */
     close(probe);
     c.port = h_free_port(true);
-    start_conf(&w, "ipv6",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp-listen:[::1]:%u\n",
-               small, c.port);
-    client_run(&c);
+    h_start_conf(&w, "ipv6", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp-listen:[::1]:%u\n",
+                 small, c.port);
+    h_client_run(&c, WAIT);
     assert_int_equal(c.got, SMALL);
     assert_string_equal(c.hex, small_hex);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* Copies bytes [off, off + len) of src to the end of dst. */
@@ -260,15 +211,15 @@ static void test_follow(void **state)
     struct h_weir w;
 
     (void)state;
-    path(all, sizeof(all), "follow_all.bin");
-    path(logf, sizeof(logf), "follow.log.bin");
+    h_path(all, sizeof(all), "follow_all.bin");
+    h_path(logf, sizeof(logf), "follow.log.bin");
     h_make_file(all, 2u << 20, 7, all_hex);
     unlink(logf);
     append_range(logf, all, 0, 1 << 20);
-    start_conf(&w, "follow",
-               "[pipeline p]\nsource = file:%s\nfollow = yes\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               logf, port);
+    h_start_conf(&w, "follow", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\nfollow = yes\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 logf, port);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     sha256_init(&s);
@@ -291,7 +242,7 @@ static void test_follow(void **state)
     }
     sha256_hex(&s, hex);
     assert_string_equal(hex, all_hex);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
     /* The stop ended the stream cleanly: the peer sees the end. */
     assert_int_equal(h_drain(fd, NULL, UINT64_MAX, WAIT), 0);
     close(fd);
@@ -309,18 +260,18 @@ static void test_two_sinks(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    path(out, sizeof(out), "tee_copy.bin");
-    start_conf(&w, "two_sinks",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp:127.0.0.1:%u\nsink = file:%s\n",
-               big, port, out);
+    h_path(out, sizeof(out), "tee_copy.bin");
+    h_start_conf(&w, "two_sinks", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp:127.0.0.1:%u\nsink = file:%s\n",
+                 big, port, out);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
     assert_string_equal(hex, big_hex);
     close(fd);
     close(lfd);
-    expect_exit(&w, 0, false);
+    h_expect_exit(&w, 0, false, WAIT);
     assert_true(h_file_sha(out, hex, &size));
     assert_int_equal(size, BIG);
     assert_string_equal(hex, big_hex);
@@ -336,12 +287,12 @@ static void test_follow_truncation(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    path(f, sizeof(f), "rotated.bin");
+    h_path(f, sizeof(f), "rotated.bin");
     h_make_file(f, 1u << 20, 11, a_hex);
-    start_conf(&w, "truncation",
-               "[pipeline p]\nsource = file:%s,follow=yes\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               f, port);
+    h_start_conf(&w, "truncation", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s,follow=yes\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 f, port);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, hex, 1u << 20, WAIT), 1u << 20);
@@ -350,7 +301,7 @@ static void test_follow_truncation(void **state)
     h_make_file(f, 256u << 10, 12, b_hex);
     assert_int_equal(h_drain(fd, hex, 256u << 10, WAIT), 256u << 10);
     assert_string_equal(hex, b_hex);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
     close(fd);
     close(lfd);
 }
@@ -363,11 +314,11 @@ static void test_peer_down_at_start(void **state)
     int lfd, fd;
 
     (void)state;
-    start_conf(&w, "down_at_start",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               small, port);
-    expect_log(&w, "cannot connect");
+    h_start_conf(&w, "down_at_start", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 small, port);
+    h_expect_log(&w, "cannot connect", WAIT);
     lfd = h_listen(false, port);
     assert_true(lfd >= 0);
     fd = h_accept(lfd, WAIT);
@@ -376,7 +327,7 @@ static void test_peer_down_at_start(void **state)
     assert_string_equal(hex, small_hex);
     close(fd);
     close(lfd);
-    expect_exit(&w, 0, false);
+    h_expect_exit(&w, 0, false, WAIT);
 }
 
 /* The peer goes away after part of the file: the new connection carries
@@ -398,10 +349,10 @@ static void test_peer_goes_away(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    start_conf(&w, "goes_away",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               big, port);
+    h_start_conf(&w, "goes_away", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 big, port);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     first = h_drain(fd, NULL, 3u << 20, WAIT);
@@ -410,7 +361,7 @@ static void test_peer_goes_away(void **state)
     close(fd); /* a reset */
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
-    expect_log(&w, "resending from byte ");
+    h_expect_log(&w, "resending from byte ", WAIT);
     t = h_slurp(w.log);
     p = strstr(t, "resending from byte ");
     resume = strtoull(p + strlen("resending from byte "), NULL, 10);
@@ -431,13 +382,13 @@ static void test_peer_goes_away(void **state)
     assert_string_equal(hex, want);
     close(fd);
     close(lfd);
-    expect_exit(&w, 0, false);
+    h_expect_exit(&w, 0, false, WAIT);
 }
 
 static void test_client_disconnects(void **state)
 {
     uint16_t port = h_free_port(false);
-    static struct client c[3];
+    static struct h_client c[3];
     struct linger lg = {1, 0};
     struct sockaddr_in me;
     socklen_t len = sizeof(me);
@@ -447,16 +398,16 @@ static void test_client_disconnects(void **state)
     int fd;
 
     (void)state;
-    start_conf(&w, "disconnect",
-               "[daemon]\nlog_level = info\n"
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp-listen:127.0.0.1:%u\n",
-               big, port);
+    h_start_conf(&w, "disconnect", H_CONF_VERBOSE,
+                 "[daemon]\nlog_level = info\n"
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, port);
     fd = h_connect(false, port, NULL, WAIT);
     assert_true(fd >= 0);
     for (int i = 0; i < 3; i++) {
-        c[i] = (struct client){.port = port};
-        assert_int_equal(pthread_create(&c[i].th, NULL, client_run, &c[i]), 0);
+        c[i] = (struct h_client){.port = port};
+        h_client_start(&c[i], WAIT);
     }
     assert_int_equal(h_drain(fd, NULL, 1u << 20, WAIT), 1u << 20);
     getsockname(fd, (struct sockaddr *)&me, &len);
@@ -464,12 +415,12 @@ static void test_client_disconnects(void **state)
     close(fd);
     snprintf(needle, sizeof(needle), "client 127.0.0.1:%u", ntohs(me.sin_port));
     for (int i = 0; i < 3; i++) {
-        pthread_join(c[i].th, NULL);
+        h_client_join(&c[i]);
         assert_int_equal(c[i].got, BIG);
         assert_string_equal(c[i].hex, big_hex);
     }
-    expect_log(&w, needle);
-    expect_exit(&w, 0, true);
+    h_expect_log(&w, needle, WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
     t = h_slurp(w.log);
     if (h_count(t, needle) != 1)
         fprintf(stderr, "expected one line for %s:\n%s\n", needle, t);
@@ -484,22 +435,22 @@ static void test_max_clients(void **state)
     int a, b;
 
     (void)state;
-    start_conf(&w, "max_clients",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp-listen:127.0.0.1:%u,"
-               "max_clients=1\n",
-               big, port);
+    h_start_conf(&w, "max_clients", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u,"
+                 "max_clients=1\n",
+                 big, port);
     a = h_connect(false, port, NULL, WAIT);
     assert_true(a >= 0);
-    expect_log(&w, "connected");
+    h_expect_log(&w, "connected", WAIT);
     b = h_connect(false, port, NULL, WAIT);
     assert_true(b >= 0);
     assert_int_equal(h_drain(b, NULL, UINT64_MAX, WAIT), 0);
-    expect_log(&w, "max_clients=1 reached");
+    h_expect_log(&w, "max_clients=1 reached", WAIT);
     close(b);
     assert_int_equal(h_drain(a, NULL, UINT64_MAX, WAIT), BIG);
     close(a);
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 static void test_pipe_file_to_tcp(void **state)
@@ -513,7 +464,7 @@ static void test_pipe_file_to_tcp(void **state)
     assert_true(lfd >= 0);
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port);
-    path(log, sizeof(log), "pipe_out.log");
+    h_path(log, sizeof(log), "pipe_out.log");
     h_spawn(&w, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
@@ -521,8 +472,8 @@ static void test_pipe_file_to_tcp(void **state)
     assert_string_equal(hex, big_hex);
     close(fd);
     close(lfd);
-    expect_exit(&w, 0, false);
-    expect_log(&w, "weir pipe: 67108864 bytes in ");
+    h_expect_exit(&w, 0, false, WAIT);
+    h_expect_log(&w, "weir pipe: 67108864 bytes in ", WAIT);
 }
 
 static void test_pipe_tcp_to_file(void **state)
@@ -534,8 +485,8 @@ static void test_pipe_tcp_to_file(void **state)
     int fd;
 
     (void)state;
-    path(out, sizeof(out), "pipe_in.bin");
-    path(log, sizeof(log), "pipe_in.log");
+    h_path(out, sizeof(out), "pipe_in.bin");
+    h_path(log, sizeof(log), "pipe_in.log");
     snprintf(src, sizeof(src), "tcp-listen:127.0.0.1:%u", port);
     snprintf(sink, sizeof(sink), "file:%s", out);
     h_spawn(&w, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
@@ -543,8 +494,8 @@ static void test_pipe_tcp_to_file(void **state)
     assert_true(fd >= 0);
     assert_true(h_send_file(fd, small));
     close(fd);
-    expect_exit(&w, 0, false);
-    expect_log(&w, "weir pipe: 4194304 bytes in ");
+    h_expect_exit(&w, 0, false, WAIT);
+    h_expect_log(&w, "weir pipe: 4194304 bytes in ", WAIT);
     assert_true(h_file_sha(out, hex, &size));
     assert_int_equal(size, SMALL);
     assert_string_equal(hex, small_hex);
@@ -557,12 +508,12 @@ static void test_pipe_fails(void **state)
     struct h_weir w;
 
     (void)state;
-    path(log, sizeof(log), "pipe_fail.log");
+    h_path(log, sizeof(log), "pipe_fail.log");
     snprintf(src, sizeof(src), "file:%s", small);
     snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port);
     h_spawn(&w, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
-    expect_exit(&w, 1, false);
-    expect_log(&w, "weir pipe: failed: Connection refused");
+    h_expect_exit(&w, 1, false, WAIT);
+    h_expect_log(&w, "weir pipe: failed: Connection refused", WAIT);
 }
 
 /* The splice stage (WEIR_SENDPATH=splice): served clients and weir pipe's
@@ -571,26 +522,26 @@ static void test_splice_stage(void **state)
 {
     enum { N = 8 };
     uint16_t port = h_free_port(false), port2 = h_free_port(false);
-    static struct client c[N];
+    static struct h_client c[N];
     char src[620], sink[64], log[600], hex[65];
     struct h_weir w, p;
     int lfd, fd;
 
     (void)state;
     setenv("WEIR_SENDPATH", "splice", 1);
-    start_conf(&w, "splice",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp-listen:127.0.0.1:%u\n",
-               big, port);
+    h_start_conf(&w, "splice", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, port);
     lfd = h_listen(false, port2);
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port2);
-    path(log, sizeof(log), "splice_pipe.log");
+    h_path(log, sizeof(log), "splice_pipe.log");
     h_spawn(&p, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
     unsetenv("WEIR_SENDPATH");
     for (int i = 0; i < N; i++) {
-        c[i] = (struct client){.port = port};
-        assert_int_equal(pthread_create(&c[i].th, NULL, client_run, &c[i]), 0);
+        c[i] = (struct h_client){.port = port};
+        h_client_start(&c[i], WAIT);
     }
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
@@ -598,14 +549,14 @@ static void test_splice_stage(void **state)
     assert_string_equal(hex, big_hex);
     close(fd);
     close(lfd);
-    expect_exit(&p, 0, false);
-    expect_log(&p, "weir pipe: 67108864 bytes in ");
+    h_expect_exit(&p, 0, false, WAIT);
+    h_expect_log(&p, "weir pipe: 67108864 bytes in ", WAIT);
     for (int i = 0; i < N; i++) {
-        pthread_join(c[i].th, NULL);
+        h_client_join(&c[i]);
         assert_int_equal(c[i].got, BIG);
         assert_string_equal(c[i].hex, big_hex);
     }
-    expect_exit(&w, 0, true);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* stdin and stdout: weir pipe stdin stdout copies its input whole. */
@@ -616,11 +567,11 @@ static void test_pipe_stdio(void **state)
     struct h_weir w;
 
     (void)state;
-    path(out, sizeof(out), "stdout.bin");
-    path(log, sizeof(log), "stdio.log");
+    h_path(out, sizeof(out), "stdout.bin");
+    h_path(log, sizeof(log), "stdio.log");
     h_spawn_io(&w, (char *const[]){"weir", "pipe", "stdin", "stdout", NULL},
                log, small, out);
-    expect_exit(&w, 0, false);
+    h_expect_exit(&w, 0, false, WAIT);
     assert_true(h_file_sha(out, hex, &size));
     assert_int_equal(size, SMALL);
     assert_string_equal(hex, small_hex);
@@ -635,12 +586,12 @@ static void test_listen_in_use(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    start_conf(&w, "in_use",
-               "[pipeline p]\nsource = file:%s\n"
-               "sink = tcp-listen:127.0.0.1:%u\n",
-               small, port);
-    expect_exit(&w, 1, false);
-    expect_log(&w, "cannot listen on tcp-listen:127.0.0.1:");
+    h_start_conf(&w, "in_use", H_CONF_VERBOSE,
+                 "[pipeline p]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 small, port);
+    h_expect_exit(&w, 1, false, WAIT);
+    h_expect_log(&w, "cannot listen on tcp-listen:127.0.0.1:", WAIT);
     close(lfd);
 }
 
@@ -669,18 +620,13 @@ int main(void)
     };
     int rc;
 
-    signal(SIGPIPE, SIG_IGN);
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (h_begin("run") != 0)
         return 1;
-    }
-    path(big, sizeof(big), "big.bin");
-    path(small, sizeof(small), "small.bin");
+    h_path(big, sizeof(big), "big.bin");
+    h_path(small, sizeof(small), "small.bin");
     h_make_file(big, BIG, 1, big_hex);
     h_make_file(small, SMALL, 2, small_hex);
-    if (getenv("TEST_FILTER"))
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    h_rm_tree(dir);
+    h_end();
     return rc;
 }

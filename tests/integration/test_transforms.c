@@ -6,7 +6,6 @@
  * from the counters weir prints; the memory bound: VmRSS from /proc while
  * a receiver reads about 1 MB/s.
  */
-#include <ftw.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,20 +17,12 @@
 
 #include "harness.h"
 
-#define TEXT (6u << 20)  /* the text input */
-#define BIG  (48u << 20) /* the input of the drop tests */
-#define WAIT 60000       /* ms: generous for sanitizer builds */
-#define start_conf(w, name, ...)                                               \
-    h_start_conf(w, dir, name, H_CONF_FRESH_LOG, __VA_ARGS__)
+#define TEXT  (6u << 20)  /* the text input */
+#define BIG   (48u << 20) /* the input of the drop tests */
+#define WAIT  60000       /* ms: generous for sanitizer builds */
 #define CHUNK (256u << 10)
 
-static char dir[] = "/tmp/weir-xf-XXXXXX";
 static char text[600], upper[600], big[600], big_hex[65];
-
-static void path(char *out, size_t len, const char *name)
-{
-    snprintf(out, len, "%s/%s", dir, name);
-}
 
 /* Runs a shell command; its exit status. */
 static int sh(const char *fmt, ...)
@@ -68,25 +59,6 @@ static void make_text(const char *p, size_t size)
     fclose(f);
 }
 
-static void show_log(const struct h_weir *w)
-{
-    char *t = h_slurp(w->log);
-
-    fprintf(stderr, "log of weir:\n%s\n", t ? t : "(none)");
-    free(t);
-}
-
-static void expect_clean(const struct h_weir *w)
-{
-    char *t = h_slurp(w->log);
-    bool bad = t && (strstr(t, "runtime error:") || strstr(t, "Sanitizer"));
-
-    if (bad)
-        fprintf(stderr, "log of weir:\n%s\n", t);
-    free(t);
-    assert_false(bad);
-}
-
 /* weir pipe ARGS... (NULL-terminated), logging to name.log; its status. */
 static int weir_pipe(struct h_weir *w, const char *name, ...)
 {
@@ -100,13 +72,13 @@ static int weir_pipe(struct h_weir *w, const char *name, ...)
         n++;
     va_end(ap);
     argv[n] = NULL;
-    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", h_dir, name);
     unlink(log);
     h_spawn(w, argv, log);
     rc = h_wait(w, WAIT);
     if (rc != 0)
-        show_log(w);
-    expect_clean(w);
+        h_show_log(w);
+    h_expect_clean(w);
     return rc;
 }
 
@@ -161,7 +133,7 @@ static void test_uppercase(void **state)
     struct h_weir w;
 
     (void)state;
-    path(out, sizeof(out), "upper.out");
+    h_path(out, sizeof(out), "upper.out");
     snprintf(src, sizeof(src), "file:%s", text);
     snprintf(dst, sizeof(dst), "file:%s", out);
     assert_int_equal(
@@ -178,7 +150,7 @@ static void test_gzip(void **state)
     (void)state;
     snprintf(src, sizeof(src), "file:%s", text);
     for (unsigned i = 0; i < 3; i++) {
-        path(out, sizeof(out), "out.gz");
+        h_path(out, sizeof(out), "out.gz");
         snprintf(dst, sizeof(dst), "file:%s", out);
         assert_int_equal(weir_pipe(&w, "gzip", "-t", levels[i], src, dst, NULL),
                          0);
@@ -197,17 +169,17 @@ static void test_zstd(void **state)
     struct h_weir w;
 
     (void)state;
-    path(out, sizeof(out), "out.zst");
+    h_path(out, sizeof(out), "out.zst");
     snprintf(src, sizeof(src), "file:%s", text);
     snprintf(dst, sizeof(dst), "file:%s", out);
     assert_int_equal(weir_pipe(&w, "zstd", "-t", "zstd:1", src, dst, NULL), 0);
     assert_int_equal(sh("zstd -dcq %s | cmp -s - %s", out, text), 0);
     /* unzstd reads what zstd(1) wrote, two frames in a row. */
-    path(in, sizeof(in), "two.zst");
+    h_path(in, sizeof(in), "two.zst");
     assert_int_equal(
         sh("zstd -qc %s > %s && zstd -qc -19 %s >> %s", text, in, upper, in),
         0);
-    path(out, sizeof(out), "unzstd.out");
+    h_path(out, sizeof(out), "unzstd.out");
     snprintf(src, sizeof(src), "file:%s", in);
     snprintf(dst, sizeof(dst), "file:%s", out);
     assert_int_equal(weir_pipe(&w, "unzstd", "-t", "unzstd", src, dst, NULL),
@@ -223,17 +195,17 @@ static void test_gunzip_roundtrip(void **state)
     struct h_weir w;
 
     (void)state;
-    path(in, sizeof(in), "two.gz");
+    h_path(in, sizeof(in), "two.gz");
     assert_int_equal(
         sh("gzip -c %s > %s && gzip -1c %s >> %s", text, in, upper, in), 0);
-    path(out, sizeof(out), "gunzip.out");
+    h_path(out, sizeof(out), "gunzip.out");
     snprintf(src, sizeof(src), "file:%s", in);
     snprintf(dst, sizeof(dst), "file:%s", out);
     assert_int_equal(weir_pipe(&w, "gunzip", "-t", "gunzip", src, dst, NULL),
                      0);
     assert_int_equal(sh("cat %s %s | cmp -s - %s", text, upper, out), 0);
 
-    path(out, sizeof(out), "roundtrip.out");
+    h_path(out, sizeof(out), "roundtrip.out");
     snprintf(src, sizeof(src), "file:%s", text);
     snprintf(dst, sizeof(dst), "file:%s", out);
     assert_int_equal(weir_pipe(&w, "roundtrip", "-t", "uppercase", "-t",
@@ -253,19 +225,19 @@ static void test_daemon_to_tcp(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    path(got, sizeof(got), "tcp.gz");
-    start_conf(&w, "daemon_tcp",
-               "[pipeline up]\nsource = file:%s\ntransform = uppercase\n"
-               "transform = gzip:1\nsink = tcp:127.0.0.1:%u\n",
-               text, port);
+    h_path(got, sizeof(got), "tcp.gz");
+    h_start_conf(&w, "daemon_tcp", H_CONF_FRESH_LOG,
+                 "[pipeline up]\nsource = file:%s\ntransform = uppercase\n"
+                 "transform = gzip:1\nsink = tcp:127.0.0.1:%u\n",
+                 text, port);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     assert_true(drain_to(fd, got) > 0);
     close(fd);
     close(lfd);
     if (h_wait(&w, WAIT) != 0)
-        show_log(&w);
-    expect_clean(&w);
+        h_show_log(&w);
+    h_expect_clean(&w);
     assert_int_equal(sh("gzip -dc %s | cmp -s - %s", got, upper), 0);
 }
 
@@ -278,22 +250,22 @@ static void test_corrupt_gunzip(void **state)
     struct h_weir w;
 
     (void)state;
-    path(bad, sizeof(bad), "corrupt.gz");
-    path(out_bad, sizeof(out_bad), "corrupt.out");
-    path(good, sizeof(good), "good.gz");
+    h_path(bad, sizeof(bad), "corrupt.gz");
+    h_path(out_bad, sizeof(out_bad), "corrupt.out");
+    h_path(good, sizeof(good), "good.gz");
     assert_int_equal(sh("gzip -c %s > %s", text, bad), 0);
     gz = file_size(bad);
     assert_int_equal(sh("printf 'not gzip at all' >> %s", bad), 0);
-    start_conf(&w, "corrupt",
-               "[pipeline broken]\nsource = file:%s\ntransform = gunzip\n"
-               "sink = file:%s\n"
-               "[pipeline fine]\nsource = file:%s\ntransform = gzip\n"
-               "sink = file:%s\n",
-               bad, out_bad, text, good);
+    h_start_conf(&w, "corrupt", H_CONF_FRESH_LOG,
+                 "[pipeline broken]\nsource = file:%s\ntransform = gunzip\n"
+                 "sink = file:%s\n"
+                 "[pipeline fine]\nsource = file:%s\ntransform = gzip\n"
+                 "sink = file:%s\n",
+                 bad, out_bad, text, good);
     /* One pipeline failed: weir exits 1 once both are done. */
     if (h_wait(&w, WAIT) != 1)
-        show_log(&w);
-    expect_clean(&w);
+        h_show_log(&w);
+    h_expect_clean(&w);
     /* The offset is where the decoder noticed: inside the garbage's
      * first bytes (zlib reads a header's worth before it can tell). */
     snprintf(needle, sizeof(needle),
@@ -349,16 +321,16 @@ static void test_follow_sync(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    path(live, sizeof(live), "live.txt");
-    path(got, sizeof(got), "live.gz");
-    path(want, sizeof(want), "live.want");
+    h_path(live, sizeof(live), "live.txt");
+    h_path(got, sizeof(got), "live.gz");
+    h_path(want, sizeof(want), "live.want");
     unlink(got);
     h_write_text(live, "first line\n");
-    start_conf(&w, "follow_sync",
-               "[pipeline live]\nsource = file:%s\nfollow = yes\n"
-               "transform = uppercase\ntransform = gzip\n"
-               "sink = tcp:127.0.0.1:%u\n",
-               live, port);
+    h_start_conf(&w, "follow_sync", H_CONF_FRESH_LOG,
+                 "[pipeline live]\nsource = file:%s\nfollow = yes\n"
+                 "transform = uppercase\ntransform = gzip\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 live, port);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     h_write_text(want, "FIRST LINE\n");
@@ -372,7 +344,7 @@ static void test_follow_sync(void **state)
     close(lfd);
     kill(w.pid, SIGKILL);
     h_wait(&w, WAIT);
-    expect_clean(&w);
+    h_expect_clean(&w);
 }
 
 /* ---- fan-out ---- */
@@ -384,8 +356,8 @@ static void test_tee_files(void **state)
     struct h_weir w;
 
     (void)state;
-    path(a, sizeof(a), "tee_a");
-    path(b, sizeof(b), "tee_b");
+    h_path(a, sizeof(a), "tee_a");
+    h_path(b, sizeof(b), "tee_b");
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(da, sizeof(da), "file:%s", a);
     snprintf(db, sizeof(db), "file:%s", b);
@@ -415,9 +387,9 @@ static void drop_case(const char *policy, int status)
     char log[600];
 
     assert_true(lfd >= 0);
-    path(out, sizeof(out), "drop_file");
-    path(got, sizeof(got), "drop_tcp");
-    path(log, sizeof(log), "drop.log");
+    h_path(out, sizeof(out), "drop_file");
+    h_path(got, sizeof(got), "drop_tcp");
+    h_path(log, sizeof(log), "drop.log");
     unlink(log);
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(tcp, sizeof(tcp), "tcp:127.0.0.1:%u,on_full=%s", port, policy);
@@ -433,8 +405,8 @@ static void drop_case(const char *policy, int status)
     close(fd);
     close(lfd);
     if (h_wait(&w, WAIT) != status)
-        show_log(&w), fail();
-    expect_clean(&w);
+        h_show_log(&w), fail();
+    h_expect_clean(&w);
     assert_int_equal(sh("cmp -s %s %s", out, big), 0);
     assert_int_equal(counters(&w, dout, &del, &drop), 0);
     assert_int_equal(del, BIG);
@@ -480,8 +452,8 @@ static void test_block_never_drops(void **state)
 
     (void)state;
     assert_true(lfd >= 0);
-    path(out, sizeof(out), "block_file");
-    path(log, sizeof(log), "block.log");
+    h_path(out, sizeof(out), "block_file");
+    h_path(log, sizeof(log), "block.log");
     unlink(log);
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(tcp, sizeof(tcp), "tcp:127.0.0.1:%u", port);
@@ -494,8 +466,8 @@ static void test_block_never_drops(void **state)
     close(fd);
     close(lfd);
     if (h_wait(&w, WAIT) != 0)
-        show_log(&w);
-    expect_clean(&w);
+        h_show_log(&w);
+    h_expect_clean(&w);
     assert_int_equal(sh("cmp -s %s %s", out, big), 0);
     assert_int_equal(counters(&w, dout, &del, &drop), 0);
     assert_int_equal(del, BIG);
@@ -569,12 +541,12 @@ static int64_t idle_rss(void)
     struct h_weir w;
     int64_t kib;
 
-    start_conf(&w, "idle",
-               "[pipeline idle]\nsource = tcp-listen:127.0.0.1:%u\n"
-               "sink = null\n",
-               port);
+    h_start_conf(&w, "idle", H_CONF_FRESH_LOG,
+                 "[pipeline idle]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = null\n",
+                 port);
     if (!h_wait_log(w.log, "listening on", WAIT))
-        show_log(&w);
+        h_show_log(&w);
     h_sleep_ms(300);
     kib = vmrss_kib(w.pid);
     kill(w.pid, SIGKILL);
@@ -654,7 +626,7 @@ static int64_t bound_kib(int64_t idle, unsigned sinks, bool tee)
 static void make_sparse(char *out, size_t len)
 {
     /* 64 GiB of holes: no disk, and more than any run reads. */
-    path(out, len, "sparse.bin");
+    h_path(out, len, "sparse.bin");
     if (file_size(out) < 0)
         assert_int_equal(sh("truncate -s 64G %s", out), 0);
 }
@@ -677,11 +649,11 @@ static void slow_sink_memory(const char *src, const char *transform,
     assert_true(lfd >= 0);
     idle = idle_rss();
     assert_true(idle > 0);
-    start_conf(&w, "memory",
-               "[pipeline slow]\nsource = file:%s\nhigh_water_mark = 1MiB\n"
-               "%s%s%ssink = tcp:127.0.0.1:%u\n",
-               src, transform ? "transform = " : "", transform ? transform : "",
-               transform ? "\n" : "", port);
+    h_start_conf(&w, "memory", H_CONF_FRESH_LOG,
+                 "[pipeline slow]\nsource = file:%s\nhigh_water_mark = 1MiB\n"
+                 "%s%s%ssink = tcp:127.0.0.1:%u\n",
+                 src, transform ? "transform = " : "",
+                 transform ? transform : "", transform ? "\n" : "", port);
     r.fd = h_accept(lfd, WAIT);
     assert_true(r.fd >= 0);
     pthread_create(&r.th, NULL, reader_run, &r);
@@ -725,7 +697,7 @@ static void test_memory_gzip_slow_sink(void **state)
     char noise[600];
 
     (void)state;
-    path(noise, sizeof(noise), "noise.bin");
+    h_path(noise, sizeof(noise), "noise.bin");
     if (file_size(noise) < 0)
         assert_int_equal(sh("head -c 64M /dev/urandom > %s", noise), 0);
     slow_sink_memory(noise, "gzip:1", 2 * (CHUNK / 1024) + GZIP_CODEC_KIB,
@@ -749,10 +721,11 @@ static void tee_memory(const char *policy, bool fast_runs)
     make_sparse(sparse, sizeof(sparse));
     idle = idle_rss();
     assert_true(idle > 0);
-    start_conf(&w, "tee_memory",
-               "[pipeline tee]\nsource = file:%s\nhigh_water_mark = 1MiB\n"
-               "sink = tcp:127.0.0.1:%u\nsink = tcp:127.0.0.1:%u,on_full=%s\n",
-               sparse, pf, ps, policy);
+    h_start_conf(
+        &w, "tee_memory", H_CONF_FRESH_LOG,
+        "[pipeline tee]\nsource = file:%s\nhigh_water_mark = 1MiB\n"
+        "sink = tcp:127.0.0.1:%u\nsink = tcp:127.0.0.1:%u,on_full=%s\n",
+        sparse, pf, ps, policy);
     fast.fd = h_accept(lf, WAIT);
     slow.fd = h_accept(ls, WAIT);
     assert_true(fast.fd >= 0 && slow.fd >= 0);
@@ -763,7 +736,7 @@ static void tee_memory(const char *policy, bool fast_runs)
     /* Under block the slow sink holds the fast one back: one warning. */
     warned = fast_runs || h_wait_log(w.log, "has held the source back", WAIT);
     if (!warned)
-        show_log(&w);
+        h_show_log(&w);
     atomic_store(&fast.stop, true);
     atomic_store(&slow.stop, true);
     pthread_join(fast.th, NULL);
@@ -821,27 +794,16 @@ int main(void)
     };
     int rc;
 
-    /* The harness's helpers this file has no use for. */
-    (void)h_send_file;
-    (void)h_connect;
-    (void)h_stop;
-    (void)h_count;
-    (void)h_file_sha;
-    signal(SIGPIPE, SIG_IGN);
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (h_begin("xf") != 0)
         return 1;
-    }
-    path(text, sizeof(text), "text.txt");
-    path(upper, sizeof(upper), "text.upper");
-    path(big, sizeof(big), "big.bin");
+    h_path(text, sizeof(text), "text.txt");
+    h_path(upper, sizeof(upper), "text.upper");
+    h_path(big, sizeof(big), "big.bin");
     make_text(text, TEXT);
     if (sh("tr a-z A-Z < %s > %s", text, upper) != 0)
         return 1;
     h_make_file(big, BIG, 3, big_hex);
-    if (getenv("TEST_FILTER"))
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    h_rm_tree(dir);
+    h_end();
     return rc;
 }

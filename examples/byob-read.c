@@ -58,6 +58,15 @@ static int text_pull(struct weir_readable *rs, void *ctx)
 
 static const struct weir_source_ops text_ops = {.pull = text_pull};
 
+/* Every read here is answered during the call, since the source enqueues
+ * inside its pull; a read that parked would report here, later. */
+static void read_later(void *ctx, int rc, struct weir_chunk c)
+{
+    (void)ctx;
+    (void)c;
+    printf("a read parked and ended with %d\n", rc);
+}
+
 int main(void)
 {
     /* A byte stream with a high-water mark of 0 bytes: the source is asked
@@ -78,7 +87,7 @@ int main(void)
         return 1;
     }
     /* A default read: the answer is a chunk the source enqueued. */
-    rc = weir_reader_read(&r, &got, NULL, NULL);
+    rc = weir_reader_read(&r, &got, read_later, NULL);
     if (rc != 0) {
         fprintf(stderr, "default read: %d\n", rc);
         return 1;
@@ -90,7 +99,7 @@ int main(void)
     /* Full buffers: min == len. */
     for (int i = 0; i < 2; i++) {
         rc = weir_reader_read_byob(&r, buf, sizeof(buf), sizeof(buf), &got,
-                                   NULL, NULL);
+                                   read_later, NULL);
         if (rc != 0)
             break;
         printf("byob read, %u bytes: \"%.*s\"\n", got.len, (int)got.len,
@@ -98,8 +107,8 @@ int main(void)
         total += got.len;
     }
     /* Then anything: min 1, until the end. */
-    while ((rc = weir_reader_read_byob(&r, buf, sizeof(buf), 1, &got, NULL,
-                                       NULL)) == 0) {
+    while ((rc = weir_reader_read_byob(&r, buf, sizeof(buf), 1, &got,
+                                       read_later, NULL)) == 0) {
         printf("byob read, %u bytes: \"%.*s\"\n", got.len, (int)got.len,
                got.data);
         total += got.len;

@@ -36,6 +36,15 @@ static int count_pull(struct weir_readable *rs, void *ctx)
 
 static const struct weir_source_ops count_ops = {.pull = count_pull};
 
+/* Every read here is answered during the call, since the source enqueues
+ * inside its pull; a read that parked would report here, later. */
+static void read_later(void *ctx, int rc, struct weir_chunk c)
+{
+    (void)ctx;
+    (void)c;
+    printf("a read parked and ended with %d\n", rc);
+}
+
 /* Reads a branch to its end with synchronous reads: every chunk here is
  * already queued or made by the source inside the read call. */
 static int drain(const char *name, struct weir_readable *branch)
@@ -47,7 +56,7 @@ static int drain(const char *name, struct weir_readable *branch)
     if (weir_reader_acquire(&r, branch) != 0)
         return -1;
     printf("%s:", name);
-    while ((rc = weir_reader_read(&r, &c, NULL, NULL)) == 0) {
+    while ((rc = weir_reader_read(&r, &c, read_later, NULL)) == 0) {
         printf(" %c", c.data[0]);
         weir_chunk_unref(&c, 0);
     }

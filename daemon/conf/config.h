@@ -17,8 +17,8 @@
 #include "sys/log.h"
 #include "conf/value.h"
 
-/* Defaults and limits; config/weir.conf.md quotes them. The chunk:
- * 256 KiB reads moved file -> tcp ~1.4x faster than 64 KiB (run.c). */
+/* Defaults and limits; config/weir.conf.md quotes them. The chunk size
+ * is the fastest measured for file -> tcp (bench/results/placement.md). */
 #define CONF_DEFAULT_HWM      (1 * MiB)
 #define CONF_MIN_HWM          UINT64_C(1)
 #define CONF_MAX_HWM          (16 * GiB)

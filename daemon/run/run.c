@@ -26,27 +26,6 @@ static struct pipeline *pipeline_of(struct weir_list *node)
     return weir_list_entry(node, struct pipeline, link);
 }
 
-unsigned run_streams(const struct run *r)
-{
-    const struct weir_list *pos;
-    unsigned n = 0;
-
-    for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
-        n +=
-            pipeline_streams(weir_list_entry(pos, const struct pipeline, link));
-    return n;
-}
-
-unsigned run_pipelines(const struct run *r)
-{
-    const struct weir_list *pos;
-    unsigned n = 0;
-
-    for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
-        n += !weir_list_entry(pos, const struct pipeline, link)->draining;
-    return n;
-}
-
 /* Nothing alive: the loop ends. */
 static void run_idle(struct alive *a)
 {

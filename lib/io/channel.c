@@ -232,8 +232,8 @@ int weir_channel_push(struct weir_channel *ch, const struct weir_chunk *c,
     if (canceled(ch))
         return -ECANCELED;
     if (!ch->slots) {
-        /* The slot array materialises with the first chunk (DESIGN.md,
-         * data path rule 2): a stream that never sends costs no ring. The
+        /* The slot array materialises with the first chunk: a stream
+         * that never sends costs no ring. The
          * consumer reads the pointer only after the acquire load of a tail
          * published below, which orders this store before its reads. */
         ch->slots = calloc(weir_spsc_capacity(&ch->idx), sizeof(*ch->slots));

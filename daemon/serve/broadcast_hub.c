@@ -1,0 +1,406 @@
+/*
+ * broadcast_hub.c - the worker's side of a broadcast (broadcast.c has the
+ * whole story): the live tee at the end of each source stream, clients
+ * becoming its branches at a sync point, leaving, and the clients' watch.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "serve/broadcast_impl.h"
+#include "sys/log.h"
+
+#define BACKOFF_MIN_NS (100ull * 1000 * 1000)
+#define BACKOFF_MAX_NS (10ull * 1000 * 1000 * 1000)
+/* At most this many clients at once: the tee's branches. */
+static unsigned bcast_cap(const struct weir_pipeline *p)
+{
+    unsigned cap = UINT_MAX;
+
+    for (size_t i = 0; i < p->nsinks; i++) {
+        unsigned m = p->sinks[i]->max_clients;
+
+        if (m && m < cap)
+            cap = m;
+    }
+    return cap;
+}
+
+/* Worker lists: `joined` is doubly linked (clients leave in any order),
+ * `waiting` is a queue (they join in the order they came). */
+static void joined_add(struct bcast *bc, struct bclient *c)
+{
+    c->wprev = NULL;
+    c->wnext = bc->joined;
+    if (bc->joined)
+        bc->joined->wprev = c;
+    bc->joined = c;
+}
+
+static void joined_remove(struct bcast *bc, struct bclient *c)
+{
+    if (c->wprev)
+        c->wprev->wnext = c->wnext;
+    else
+        bc->joined = c->wnext;
+    if (c->wnext)
+        c->wnext->wprev = c->wprev;
+    c->wnext = c->wprev = NULL;
+}
+
+static void waiting_push(struct bcast *bc, struct bclient *c)
+{
+    struct bclient **p = &bc->waiting;
+
+    while (*p)
+        p = &(*p)->wnext;
+    c->wnext = NULL;
+    *p = c;
+}
+
+static struct bclient *waiting_pop(struct bcast *bc)
+{
+    struct bclient *c = bc->waiting;
+
+    if (c)
+        bc->waiting = c->wnext;
+    return c;
+}
+
+/* Worker: no source is up; the main thread holds the client again. */
+static void client_bounce(struct bclient *c)
+{
+    c->bounced = true;
+    weir_loop_post(c->bc->env.cx->main, &c->done);
+}
+
+/* The transform a client must join at a sync point of: the last one,
+ * when it compresses (a compressed stream cannot be entered midway). */
+static struct weir_xform *join_xform(const struct half *h)
+{
+    const char *name;
+
+    if (h->nxf == 0 || !h->xf[h->nxf - 1])
+        return NULL;
+    name = weir_xform_name(h->xf[h->nxf - 1]);
+    return strcmp(name, "gzip") == 0 || strcmp(name, "zstd") == 0
+               ? h->xf[h->nxf - 1]
+               : NULL;
+}
+
+/* Worker: the source ended (closed, failed, or stopped by a drain); the
+ * tee has ended the clients' branches. The clients waiting for a sync
+ * point go back to be held for the next source. */
+static void hub_ended(void *ctx, int rc)
+{
+    struct bhub *hub = ctx;
+    struct bcast *bc = hub->bc;
+    struct half *h = hub->h;
+    struct bclient *c;
+
+    hub->ended = true;
+    if (rc != WEIR_DONE && h->s->src_rc == 0)
+        h->s->src_rc = rc;
+    if (bc->hub == hub) {
+        bc->hub = NULL;
+        while ((c = waiting_pop(bc)))
+            client_bounce(c);
+        bc->down_rc = rc == WEIR_DONE ? 0 : rc;
+        weir_loop_post(bc->env.cx->main, &bc->down_task);
+    }
+    half_put(h); /* the hold taken in broadcast_build; may free hub */
+}
+
+/*
+ * Worker: the stream's last stage. The tee starts paused: the main thread
+ * is told the source is up, posts the clients it held, then go_task, and
+ * the tee reads once they are branches, so they get the new source's
+ * bytes from its first one.
+ */
+static void tail_build(struct half *h, struct weir_readable *rs)
+{
+    struct bcast *bc = h->s->owner;
+    struct bhub *hub = calloc(1, sizeof(*hub));
+    struct weir_reader r;
+    int rc = -ENOMEM;
+
+    if (hub) {
+        struct weir_tee_live_options o = {
+            .cap = bcast_cap(bc->env.p),
+            .on_end = hub_ended,
+            .ctx = hub,
+            .paused = true,
+        };
+
+        hub->bc = bc;
+        hub->h = h;
+        hub->zx = join_xform(h);
+        h->tail = hub;
+        rc = weir_tee_create_live(&hub->tee, rs, &o);
+        if (rc == 0) {
+            bc->hub = hub;
+            half_hold(h); /* until the source ends */
+            half_watch_start(h);
+            weir_loop_post(bc->env.cx->main, &bc->up_task);
+            return;
+        }
+        hub->tee = NULL;
+        hub->ended = true;
+    }
+    /* Nothing will read the source: cancel it, and end. */
+    h->s->src_rc = rc;
+    if (weir_reader_acquire(&r, rs) == 0) {
+        weir_reader_cancel(&r, rc);
+        weir_reader_release(&r);
+    }
+}
+
+static void tail_teardown(struct half *h)
+{
+    struct bhub *hub = h->tail;
+    struct bcast *bc = h->s->owner;
+    struct bclient *c;
+
+    if (!hub)
+        return;
+    if (bc->hub == hub) {
+        bc->hub = NULL;
+        while ((c = waiting_pop(bc)))
+            client_bounce(c);
+    }
+    weir_tee_destroy(hub->tee);
+    h->tail = NULL;
+    free(hub);
+}
+
+/* Worker: the client's pipe ended; its branch and sink go, and the
+ * shared stream's sink counters add its share. */
+static void client_piped(void *ctx, int rc)
+{
+    struct bclient *c = ctx;
+    struct bhub *hub = c->hub;
+    struct half *h = hub->h;
+    struct stream *s = h->s;
+    struct weir_tee_stats st;
+    uint64_t offered;
+
+    joined_remove(c->bc, c);
+    weir_tee_stats(hub->tee, c->branch, &st);
+    weir_tee_remove_branch(hub->tee, c->branch);
+    c->bytes = weir_endpoint_bytes(c->ep);
+    weir_endpoint_destroy(c->ep);
+    c->ep = NULL;
+    c->rc = rc;
+    c->evicted = st.disconnected;
+    /* An evicted client lost whatever it had not sent yet. */
+    offered = st.delivered_bytes + st.dropped_bytes;
+    c->lost = st.disconnected && offered > c->bytes ? offered - c->bytes
+                                                    : st.dropped_bytes;
+    s->sink_bytes[c->sink] += c->bytes;
+    s->ss[c->sink].dropped += c->lost;
+    s->ss[c->sink].blocked_ns += c->blocked_ns;
+    s->ss[c->sink].teed = true;
+    if (c->cut_fd >= 0)
+        close(c->cut_fd);
+    c->cut_fd = -1;
+    c->hub = NULL;
+    weir_loop_post(c->bc->env.cx->main, &c->done);
+    half_put(h);
+}
+
+/* Worker: the tee cut the client loose. Its sink may be waiting on a
+ * send the peer will never take: shutting the socket down ends it. */
+static void client_evicted(void *ctx)
+{
+    struct bclient *c = ctx;
+    const struct weir_pipeline *p = c->bc->env.p;
+
+    log_warnx("pipeline %s: evicted client %s: its queue passed "
+              "high_water_mark=%llu (on_full=disconnect)",
+              p->name, c->peer,
+              (unsigned long long)(c->addr->high_water_mark
+                                       ? c->addr->high_water_mark
+                                       : p->high_water_mark));
+    if (c->cut_fd >= 0)
+        shutdown(c->cut_fd, SHUT_RDWR);
+}
+
+/* Worker: the client becomes a branch of hub's tee and a socket sink; on
+ * failure it is refused. */
+static void client_attach(struct bhub *hub, struct bclient *c)
+{
+    struct half *h = hub->h;
+    const struct weir_pipeline *p = c->bc->env.p;
+    struct weir_endpoint_options o = {
+        .chunk_size = (uint32_t)p->chunk_size,
+        .hwm = c->addr->high_water_mark ? c->addr->high_water_mark
+                                        : p->high_water_mark,
+        .own_fd = true,
+        .counter = &h->s->bytes_out, /* every client's, for the status */
+    };
+    /* The branch holds one chunk past the sink's own queue, as a tee'd
+     * sink of any other pipeline does. */
+    struct weir_tee_branch_options bo = {
+        .strategy = {.hwm = p->chunk_size, .bytes = true},
+        .policy = stream_tee_policy(c->addr->on_full),
+        .on_disconnect = client_evicted,
+        .disconnect_ctx = c,
+    };
+    int rc;
+
+    c->cut_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+    rc = weir_tee_add_branch(hub->tee, &bo, &c->branch);
+    if (rc == 0) {
+        rc = weir_endpoint_fd_sink(&c->ep, h->loop, c->fd, &o);
+        c->fd = -1; /* own_fd: the endpoint has it, or closed it */
+        if (rc)
+            weir_tee_remove_branch(hub->tee, c->branch);
+    }
+    if (rc) {
+        if (c->fd >= 0)
+            close(c->fd);
+        c->fd = -1;
+        if (c->cut_fd >= 0)
+            close(c->cut_fd);
+        c->cut_fd = -1;
+        c->rc = rc;
+        c->refused = true;
+        weir_loop_post(c->bc->env.cx->main, &c->done);
+        return;
+    }
+    c->hub = hub;
+    c->sw = (struct sink_watch){0};
+    joined_add(c->bc, c);
+    log_debug("pipeline %s: client %s is a branch of the broadcast", p->name,
+              c->peer);
+    half_hold(h);
+    rc = weir_pipe_to(weir_tee_branch(hub->tee, c->branch),
+                      weir_endpoint_writable(c->ep), NULL, client_piped, c);
+    if (rc != WEIR_PENDING)
+        client_piped(c, rc);
+}
+
+/*
+ * Worker: the clients waiting for a sync point join if one is here now:
+ * the compressor's sync finished (its member or frame is out) and the tee
+ * has taken all of it (nothing left queued before the tee). Only from a
+ * task or a timer, never inside the core's callbacks (weir_xform_sync's
+ * rule).
+ */
+static void joins_try(struct bhub *hub)
+{
+    struct bcast *bc = hub->bc;
+    struct weir_readable *out;
+    struct bclient *c;
+
+    if (!bc->waiting || hub->ended || !hub->going)
+        return;
+    if (hub->zx) {
+        if (weir_xform_sync(hub->zx) != 0)
+            return; /* busy, or output still to place: the watch retries */
+        out = weir_transform_readable(weir_xform_transform(hub->zx));
+        if (weir_readable_queued(out) > 0)
+            return; /* a block client holds the tee back */
+    }
+    while (bc->hub == hub && (c = waiting_pop(bc)))
+        client_attach(hub, c);
+}
+
+/* Worker: the clients held for this source are branches (or waiting for
+ * a sync point): the tee starts reading. */
+void bcast_go_task(struct weir_task *t)
+{
+    struct bcast *bc = weir_container_of(t, struct bcast, go_task);
+    struct bhub *hub = bc->hub;
+
+    if (!hub || hub->going)
+        return;
+    hub->going = true;
+    joins_try(hub);
+    weir_tee_resume(hub->tee);
+}
+
+/* Worker: a client posted by the main thread once a source was up. */
+void bcast_client_join(struct weir_task *t)
+{
+    struct bclient *c = weir_container_of(t, struct bclient, join);
+    struct bhub *hub = c->bc->hub;
+
+    if (!hub || hub->ended) {
+        client_bounce(c);
+        return;
+    }
+    if (hub->going && !hub->zx) {
+        client_attach(hub, c);
+        return;
+    }
+    waiting_push(c->bc, c);
+    joins_try(hub);
+}
+
+/* Worker: whether the client's branch is full: its pipe is not reading
+ * (the sink's queue is full, or a send to a slow peer is in flight) and
+ * its queue reached its mark. For a block client, that holds the tee. */
+static bool client_full(const struct bhub *hub, const struct bclient *c)
+{
+    return weir_readable_desired_size(weir_tee_branch(hub->tee, c->branch)) <=
+           0;
+}
+
+/* Worker: the block clients of h's hub that have held the source back
+ * for long get a warning line, as a stream's sinks do. */
+static void watch_clients(struct bhub *hub, int64_t now)
+{
+    const struct weir_pipeline *p = hub->bc->env.p;
+    bool others = false;
+
+    for (struct bclient *c = hub->bc->joined; c && !others; c = c->wnext)
+        others = c->hub == hub && !client_full(hub, c);
+    for (struct bclient *c = hub->bc->joined; c; c = c->wnext) {
+        int64_t held;
+
+        if (c->hub != hub || c->addr->on_full != ON_FULL_BLOCK)
+            continue;
+        held = sink_watch_step(&c->sw, client_full(hub, c),
+                               weir_endpoint_bytes(c->ep), now, others,
+                               p->chunk_size, &c->blocked_ns);
+        if (held)
+            log_warnx("pipeline %s: client %s has held the source back for "
+                      "%.0f s (its queue is full; on_full=block)",
+                      p->name, c->peer, (double)held / 1e9);
+    }
+}
+
+static uint64_t tail_watch(struct half *h, int64_t now)
+{
+    struct bhub *hub = h->tail;
+    bool current;
+
+    if (!hub)
+        return WATCH_NS;
+    current = hub->bc->hub == hub;
+    if (current)
+        joins_try(hub);
+    /* The retries of joins come every JOIN_RETRY_NS; the rest keeps the
+     * sinks' pace (a little early is close enough). */
+    if (now - hub->watched >= (int64_t)(WATCH_NS - JOIN_RETRY_NS / 2)) {
+        hub->watched = now;
+        watch_clients(hub, now);
+        /* A live source gone quiet: the compressor's held-back output
+         * goes out to the clients, as for a followed file's stream. */
+        if (h->nxf && !hub->ended)
+            half_sync_idle(h);
+    }
+    return current && hub->bc->waiting ? JOIN_RETRY_NS : WATCH_NS;
+}
+
+const struct stream_tail bcast_tail = {
+    .build = tail_build,
+    .teardown = tail_teardown,
+    .watch = tail_watch,
+};

@@ -1,0 +1,87 @@
+/*
+ * broadcast_impl.h - what the two sides of a broadcast share: the
+ * clients, the hub of each source stream on the worker, and the
+ * broadcast itself. broadcast.c is the main thread's side, broadcast_hub.c
+ * the worker's.
+ */
+#ifndef WEIR_DAEMON_BROADCAST_IMPL_H
+#define WEIR_DAEMON_BROADCAST_IMPL_H
+
+#include "serve/broadcast.h"
+
+/* The clients' watch keeps the sinks' pace (sink_watch_step counts in
+ * SINK_WATCH_NS steps); joins waiting for a sync point retry faster. */
+#define WATCH_NS      SINK_WATCH_NS
+#define JOIN_RETRY_NS (20ull * 1000 * 1000)
+
+struct bclient {
+    struct bcast *bc;
+    const struct weir_address *addr; /* the listen sink it came through */
+    unsigned sink;                   /* that sink's index in the pipeline */
+    char peer[80];
+    int fd;      /* handed to the sink endpoint on the worker */
+    int kill_fd; /* main: a dup, to cut the connection */
+    struct weir_task join;
+    struct weir_task done;
+    bool held;                   /* main: waiting for a source */
+    struct bclient *next, *prev; /* main: bc's list */
+    /* Worker. */
+    struct bhub *hub; /* the stream it joined */
+    struct weir_endpoint *ep;
+    int cut_fd; /* a dup, to cut the connection at an eviction */
+    unsigned branch;
+    struct sink_watch sw;          /* on_full=block: held the source? */
+    struct bclient *wnext, *wprev; /* bc's joined or waiting list */
+    /* Written by the worker before `done` is posted. */
+    int rc;
+    uint64_t bytes, lost, blocked_ns;
+    bool evicted, refused;
+    bool bounced; /* no source was up: the main thread holds it again */
+};
+
+/* Worker: one stream's tee and its clients' way in. */
+struct bhub {
+    struct bcast *bc;
+    struct half *h;
+    struct weir_tee *tee;
+    struct weir_xform *zx; /* the compressor joins sync, or NULL */
+    int64_t watched;       /* the clients' last watch */
+    bool going;            /* go_task resumed the tee */
+    bool ended;            /* the source ended */
+};
+
+struct bcast {
+    struct bcast_env env;
+    struct stream_spec spec; /* its streams' */
+    struct weir_list
+        streams; /* main: every stream of the source still running */
+    unsigned nstreams;
+    unsigned worker; /* every stream's */
+    bool placed;     /* worker is chosen */
+    unsigned nclients;
+    struct bclient *clients;
+    /* Main. */
+    struct stream *s; /* the current source's stream; NULL between two */
+    bool up;          /* its tee takes clients */
+    bool stopped;     /* drained or stopping: no more sources */
+    bool dead;        /* the source ended for good: clients are refused */
+    bool outage;      /* the source is down, and that was logged */
+    uint64_t backoff_ns;
+    struct weir_timer retry;
+    struct weir_task up_task;   /* worker -> main: the source is up */
+    struct weir_task down_task; /* worker -> main: the source ended */
+    struct weir_task go_task;   /* main -> worker: held clients are in */
+    /* Worker. */
+    struct bhub *hub;        /* the current stream's, while its source runs */
+    struct bclient *joined;  /* clients with a branch, of every stream */
+    struct bclient *waiting; /* clients waiting for a sync point, in order */
+    int down_rc;             /* written before down_task is posted */
+};
+
+/* broadcast_hub.c, worker: the source stream's last stage, and the tasks
+ * the main thread posts (a client to join, the tee to start reading). */
+extern const struct stream_tail bcast_tail;
+void bcast_client_join(struct weir_task *t);
+void bcast_go_task(struct weir_task *t);
+
+#endif

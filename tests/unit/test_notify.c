@@ -1,5 +1,5 @@
 /*
- * test_notify.c - daemon/notify.c against a real datagram socket: the
+ * test_notify.c - daemon/sys/notify.c against a real datagram socket: the
  * test plays systemd, binds the socket NOTIFY_SOCKET names and reads the
  * exact messages weir would send.
  */

@@ -62,12 +62,7 @@ static void client_free(struct bclient *c)
 {
     struct bcast *bc = c->bc;
 
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        bc->clients = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    weir_list_remove(&c->link);
     bc->nclients--;
     alive_drop(bc->env.alive);
     if (c->fd >= 0)
@@ -161,10 +156,8 @@ void broadcast_client(struct bcast *bc, const struct weir_address *addr, int fd,
     c->kill_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     weir_task_init(&c->join, bcast_client_join);
     weir_task_init(&c->done, client_done);
-    c->next = bc->clients;
-    if (bc->clients)
-        bc->clients->prev = c;
-    bc->clients = c;
+    weir_list_init(&c->wlink);
+    weir_list_push_head(&bc->clients, &c->link);
     bc->nclients++;
     alive_hold(bc->env.alive);
     log_debug("pipeline %s: client %s joined the broadcast%s", p->name, peer,
@@ -226,13 +219,16 @@ static void source_down(struct bcast *bc, int rc)
  * or weir pipe): the held clients are refused, and later ones too. */
 static void source_gone(struct bcast *bc)
 {
+    struct weir_list *pos, *tmp;
     bc->s = NULL;
     bc->up = false;
     if (bc->stopped || bc->dead)
         return;
     bc->dead = true;
-    for (struct bclient *c = bc->clients, *next; c; c = next) {
-        next = c->next;
+    weir_list_for_each(pos, tmp, &bc->clients)
+    {
+        struct bclient *c = weir_list_entry(pos, struct bclient, link);
+
         if (c->held)
             client_drop(c, "the broadcast's source has ended");
     }
@@ -263,6 +259,7 @@ static void source_spawn(struct bcast *bc)
 /* Main thread: the worker built the tee; held clients join. */
 static void up_task(struct weir_task *t)
 {
+    struct weir_list *pos, *tmp;
     struct bcast *bc = weir_container_of(t, struct bcast, up_task);
     const struct weir_pipeline *p = bc->env.p;
 
@@ -273,8 +270,10 @@ static void up_task(struct weir_task *t)
                      p->source->text);
         bc->outage = false;
         bc->backoff_ns = BACKOFF_MIN_NS;
-        for (struct bclient *c = bc->clients, *next; c; c = next) {
-            next = c->next;
+        weir_list_for_each(pos, tmp, &bc->clients)
+        {
+            struct bclient *c = weir_list_entry(pos, struct bclient, link);
+
             if (c->held)
                 client_place(c);
         }
@@ -347,8 +346,10 @@ void broadcast_stop(struct bcast *bc)
     bc->stopped = true;
     if (bc->retry.op.pending)
         weir_loop_timer_stop(bc->env.cx->main, &bc->retry);
-    for (struct bclient *c = bc->clients, *next; c; c = next) {
-        next = c->next;
+    weir_list_for_each(pos, tmp, &bc->clients)
+    {
+        struct bclient *c = weir_list_entry(pos, struct bclient, link);
+
         if (c->held)
             client_drop(c, NULL);
     }
@@ -372,6 +373,9 @@ int broadcast_start(struct bcast **out, const struct bcast_env *env)
         .hooks = &bcast_hooks,
     };
     weir_list_init(&bc->streams);
+    weir_list_init(&bc->clients);
+    weir_list_init(&bc->joined);
+    weir_list_init(&bc->waiting);
     bc->backoff_ns = BACKOFF_MIN_NS;
     bc->retry.op.fn = retry_fire;
     weir_task_init(&bc->up_task, up_task);
@@ -384,15 +388,20 @@ int broadcast_start(struct bcast **out, const struct bcast_env *env)
 
 unsigned broadcast_cut(struct bcast *bc)
 {
+    struct weir_list *pos, *tmp;
     unsigned cut = 0;
 
     if (!bc)
         return 0;
-    for (const struct bclient *c = bc->clients; c; c = c->next)
+    weir_list_for_each(pos, tmp, &bc->clients)
+    {
+        const struct bclient *c = weir_list_entry(pos, struct bclient, link);
+
         if (c->kill_fd >= 0) {
             shutdown(c->kill_fd, SHUT_RDWR);
             cut++;
         }
+    }
     return cut;
 }
 
@@ -423,12 +432,15 @@ uint64_t broadcast_bytes_live(const struct bcast *bc)
 
 void broadcast_free(struct bcast *bc)
 {
+    struct weir_list *pos, *tmp;
     if (!bc)
         return;
     /* Held clients, if the run ended without a stop; the liveness they
      * held is over with the run. */
-    for (struct bclient *c = bc->clients, *next; c; c = next) {
-        next = c->next;
+    weir_list_for_each(pos, tmp, &bc->clients)
+    {
+        struct bclient *c = weir_list_entry(pos, struct bclient, link);
+
         if (c->fd >= 0)
             close(c->fd);
         if (c->kill_fd >= 0)

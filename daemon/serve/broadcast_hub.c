@@ -31,45 +31,16 @@ static unsigned bcast_cap(const struct weir_pipeline *p)
     return cap;
 }
 
-/* Worker lists: `joined` is doubly linked (clients leave in any order),
- * `waiting` is a queue (they join in the order they came). */
-static void joined_add(struct bcast *bc, struct bclient *c)
-{
-    c->wprev = NULL;
-    c->wnext = bc->joined;
-    if (bc->joined)
-        bc->joined->wprev = c;
-    bc->joined = c;
-}
-
-static void joined_remove(struct bcast *bc, struct bclient *c)
-{
-    if (c->wprev)
-        c->wprev->wnext = c->wnext;
-    else
-        bc->joined = c->wnext;
-    if (c->wnext)
-        c->wnext->wprev = c->wprev;
-    c->wnext = c->wprev = NULL;
-}
-
-static void waiting_push(struct bcast *bc, struct bclient *c)
-{
-    struct bclient **p = &bc->waiting;
-
-    while (*p)
-        p = &(*p)->wnext;
-    c->wnext = NULL;
-    *p = c;
-}
-
+/* Worker lists: a client is in `joined` (clients leave in any order) or
+ * in `waiting`, a queue (they join in the order they came). */
 static struct bclient *waiting_pop(struct bcast *bc)
 {
-    struct bclient *c = bc->waiting;
+    struct weir_list *n = weir_list_first(&bc->waiting);
 
-    if (c)
-        bc->waiting = c->wnext;
-    return c;
+    if (!n)
+        return NULL;
+    weir_list_remove(n);
+    return weir_list_entry(n, struct bclient, wlink);
 }
 
 /* Worker: no source is up; the main thread holds the client again. */
@@ -189,7 +160,7 @@ static void client_piped(void *ctx, int rc)
     struct weir_tee_stats st;
     uint64_t offered;
 
-    joined_remove(c->bc, c);
+    weir_list_remove(&c->wlink);
     weir_tee_stats(hub->tee, c->branch, &st);
     weir_tee_remove_branch(hub->tee, c->branch);
     c->bytes = weir_endpoint_bytes(c->ep);
@@ -275,7 +246,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
     }
     c->hub = hub;
     c->sw = (struct sink_watch){0};
-    joined_add(c->bc, c);
+    weir_list_push_head(&c->bc->joined, &c->wlink);
     log_debug("pipeline %s: client %s is a branch of the broadcast", p->name,
               c->peer);
     half_hold(h);
@@ -298,7 +269,7 @@ static void joins_try(struct bhub *hub)
     struct weir_readable *out;
     struct bclient *c;
 
-    if (!bc->waiting || hub->ended || !hub->going)
+    if (weir_list_empty(&bc->waiting) || hub->ended || !hub->going)
         return;
     if (hub->zx) {
         if (weir_xform_sync(hub->zx) != 0)
@@ -339,7 +310,7 @@ void bcast_client_join(struct weir_task *t)
         client_attach(hub, c);
         return;
     }
-    waiting_push(c->bc, c);
+    weir_list_push_tail(&c->bc->waiting, &c->wlink);
     joins_try(hub);
 }
 
@@ -359,9 +330,20 @@ static void watch_clients(struct bhub *hub, int64_t now)
     const struct weir_pipeline *p = hub->bc->env.p;
     bool others = false;
 
-    for (struct bclient *c = hub->bc->joined; c && !others; c = c->wnext)
-        others = c->hub == hub && !client_full(hub, c);
-    for (struct bclient *c = hub->bc->joined; c; c = c->wnext) {
+    struct weir_list *pos, *tmp;
+
+    weir_list_for_each(pos, tmp, &hub->bc->joined)
+    {
+        const struct bclient *c = weir_list_entry(pos, struct bclient, wlink);
+
+        if (c->hub == hub && !client_full(hub, c)) {
+            others = true;
+            break;
+        }
+    }
+    weir_list_for_each(pos, tmp, &hub->bc->joined)
+    {
+        struct bclient *c = weir_list_entry(pos, struct bclient, wlink);
         int64_t held;
 
         if (c->hub != hub || c->addr->on_full != ON_FULL_BLOCK)
@@ -396,7 +378,8 @@ static uint64_t tail_watch(struct half *h, int64_t now)
         if (h->nxf && !hub->ended)
             half_sync_idle(h);
     }
-    return current && hub->bc->waiting ? JOIN_RETRY_NS : WATCH_NS;
+    return current && !weir_list_empty(&hub->bc->waiting) ? JOIN_RETRY_NS
+                                                          : WATCH_NS;
 }
 
 const struct stream_tail bcast_tail = {

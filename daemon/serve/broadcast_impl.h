@@ -23,15 +23,15 @@ struct bclient {
     int kill_fd; /* main: a dup, to cut the connection */
     struct weir_task join;
     struct weir_task done;
-    bool held;                   /* main: waiting for a source */
-    struct bclient *next, *prev; /* main: bc's list */
+    bool held;             /* main: waiting for a source */
+    struct weir_list link; /* main: in bc->clients */
     /* Worker. */
     struct bhub *hub; /* the stream it joined */
     struct weir_endpoint *ep;
     int cut_fd; /* a dup, to cut the connection at an eviction */
     unsigned branch;
-    struct sink_watch sw;          /* on_full=block: held the source? */
-    struct bclient *wnext, *wprev; /* bc's joined or waiting list */
+    struct sink_watch sw;   /* on_full=block: held the source? */
+    struct weir_list wlink; /* in bc->joined or bc->waiting */
     /* Written by the worker before `done` is posted. */
     int rc;
     uint64_t bytes, lost, blocked_ns;
@@ -59,7 +59,7 @@ struct bcast {
     unsigned worker; /* every stream's */
     bool placed;     /* worker is chosen */
     unsigned nclients;
-    struct bclient *clients;
+    struct weir_list clients; /* main: connected or held */
     /* Main. */
     struct stream *s; /* the current source's stream; NULL between two */
     bool up;          /* its tee takes clients */
@@ -72,10 +72,10 @@ struct bcast {
     struct weir_task down_task; /* worker -> main: the source ended */
     struct weir_task go_task;   /* main -> worker: held clients are in */
     /* Worker. */
-    struct bhub *hub;        /* the current stream's, while its source runs */
-    struct bclient *joined;  /* clients with a branch, of every stream */
-    struct bclient *waiting; /* clients waiting for a sync point, in order */
-    int down_rc;             /* written before down_task is posted */
+    struct bhub *hub;         /* the current stream's, while its source runs */
+    struct weir_list joined;  /* clients with a branch, of every stream */
+    struct weir_list waiting; /* clients waiting for a sync point, in order */
+    int down_rc;              /* written before down_task is posted */
 };
 
 /* broadcast_hub.c, worker: the source stream's last stage, and the tasks

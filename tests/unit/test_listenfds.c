@@ -1,6 +1,6 @@
 /*
- * test_listenfds.c - daemon/serve/listenfds.c as systemd would drive it: a child
- * process binds real listening sockets, moves them to fds 3.., sets
+ * test_listenfds.c - daemon/serve/listenfds.c as systemd would drive it: a
+ * child process binds real listening sockets, moves them to fds 3.., sets
  * LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES for itself and checks which config
  * address each one matches. A child, so the fds and the environment of
  * the test runner stay as they were; it reports through its exit status.

@@ -13,16 +13,10 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "stream/stream.h"
 #include "sys/log.h"
-
-struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx)
-{
-    if (idx >= -1)
-        return &s->pc[idx + 1];
-    return &s->pc[s->sp->nsinks + 1 + (unsigned)(-2 - idx)];
-}
 
 /* The half the transforms run on. */
 static struct half *xf_half(struct stream *s)
@@ -30,100 +24,6 @@ static struct half *xf_half(struct stream *s)
     if (s->sp->p->ntransforms == 0)
         return NULL;
     return s->split && s->cx->place.xf_side == PLACE_SINK ? &s->h[1] : &s->h[0];
-}
-
-static void tee_collect(struct half *h)
-{
-    struct stream *s = h->s;
-    struct weir_tee_stats st;
-
-    for (unsigned i = 0; i < s->sp->nsinks; i++) {
-        weir_tee_stats(h->tee, i, &st);
-        s->ss[i].teed = true;
-        s->ss[i].dropped = st.dropped_bytes;
-        s->ss[i].produced = weir_tee_produced_bytes(h->tee);
-        s->ss[i].disconnected = st.disconnected;
-    }
-}
-
-void half_teardown(struct half *h)
-{
-    struct stream *s = h->s;
-
-    if (s->sp->tail && h == &s->h[0])
-        s->sp->tail->teardown(h);
-    if (h->tee) {
-        tee_collect(h);
-        weir_tee_destroy(h->tee);
-    }
-    if (h->splice) {
-        s->sink_bytes[0] = weir_splice_bytes(h->splice);
-        weir_splice_destroy(h->splice);
-        h->splice = NULL;
-    }
-    for (unsigned i = 0; h->sinks && i < s->sp->nsinks; i++) {
-        if (!h->sinks[i])
-            continue;
-        s->sink_bytes[i] = weir_endpoint_bytes(h->sinks[i]);
-        weir_endpoint_destroy(h->sinks[i]);
-    }
-    half_xforms_destroy(h);
-    relay_teardown(h);
-    if (h->src)
-        weir_endpoint_destroy(h->src);
-    if (h->tx)
-        weir_chan_tx_destroy(h->tx);
-    if (h->rx)
-        weir_chan_rx_destroy(h->rx);
-    h->tee = NULL;
-    h->src = NULL;
-    h->tx = NULL;
-    h->rx = NULL;
-    /* Acq_rel: the release half publishes this half's results (sink_rc,
-     * sink_bytes, src_rc) to the thread that makes the last decrement;
-     * the acquire half, on that thread, makes the other half's results
-     * visible before `done` is posted (and the post orders them for the
-     * main loop). */
-    if (atomic_fetch_sub_explicit(&s->halves_left, 1, memory_order_acq_rel) ==
-        1)
-        weir_loop_post(s->cx->main, &s->done);
-}
-
-void half_put(struct half *h)
-{
-    if (--h->pipes == 0)
-        half_finish(h);
-}
-
-static void pipe_done(void *ctx, int rc)
-{
-    struct pipe_ctx *pc = ctx;
-    struct stream *s = pc->h->s;
-
-    if (pc->idx == -1)
-        s->src_rc = rc;
-    else if (pc->idx < -1) {
-        if (rc < 0 && s->src_rc == 0)
-            s->src_rc = rc;
-    } else
-        s->sink_rc[pc->idx] = rc;
-    if (rc < 0 && s->relay)
-        relay_cut(pc->h);
-    half_put(pc->h);
-}
-
-void half_pipe(struct half *h, struct weir_readable *rs,
-               struct weir_writable *ws, int idx)
-{
-    struct pipe_ctx *pc = stream_pipe_ctx(h->s, idx);
-    int rc;
-
-    pc->h = h;
-    pc->idx = idx;
-    half_hold(h);
-    rc = weir_pipe_to(rs, ws, NULL, pipe_done, pc);
-    if (rc != WEIR_PENDING)
-        pipe_done(pc, rc);
 }
 
 static int make_source(struct half *h)
@@ -284,4 +184,55 @@ void half_stop_task(struct weir_task *t)
         !(s->src_regular && !(p->follow || p->source->follow)))
         weir_endpoint_stop(h->src);
     weir_loop_post(s->cx->main, &s->stop_ack);
+}
+
+static void connected(struct weir_op *op, int res, uint32_t flags)
+{
+    struct half *h = weir_container_of(op, struct half, conn_op);
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+
+    (void)flags;
+    s->conn_fd = -1;
+    if (res == 0 && !h->stopped) {
+        if (s->relay)
+            log_debug("pipeline %s: client %s: connected to %s", p->name,
+                      s->peer, p->sinks[0]->text);
+        half_build(h);
+        return;
+    }
+    /* Stopped while connecting: the stream ends without an error. */
+    if (h->stopped)
+        res = 0;
+    if (s->relay) {
+        if (res)
+            log_warnx("pipeline %s: client %s: cannot connect to %s: %s",
+                      p->name, s->peer, p->sinks[0]->text, strerror(-res));
+        close(s->up_fd);
+        s->up_fd = -1;
+        s->sink_rc[0] = res;
+    } else {
+        /* A maker that retries logs once per outage instead. */
+        if (res && s->sp->log_connect)
+            log_warnx("pipeline %s: cannot connect to source %s: %s", p->name,
+                      p->source->text, strerror(-res));
+        s->src_rc = res;
+    }
+    half_put(h);
+}
+
+bool half_connect(struct half *h)
+{
+    struct stream *s = h->s;
+    int rc;
+
+    if (h != &s->h[0] || s->conn_fd < 0)
+        return false;
+    h->conn_op.fn = connected;
+    rc = weir_loop_connect(h->loop, &h->conn_op, s->conn_fd,
+                           (const struct sockaddr *)&s->conn_addr,
+                           s->conn_addrlen);
+    if (rc)
+        connected(&h->conn_op, rc, 0);
+    return true;
 }

@@ -82,30 +82,42 @@ struct half {
     void *tail;          /* the last stage's own state (stream_tail) */
 };
 
-/* build.c. half_build builds the stages once a connect is done;
- * half_hold and half_put take and release a hold (the last put finishes
- * the half); half_finish_now is the end once no timer is pending. */
-void half_start_task(struct weir_task *t);
-void half_stop_task(struct weir_task *t);
-void half_build(struct half *h);
+/* half.c. half_hold and half_put take and release a hold (the last put
+ * finishes the half); half_finish marks the half finished and tears it
+ * down now or, through half_try_reap, once its timers are back. */
 static inline void half_hold(struct half *h)
 {
     h->pipes++;
 }
 void half_put(struct half *h);
+void half_finish(struct half *h);
+void half_try_reap(struct half *h);
 void half_teardown(struct half *h);
 /* The pipe context of pipe idx (see struct pipe_ctx). */
 struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx);
 /* Pipes rs into ws as pipe idx; the half is held until the pipe ends. */
 void half_pipe(struct half *h, struct weir_readable *rs,
                struct weir_writable *ws, int idx);
+/* Cancels a readable that earlier stages feed but nothing will read (a
+ * later stage could not be built), which ends those stages' pipes. */
+void half_cancel_unread(struct half *h, struct weir_readable *rs, int rc);
+/* Destroys the transforms, keeping the first error for the stream. */
+void half_xforms_destroy(struct half *h);
+/* The proxy's pair: an error on either side ends both; teardown. */
+void relay_cut(struct half *h);
+void relay_teardown(struct half *h);
+
+/* build.c. The start and stop tasks; half_build builds the stages, after
+ * the connect half_connect starts when the stream needs one (true: the
+ * build follows its completion, or the stream ends). */
+void half_start_task(struct weir_task *t);
+void half_stop_task(struct weir_task *t);
+void half_build(struct half *h);
+bool half_connect(struct half *h);
 
 /* sinks.c. half_sinks_build makes the stream's sinks, fed by rs;
- * half_cancel_unread cancels a readable that earlier stages feed but
- * nothing will read (a later stage could not be built), which ends those
- * stages' pipes. stream_tee_policy is the tee's name for an on_full. */
+ * stream_tee_policy is the tee's name for an on_full. */
 void half_sinks_build(struct half *h, struct weir_readable *rs);
-void half_cancel_unread(struct half *h, struct weir_readable *rs, int rc);
 enum weir_tee_policy stream_tee_policy(enum on_full f);
 
 /* xforms.c. The pipeline's transforms on this half, fed by rs: the
@@ -113,19 +125,16 @@ enum weir_tee_policy stream_tee_policy(enum on_full f);
  * (then the stream errors). */
 struct weir_readable *half_xforms_build(struct half *h,
                                         struct weir_readable *rs);
-void half_xforms_destroy(struct half *h);
 
 /* watch.c. half_watch_start starts the half's watch timer (blocked time,
  * the held-back warning, the idle sync); half_sync_idle is one watch's
  * idle sync of the half's transforms (they are synced once the source
  * has read nothing for two watches running). half_kick_init readies the
- * retry of parked transforms (build_xforms); half_finish marks the half
- * finished and tears it down now or once its timers are back. */
+ * retry of parked transforms (half_xforms_build). */
 void half_watch_start(struct half *h);
 void half_sync_idle(struct half *h);
 void half_kick_init(struct half *h);
 void half_xf_stalled(void *ctx, struct weir_xform *x);
-void half_finish(struct half *h);
 
 /*
  * One watch of a block sink: adds the interval to *blocked_ns while its
@@ -138,15 +147,10 @@ int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
                         uint64_t *blocked_ns);
 #define SINK_WATCH_NS (250ull * 1000 * 1000)
 
-/* relay.c: the proxy's reverse direction, and connects on the worker.
- * half_connect starts h's connect when it needs one (true: half_build
- * follows its completion, or the stream ends). */
-int relay_open(struct stream *s);  /* main thread */
-void relay_free(struct stream *s); /* main thread */
-bool half_connect(struct half *h);
+/* relay.c: the proxy's reverse direction. */
+int relay_open(struct stream *s);   /* main thread */
+void relay_free(struct stream *s);  /* main thread */
 void relay_prepare(struct half *h); /* before the client's fd is consumed */
 void relay_start(struct half *h);   /* after the forward sink is built */
-void relay_cut(struct half *h);     /* an error on either side ends both */
-void relay_teardown(struct half *h);
 
 #endif

@@ -61,57 +61,6 @@ void relay_free(struct stream *s)
     s->kill_up_fd = -1;
 }
 
-static void connected(struct weir_op *op, int res, uint32_t flags)
-{
-    struct half *h = weir_container_of(op, struct half, conn_op);
-    struct stream *s = h->s;
-    const struct weir_pipeline *p = s->sp->p;
-
-    (void)flags;
-    s->conn_fd = -1;
-    if (res == 0 && !h->stopped) {
-        if (s->relay)
-            log_debug("pipeline %s: client %s: connected to %s", p->name,
-                      s->peer, p->sinks[0]->text);
-        half_build(h);
-        return;
-    }
-    /* Stopped while connecting: the stream ends without an error. */
-    if (h->stopped)
-        res = 0;
-    if (s->relay) {
-        if (res)
-            log_warnx("pipeline %s: client %s: cannot connect to %s: %s",
-                      p->name, s->peer, p->sinks[0]->text, strerror(-res));
-        close(s->up_fd);
-        s->up_fd = -1;
-        s->sink_rc[0] = res;
-    } else {
-        /* A maker that retries logs once per outage instead. */
-        if (res && s->sp->log_connect)
-            log_warnx("pipeline %s: cannot connect to source %s: %s", p->name,
-                      p->source->text, strerror(-res));
-        s->src_rc = res;
-    }
-    half_put(h);
-}
-
-bool half_connect(struct half *h)
-{
-    struct stream *s = h->s;
-    int rc;
-
-    if (h != &s->h[0] || s->conn_fd < 0)
-        return false;
-    h->conn_op.fn = connected;
-    rc = weir_loop_connect(h->loop, &h->conn_op, s->conn_fd,
-                           (const struct sockaddr *)&s->conn_addr,
-                           s->conn_addrlen);
-    if (rc)
-        connected(&h->conn_op, rc, 0);
-    return true;
-}
-
 void relay_prepare(struct half *h)
 {
     struct stream *s = h->s;
@@ -175,36 +124,4 @@ fail:
     if (s->src_rc == 0)
         s->src_rc = rc;
     relay_cut(h);
-}
-
-void relay_cut(struct half *h)
-{
-    /* Through the reverse direction's dups, which stay open until the
-     * half is torn down: both connections, both directions. */
-    if (h->rfd_up >= 0)
-        shutdown(h->rfd_up, SHUT_RDWR);
-    if (h->rfd_cli >= 0)
-        shutdown(h->rfd_cli, SHUT_RDWR);
-}
-
-void relay_teardown(struct half *h)
-{
-    struct stream *s = h->s;
-
-    if (!s->relay)
-        return;
-    if (h->rsink) {
-        s->rev_bytes = weir_endpoint_bytes(h->rsink);
-        weir_endpoint_destroy(h->rsink);
-    } else if (h->rfd_cli >= 0) {
-        close(h->rfd_cli);
-    }
-    if (h->rsrc)
-        weir_endpoint_destroy(h->rsrc);
-    else if (h->rfd_up >= 0)
-        close(h->rfd_up);
-    h->rsrc = NULL;
-    h->rsink = NULL;
-    h->rfd_up = -1;
-    h->rfd_cli = -1;
 }

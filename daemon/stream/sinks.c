@@ -111,16 +111,6 @@ enum weir_tee_policy stream_tee_policy(enum on_full f)
     }
 }
 
-/* A readable that earlier stages feed but nothing will read (a later
- * stage could not be built): cancelling it ends those stages' pipes. */
-void half_cancel_unread(struct half *h, struct weir_readable *rs, int rc)
-{
-    if (weir_readable_locked(rs) || weir_reader_acquire(&h->dead, rs) != 0)
-        return;
-    weir_reader_cancel(&h->dead, rc);
-    weir_reader_release(&h->dead);
-}
-
 /* The sinks of the stream, fed by rs. */
 void half_sinks_build(struct half *h, struct weir_readable *rs)
 {

@@ -20,8 +20,6 @@
 #define WARN_NS       (5ll * 1000 * 1000 * 1000)
 #define WARN_EVERY_NS (60ll * 1000 * 1000 * 1000)
 
-static void half_try_reap(struct half *h);
-
 static bool sink_full(struct half *h, unsigned i)
 {
     return h->sinks[i] &&
@@ -131,29 +129,6 @@ void half_watch_start(struct half *h)
         return; /* no counters; the stream runs on */
     h->watch.op.fn = watch_fire;
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
-}
-
-/* The timers may still be pending, or the kick's callback running: then
- * the teardown waits for them (mark and reap). */
-void half_finish(struct half *h)
-{
-    h->finished = true;
-    if (h->kicking || h->kick.op.pending || h->watch.op.pending) {
-        h->reap = true;
-        if (h->kick.op.pending)
-            weir_loop_timer_stop(h->loop, &h->kick);
-        if (h->watch.op.pending)
-            weir_loop_timer_stop(h->loop, &h->watch);
-        return;
-    }
-    half_teardown(h);
-}
-
-/* A half marked for reaping goes once none of its timers is pending. */
-static void half_try_reap(struct half *h)
-{
-    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending)
-        half_teardown(h);
 }
 
 /*

@@ -88,34 +88,3 @@ struct weir_readable *half_xforms_build(struct half *h,
     }
     return rs;
 }
-
-/* Keeps the first transform error of the stream for its closing line. */
-void half_xforms_destroy(struct half *h)
-{
-    struct stream *s = h->s;
-
-    if (h->compressing) {
-        h->compressing = false;
-        /* Relaxed: only steers the next streams' choice (xf_helper). */
-        atomic_fetch_sub_explicit(&s->cx->compressing[h->worker], 1,
-                                  memory_order_relaxed);
-    }
-    for (unsigned i = 0; i < h->nxf; i++) {
-        uint64_t off = 0;
-        int err;
-
-        if (!h->xf[i])
-            continue;
-        err = weir_xform_error(h->xf[i], &off);
-        if (err && !s->xf_err) {
-            s->xf_err = err;
-            s->xf_off = off;
-            snprintf(s->xf_name, sizeof(s->xf_name), "%s",
-                     weir_xform_name(h->xf[i]));
-        }
-        weir_xform_destroy(h->xf[i]);
-    }
-    free(h->xf);
-    h->xf = NULL;
-    h->nxf = 0;
-}

@@ -1,0 +1,209 @@
+/*
+ * half.c - the life of a half on its worker: holds taken by its build
+ * and by each pipe, the end once the last is released (and its timers
+ * are back: mark and reap), and the teardown of every stage it built,
+ * which keeps the stream's results for the main thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "stream/stream.h"
+
+struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx)
+{
+    if (idx >= -1)
+        return &s->pc[idx + 1];
+    return &s->pc[s->sp->nsinks + 1 + (unsigned)(-2 - idx)];
+}
+
+static void tee_collect(struct half *h)
+{
+    struct stream *s = h->s;
+    struct weir_tee_stats st;
+
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        weir_tee_stats(h->tee, i, &st);
+        s->ss[i].teed = true;
+        s->ss[i].dropped = st.dropped_bytes;
+        s->ss[i].produced = weir_tee_produced_bytes(h->tee);
+        s->ss[i].disconnected = st.disconnected;
+    }
+}
+
+void half_teardown(struct half *h)
+{
+    struct stream *s = h->s;
+
+    if (s->sp->tail && h == &s->h[0])
+        s->sp->tail->teardown(h);
+    if (h->tee) {
+        tee_collect(h);
+        weir_tee_destroy(h->tee);
+    }
+    if (h->splice) {
+        s->sink_bytes[0] = weir_splice_bytes(h->splice);
+        weir_splice_destroy(h->splice);
+        h->splice = NULL;
+    }
+    for (unsigned i = 0; h->sinks && i < s->sp->nsinks; i++) {
+        if (!h->sinks[i])
+            continue;
+        s->sink_bytes[i] = weir_endpoint_bytes(h->sinks[i]);
+        weir_endpoint_destroy(h->sinks[i]);
+    }
+    half_xforms_destroy(h);
+    relay_teardown(h);
+    if (h->src)
+        weir_endpoint_destroy(h->src);
+    if (h->tx)
+        weir_chan_tx_destroy(h->tx);
+    if (h->rx)
+        weir_chan_rx_destroy(h->rx);
+    h->tee = NULL;
+    h->src = NULL;
+    h->tx = NULL;
+    h->rx = NULL;
+    /* Acq_rel: the release half publishes this half's results (sink_rc,
+     * sink_bytes, src_rc) to the thread that makes the last decrement;
+     * the acquire half, on that thread, makes the other half's results
+     * visible before `done` is posted (and the post orders them for the
+     * main loop). */
+    if (atomic_fetch_sub_explicit(&s->halves_left, 1, memory_order_acq_rel) ==
+        1)
+        weir_loop_post(s->cx->main, &s->done);
+}
+
+void half_put(struct half *h)
+{
+    if (--h->pipes == 0)
+        half_finish(h);
+}
+
+static void pipe_done(void *ctx, int rc)
+{
+    struct pipe_ctx *pc = ctx;
+    struct stream *s = pc->h->s;
+
+    if (pc->idx == -1)
+        s->src_rc = rc;
+    else if (pc->idx < -1) {
+        if (rc < 0 && s->src_rc == 0)
+            s->src_rc = rc;
+    } else
+        s->sink_rc[pc->idx] = rc;
+    if (rc < 0 && s->relay)
+        relay_cut(pc->h);
+    half_put(pc->h);
+}
+
+void half_pipe(struct half *h, struct weir_readable *rs,
+               struct weir_writable *ws, int idx)
+{
+    struct pipe_ctx *pc = stream_pipe_ctx(h->s, idx);
+    int rc;
+
+    pc->h = h;
+    pc->idx = idx;
+    half_hold(h);
+    rc = weir_pipe_to(rs, ws, NULL, pipe_done, pc);
+    if (rc != WEIR_PENDING)
+        pipe_done(pc, rc);
+}
+
+/* The timers may still be pending, or the kick's callback running: then
+ * the teardown waits for them (mark and reap). */
+void half_finish(struct half *h)
+{
+    h->finished = true;
+    if (h->kicking || h->kick.op.pending || h->watch.op.pending) {
+        h->reap = true;
+        if (h->kick.op.pending)
+            weir_loop_timer_stop(h->loop, &h->kick);
+        if (h->watch.op.pending)
+            weir_loop_timer_stop(h->loop, &h->watch);
+        return;
+    }
+    half_teardown(h);
+}
+
+/* A half marked for reaping goes once none of its timers is pending. */
+void half_try_reap(struct half *h)
+{
+    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending)
+        half_teardown(h);
+}
+
+/* Keeps the first transform error of the stream for its closing line. */
+void half_xforms_destroy(struct half *h)
+{
+    struct stream *s = h->s;
+
+    if (h->compressing) {
+        h->compressing = false;
+        /* Relaxed: only steers the next streams' choice (xf_helper). */
+        atomic_fetch_sub_explicit(&s->cx->compressing[h->worker], 1,
+                                  memory_order_relaxed);
+    }
+    for (unsigned i = 0; i < h->nxf; i++) {
+        uint64_t off = 0;
+        int err;
+
+        if (!h->xf[i])
+            continue;
+        err = weir_xform_error(h->xf[i], &off);
+        if (err && !s->xf_err) {
+            s->xf_err = err;
+            s->xf_off = off;
+            snprintf(s->xf_name, sizeof(s->xf_name), "%s",
+                     weir_xform_name(h->xf[i]));
+        }
+        weir_xform_destroy(h->xf[i]);
+    }
+    free(h->xf);
+    h->xf = NULL;
+    h->nxf = 0;
+}
+
+void relay_cut(struct half *h)
+{
+    /* Through the reverse direction's dups, which stay open until the
+     * half is torn down: both connections, both directions. */
+    if (h->rfd_up >= 0)
+        shutdown(h->rfd_up, SHUT_RDWR);
+    if (h->rfd_cli >= 0)
+        shutdown(h->rfd_cli, SHUT_RDWR);
+}
+
+void relay_teardown(struct half *h)
+{
+    struct stream *s = h->s;
+
+    if (!s->relay)
+        return;
+    if (h->rsink) {
+        s->rev_bytes = weir_endpoint_bytes(h->rsink);
+        weir_endpoint_destroy(h->rsink);
+    } else if (h->rfd_cli >= 0) {
+        close(h->rfd_cli);
+    }
+    if (h->rsrc)
+        weir_endpoint_destroy(h->rsrc);
+    else if (h->rfd_up >= 0)
+        close(h->rfd_up);
+    h->rsrc = NULL;
+    h->rsink = NULL;
+    h->rfd_up = -1;
+    h->rfd_cli = -1;
+}
+
+/* A readable that earlier stages feed but nothing will read (a later
+ * stage could not be built): cancelling it ends those stages' pipes. */
+void half_cancel_unread(struct half *h, struct weir_readable *rs, int rc)
+{
+    if (weir_readable_locked(rs) || weir_reader_acquire(&h->dead, rs) != 0)
+        return;
+    weir_reader_cancel(&h->dead, rc);
+    weir_reader_release(&h->dead);
+}

@@ -172,8 +172,8 @@ int64_t h_drain(int fd, char hex[65], uint64_t max, unsigned timeout_ms);
 bool h_write_all(int fd, const void *p, size_t n);
 /* Sends the file at path over fd; true when all of it went. */
 bool h_send_file(int fd, const char *path);
-/* Sends len bytes of seed's stream; their sha256 in hex when hex is not
- * NULL. */
+/* Sends len bytes of seed's stream (fd < 0: sends nothing); their sha256
+ * in hex when hex is not NULL. */
 bool h_send_seeded(int fd, size_t len, uint64_t seed, char hex[65]);
 /* Connects to loopback:port within connect_ms and fails the test (showing
  * w's log, when w is not NULL) unless exactly `size` bytes with sha256

@@ -12,12 +12,22 @@
 #include <unistd.h>
 
 #include "conf/sockaddr.h"
+#include "sys/clock.h"
 #include "sys/log.h"
+
+/*
+ * When accept fails for want of fds or memory, the connection stays in
+ * the backlog and the next accept would fail at once: accepting again
+ * right away spins a core and floods the log. So accepts pause for
+ * PAUSE_NS (nginx pauses 500 ms too), one warning per episode, and one
+ * line when accepts go through again.
+ */
+#define PAUSE_NS (500ull * 1000 * 1000)
 
 /* Holds the owner while the socket is open or an accept is pending. */
 static void settle(struct listener *l)
 {
-    bool busy = l->fd >= 0 || l->op.pending;
+    bool busy = l->fd >= 0 || l->op.pending || l->pause.op.pending;
 
     if (busy && !l->held) {
         l->held = true;
@@ -126,6 +136,52 @@ void listener_take_over(struct listener *l, struct listener *from)
              l->addr->text);
 }
 
+static bool out_of_resources(int err)
+{
+    return err == -EMFILE || err == -ENFILE || err == -ENOBUFS ||
+           err == -ENOMEM;
+}
+
+static void pause_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct listener *l = weir_container_of(op, struct listener, pause.op);
+
+    (void)flags;
+    if (res != -ECANCELED && !l->closing) {
+        listener_arm(l);
+        return;
+    }
+    settle(l);
+}
+
+/* Out of fds or memory: try again after PAUSE_NS, saying so once. */
+static void accept_pause(struct listener *l, int err)
+{
+    l->paused_refusals++;
+    if (!l->paused_since) {
+        l->paused_since = clock_now_ns();
+        l->paused_refusals = 1;
+        log_warnx("pipeline %s: cannot accept on %s: %s; pausing accepts "
+                  "for %llu ms at a time until it clears",
+                  l->name, l->addr->text, strerror(-err),
+                  (unsigned long long)(PAUSE_NS / 1000000));
+    }
+    l->pause.op.fn = pause_fire;
+    if (weir_loop_timer_start(l->loop, &l->pause, PAUSE_NS) != 0)
+        listener_arm(l); /* no timer: accepting late beats never */
+}
+
+/* The first accept after an episode of pauses. */
+static void accept_resumed(struct listener *l)
+{
+    int64_t ms = (clock_now_ns() - l->paused_since) / 1000000;
+
+    log_info("pipeline %s: accepting on %s again after %lld ms (%lu "
+             "attempts failed)",
+             l->name, l->addr->text, (long long)ms, l->paused_refusals);
+    l->paused_since = 0;
+}
+
 static void accepted(struct weir_op *op, int res, uint32_t flags)
 {
     struct listener *l = weir_container_of(op, struct listener, op);
@@ -141,6 +197,12 @@ static void accepted(struct weir_op *op, int res, uint32_t flags)
         listener_close(l);
         return;
     }
+    if (res < 0 && out_of_resources(res)) {
+        accept_pause(l, res);
+        return;
+    }
+    if (l->paused_since && res >= 0)
+        accept_resumed(l);
     if (res < 0) {
         if (res != -EINTR && res != -ECONNABORTED)
             log_warnx("pipeline %s: accept on %s: %s", l->name, l->addr->text,
@@ -179,6 +241,8 @@ static void close_socket(struct listener *l)
 void listener_close(struct listener *l)
 {
     l->closing = true;
+    if (l->pause.op.pending)
+        weir_loop_timer_stop(l->loop, &l->pause);
     if (l->op.pending) {
         weir_loop_cancel(l->loop, &l->op);
         return; /* accepted() comes back with -ECANCELED and closes */

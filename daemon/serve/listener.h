@@ -44,7 +44,11 @@ struct listener {
     struct sockaddr_storage peer;
     socklen_t peerlen;
     bool closing;
-    bool held;    /* holds alive */
+    bool held; /* holds alive */
+    /* Accepts paused after running out of fds or memory (listener.c). */
+    struct weir_timer pause;
+    int64_t paused_since; /* the episode's start; 0: none */
+    unsigned long paused_refusals;
     bool systemd; /* passed by systemd: its path is not ours to unlink */
     /* While a reload is prepared: the listener of a pipeline being
      * replaced whose socket this one takes over at the commit. */

@@ -1,0 +1,114 @@
+/*
+ * test_pressure.c - a file server that runs out of file descriptors: the
+ * connections it cannot accept wait in the backlog while accepts pause
+ * (one warning for the episode, not one per failed accept, and no core
+ * spinning on the failures), and once fds are free again the waiting
+ * and the new clients are served whole.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <sys/resource.h>
+
+#include "harness.h"
+
+#define WAIT      10000u
+#define FILE_SIZE (32u << 20) /* past what socket buffers hold */
+#define HOLDERS   24
+
+/* CPU seconds (user + system) the process has used so far. */
+static double cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long utime, stime;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    p = fgets(buf, sizeof(buf), f);
+    fclose(f);
+    if (!p || !(p = strrchr(buf, ')')))
+        return -1;
+    /* Fields 14 and 15 (utime, stime), counted after the comm field. */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+               &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void test_accepts_pause_when_fds_run_out(void **state)
+{
+    struct rlimit low = {.rlim_cur = 40, .rlim_max = 40};
+    char file[256], hex[65], got[65];
+    int holders[HOLDERS];
+    struct h_weir w;
+    uint16_t port = h_free_port(false);
+    double cpu0, cpu1;
+    int fd;
+
+    (void)state;
+    h_path(file, sizeof(file), "served.bin");
+    h_make_file(file, FILE_SIZE, 7, hex);
+    h_start_conf(&w, "pressure", H_CONF_VERBOSE | H_CONF_FRESH_LOG,
+                 "[pipeline files]\n"
+                 "source = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 file, port);
+    h_expect_log(&w, "listening on", WAIT);
+
+    /* A limit weir cannot raise: fds run out after a few clients. */
+    assert_int_equal(prlimit(w.pid, RLIMIT_NOFILE, &low, NULL), 0);
+    for (int i = 0; i < HOLDERS; i++) {
+        holders[i] = h_connect(false, port, NULL, WAIT);
+        assert_true(holders[i] >= 0);
+    }
+    h_expect_log(&w, "pausing accepts", WAIT);
+
+    /* Paused, not spinning: a few timer wakeups in a second and a half. */
+    cpu0 = cpu_seconds(w.pid);
+    h_sleep_ms(1500);
+    cpu1 = cpu_seconds(w.pid);
+    assert_true(cpu0 >= 0 && cpu1 >= 0);
+    assert_true(cpu1 - cpu0 < 0.5);
+    {
+        char *log = h_slurp(w.log);
+
+        assert_int_equal(h_count(log, "pausing accepts"), 1);
+        free(log);
+    }
+
+    /* Every holder is served whole once the others free their fds: read
+     * them all, the waiting ones are accepted as fds come back. */
+    for (int i = 0; i < HOLDERS; i++) {
+        assert_int_equal(h_drain(holders[i], got, UINT64_MAX, WAIT), FILE_SIZE);
+        assert_string_equal(got, hex);
+        close(holders[i]);
+    }
+    h_expect_log(&w, "accepting on", WAIT);
+
+    fd = h_connect(false, port, NULL, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, got, UINT64_MAX, WAIT), FILE_SIZE);
+    assert_string_equal(got, hex);
+    close(fd);
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_accepts_pause_when_fds_run_out,
+                                  h_teardown),
+    };
+    int rc;
+
+    if (h_begin("pressure") != 0)
+        return 1;
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    h_end();
+    return rc;
+}

@@ -517,8 +517,12 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         r.mode->started(&r);
     }
     alive_drop(&r.alive);
-    if (!r.finished)
-        weir_loop_run(r.main);
+    if (!r.finished && (rc = weir_loop_run(r.main)) < 0) {
+        /* The kernel refused the loop's wait: nothing can go on. */
+        log_errx("the main loop's wait for events failed: %s; exiting",
+                 strerror(-rc));
+        r.exit_status = EX_OSERR;
+    }
 
     /* Workers first: after this nothing posts to the main loop. */
     if (weir_workers_stop(r.cx.workers) != 0)

@@ -17,6 +17,10 @@ void config_error(struct conf_diag *diag, const struct conf_loc *loc,
     char msg[1024];
     va_list ap;
 
+    /* A config generated wrong can have an error on every line: the
+     * first ones say what is wrong, the count says how much. */
+    if (diag->errors++ >= CONF_ERRORS_SHOWN)
+        return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
@@ -24,7 +28,6 @@ void config_error(struct conf_diag *diag, const struct conf_loc *loc,
         log_errx("%s:%u: %s", loc->file, loc->line, msg);
     else
         log_errx("argument %u: %s", loc->line, msg);
-    diag->errors++;
 }
 
 struct weir_config *config_new(const char *file, const char *base_dir)

@@ -34,6 +34,7 @@
 #define CONF_MAX_NAME         64
 #define CONF_MAX_TRANSFORMS   32
 #define CONF_MAX_SINKS        64
+#define CONF_ERRORS_SHOWN     100 /* then only counted */
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the

@@ -7,7 +7,9 @@
  */
 #include "conf/config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "conf/address.h"
+#include "conf/keymap.h"
 
 /* "line 12" in a file, "argument 3" on the command line. */
 static const char *where(const struct conf_loc *loc, char *buf, size_t len)
@@ -77,53 +80,31 @@ static bool same_file(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
+/* What names a file however it is spelled: its inode when it exists, else
+ * its path (already absolute and without "." and ".." is not promised, so
+ * the directory is resolved when it exists). */
+static void file_key(const char *path, char *key, size_t len)
+{
+    char *copy, *dir, resolved[PATH_MAX];
+    struct stat st;
+
+    if (stat(path, &st) == 0) {
+        snprintf(key, len, "f:%llu:%llu", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+        return;
+    }
+    copy = strdup(path);
+    dir = copy ? dirname(copy) : NULL;
+    if (dir && realpath(dir, resolved))
+        snprintf(key, len, "p:%s/%s", resolved, strrchr(path, '/') + 1);
+    else
+        snprintf(key, len, "p:%s", path);
+    free(copy);
+}
+
 static bool wildcard_host(const char *host)
 {
     return strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
-}
-
-/*
- * Would binding both fail? The same port with the same host, or with a
- * wildcard on either side (on Linux, 0.0.0.0:P and [::]:P each cover the
- * other's addresses too, since IPv6 sockets accept IPv4 by default).
- */
-static bool same_listener(const struct weir_address *a,
-                          const struct weir_address *b)
-{
-    if (a->kind != b->kind)
-        return false;
-    if (a->kind == ADDR_UNIX_LISTEN)
-        return strcmp(a->path, b->path) == 0;
-    return a->port == b->port &&
-           (strcasecmp(a->host, b->host) == 0 || wildcard_host(a->host) ||
-            wildcard_host(b->host));
-}
-
-/* Every address of the config, for the checks across pipelines. */
-struct addr_list {
-    const struct weir_address **v;
-    size_t n;
-};
-
-static void collect(struct weir_config *conf, struct addr_list *all)
-{
-    size_t cap = 1;
-
-    for (size_t i = 0; i < conf->npipelines; i++)
-        cap += 1 + conf->pipelines[i]->nsinks;
-    all->v = calloc(cap, sizeof(*all->v));
-    all->n = 0;
-    if (all->v == NULL)
-        return;
-    if (conf->daemon.metrics != NULL)
-        all->v[all->n++] = conf->daemon.metrics;
-    for (size_t i = 0; i < conf->npipelines; i++) {
-        struct weir_pipeline *p = conf->pipelines[i];
-        if (p->source != NULL)
-            all->v[all->n++] = p->source;
-        for (size_t j = 0; j < p->nsinks; j++)
-            all->v[all->n++] = p->sinks[j];
-    }
 }
 
 static const char *role_of(const struct weir_address *a)
@@ -131,46 +112,88 @@ static const char *role_of(const struct weir_address *a)
     return a->role == ADDR_SOURCE ? "a source" : "a sink";
 }
 
+/*
+ * The addresses seen so far, one lookup each: the listen addresses by
+ * kind and port (and by host, for the exact repeat), each port's first
+ * wildcard and first address, the file sinks by file, stdin and stdout.
+ */
+struct shared {
+    struct keymap seen;
+    const struct weir_address *metrics;
+};
+
+/* The address a conflicts with, or NULL; a is remembered. */
+static const struct weir_address *listener_clash(struct shared *sh,
+                                                 const struct weir_address *a)
+{
+    const struct weir_address *b;
+    char key[PATH_MAX + 32];
+
+    if (a->kind == ADDR_UNIX_LISTEN) {
+        snprintf(key, sizeof(key), "u:%s", a->path);
+        return keymap_put(&sh->seen, key, a);
+    }
+    /* The same host and port, then a wildcard on either side (on Linux
+     * 0.0.0.0:P and [::]:P each cover the other's addresses too). */
+    snprintf(key, sizeof(key), "t:%u:%s", a->port, a->host);
+    for (char *c = key; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    if ((b = keymap_put(&sh->seen, key, a)))
+        return b;
+    snprintf(key, sizeof(key), "w:%u", a->port);
+    if ((b = keymap_get(&sh->seen, key)))
+        return b;
+    if (wildcard_host(a->host))
+        keymap_put(&sh->seen, key, a);
+    snprintf(key, sizeof(key), "a:%u", a->port);
+    b = keymap_put(&sh->seen, key, a);
+    return wildcard_host(a->host) ? b : NULL;
+}
+
+static void check_one(struct shared *sh, const struct weir_address *a,
+                      struct conf_diag *diag)
+{
+    const struct weir_address *b = NULL;
+    char key[PATH_MAX + 32], at[32];
+
+    if (addr_kind_listens(a->kind) && (b = listener_clash(sh, a))) {
+        config_error(diag, &a->loc, "%s: %s is already listened on by %s at %s",
+                     a->role == ADDR_SOURCE ? "source" : "sink", a->text,
+                     b == sh->metrics ? "metrics" : role_of(b),
+                     where(&b->loc, at, sizeof(at)));
+    } else if (a->kind == ADDR_STDIN &&
+               (b = keymap_put(&sh->seen, "stdin", a))) {
+        config_error(diag, &a->loc, "source: stdin is already read at %s",
+                     where(&b->loc, at, sizeof(at)));
+    } else if (a->kind == ADDR_STDOUT &&
+               (b = keymap_put(&sh->seen, "stdout", a))) {
+        config_error(diag, &a->loc, "sink: stdout is already written at %s",
+                     where(&b->loc, at, sizeof(at)));
+    } else if (a->kind == ADDR_FILE && a->role == ADDR_SINK) {
+        file_key(a->path, key, sizeof(key));
+        if ((b = keymap_put(&sh->seen, key, a)))
+            config_error(diag, &a->loc,
+                         "sink: '%s' is already written by the sink at %s",
+                         a->path, where(&b->loc, at, sizeof(at)));
+    }
+}
+
 /* Each address against the ones before it: one error per repeat. */
 static void check_shared(struct weir_config *conf, struct conf_diag *diag)
 {
-    struct addr_list all;
-    char at[32];
+    struct shared sh = {.metrics = conf->daemon.metrics};
 
-    collect(conf, &all);
-    for (size_t i = 0; i < all.n; i++) {
-        const struct weir_address *a = all.v[i];
-        for (size_t j = 0; j < i; j++) {
-            const struct weir_address *b = all.v[j];
-            where(&b->loc, at, sizeof(at));
-            if (addr_kind_listens(a->kind) && same_listener(a, b)) {
-                config_error(
-                    diag, &a->loc, "%s: %s is already listened on by %s at %s",
-                    a->role == ADDR_SOURCE ? "source" : "sink", a->text,
-                    b == conf->daemon.metrics ? "metrics" : role_of(b), at);
-                break;
-            }
-            if (a->kind == ADDR_STDIN && b->kind == ADDR_STDIN) {
-                config_error(diag, &a->loc,
-                             "source: stdin is already read at %s", at);
-                break;
-            }
-            if (a->kind == ADDR_STDOUT && b->kind == ADDR_STDOUT) {
-                config_error(diag, &a->loc,
-                             "sink: stdout is already written at %s", at);
-                break;
-            }
-            if (a->kind == ADDR_FILE && b->kind == ADDR_FILE &&
-                a->role == ADDR_SINK && b->role == ADDR_SINK &&
-                same_file(a->path, b->path)) {
-                config_error(diag, &a->loc,
-                             "sink: '%s' is already written by the sink at %s",
-                             a->path, at);
-                break;
-            }
-        }
+    if (conf->daemon.metrics != NULL)
+        check_one(&sh, conf->daemon.metrics, diag);
+    for (size_t i = 0; i < conf->npipelines; i++) {
+        struct weir_pipeline *p = conf->pipelines[i];
+
+        if (p->source != NULL)
+            check_one(&sh, p->source, diag);
+        for (size_t j = 0; j < p->nsinks; j++)
+            check_one(&sh, p->sinks[j], diag);
     }
-    free(all.v);
+    keymap_free(&sh.seen);
 }
 
 static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
@@ -225,6 +248,7 @@ static void check_pipeline(struct weir_pipeline *p, struct conf_diag *diag)
 
 void config_check(struct weir_config *conf, struct conf_diag *diag)
 {
+    struct keymap names = {0};
     char at[32];
 
     if (conf->npipelines == 0) {
@@ -233,15 +257,14 @@ void config_check(struct weir_config *conf, struct conf_diag *diag)
     }
     for (size_t i = 0; i < conf->npipelines; i++) {
         struct weir_pipeline *p = conf->pipelines[i];
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(conf->pipelines[j]->name, p->name) == 0) {
-                config_error(diag, &p->loc,
-                             "pipeline '%s' is already defined at %s", p->name,
-                             where(&conf->pipelines[j]->loc, at, sizeof(at)));
-                break;
-            }
-        }
+        const struct weir_pipeline *q = keymap_put(&names, p->name, p);
+
+        if (q)
+            config_error(diag, &p->loc,
+                         "pipeline '%s' is already defined at %s", p->name,
+                         where(&q->loc, at, sizeof(at)));
         check_pipeline(p, diag);
     }
+    keymap_free(&names);
     check_shared(conf, diag);
 }

@@ -270,6 +270,9 @@ static struct weir_config *parse_stream(FILE *in, const char *name,
         p.diag.errors++;
     }
     config_check(p.conf, &p.diag);
+    if (p.diag.errors > CONF_ERRORS_SHOWN)
+        log_errx("%s: and %u more errors", name,
+                 p.diag.errors - CONF_ERRORS_SHOWN);
     *errors = p.diag.errors;
     if (p.diag.errors == 0)
         return p.conf;

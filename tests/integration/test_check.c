@@ -598,6 +598,65 @@ static void test_log_formats(void **state)
     free(r);
 }
 
+/* A config of n pipelines, each a file into its own file sink; with
+ * `repeat`, the last one's sink names the first one's through another
+ * spelling (sub/../sub/). */
+static void write_many(const char *path, unsigned n, bool repeat)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    for (unsigned i = 0; i < n; i++)
+        fprintf(
+            f,
+            "[pipeline p%u]\nsource = file:data.txt\nsink = file:%s/%u.out\n",
+            i, repeat && i == n - 1 ? "sub/../sub" : "sub",
+            repeat && i == n - 1 ? 0 : i);
+    fclose(f);
+}
+
+/* Every pipeline is checked against the others by lookup, not pair by
+ * pair; the output stops at 100 errors and counts the rest. */
+static void test_many_pipelines(void **state)
+{
+    char path[256], prefix[300], *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+    FILE *f;
+
+    (void)state;
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/many.conf", h_dir);
+    write_many(path, 10000, false);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+
+    /* Pipeline 9999 starts at line 29998; its sink is line 30000. */
+    write_many(path, 10000, true);
+    run_weir(argv, r);
+    expect_exit(r, EX_CONFIG);
+    snprintf(prefix, sizeof(prefix), "%s:30000: ", path);
+    if (!strstr(r->out, prefix) ||
+        !strstr(r->out, "already written by the sink at line 3"))
+        fail_msg("the repeated sink is not named; output:\n%s", r->out);
+    snprintf(prefix, sizeof(prefix), "%s:", path);
+    assert_int_equal(count_lines(r->out, prefix), 1);
+
+    f = fopen(path, "w");
+    assert_non_null(f);
+    for (unsigned i = 0; i < 1000; i++)
+        fprintf(f, "bogus%u = 1\n", i);
+    fclose(f);
+    run_weir(argv, r);
+    expect_exit(r, EX_CONFIG);
+    snprintf(prefix, sizeof(prefix), "%s:", path);
+    /* 100 FILE:LINE lines, and the count of the other 901 (the 1000
+     * lines and the missing pipeline). */
+    assert_int_equal(count_lines(r->out, prefix), 101);
+    if (!strstr(r->out, "and 901 more errors"))
+        fail_msg("no count of the errors not shown; output:\n%s", r->out);
+    free(r);
+}
+
 static int setup(void **state)
 {
     char path[300];
@@ -617,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_missing_config),
         cmocka_unit_test(test_pipe_arguments),
         cmocka_unit_test(test_log_formats),
+        cmocka_unit_test(test_many_pipelines),
     };
     size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(NBAD + nfixed, sizeof(*tests));

@@ -69,6 +69,8 @@ void stream_report(struct stream *s)
         sink_line(s, i, line, sizeof(line));
         if (emit)
             emit(s, line);
+        else if (s->ss[i].disconnected)
+            log_warnx("pipeline %s: %s", name, line);
         else if (s->peer[0])
             log_debug("pipeline %s: %s", name, line);
         else

@@ -248,10 +248,23 @@ unsigned stream_cut(struct stream *s)
 
 int stream_error(const struct stream *s)
 {
-    for (unsigned i = 0; i < s->sp->nsinks; i++)
+    int cut = 0;
+    unsigned kept = 0;
+
+    /* A sink its on_full=disconnect policy cut loose did what the
+     * operator asked: the stream failed only if no sink was kept. */
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        if (s->ss[i].disconnected) {
+            cut = cut ? cut : s->sink_rc[i];
+            continue;
+        }
+        kept++;
         if (s->sink_rc[i] < 0)
             return s->sink_rc[i];
-    return s->src_rc < 0 ? s->src_rc : 0;
+    }
+    if (s->src_rc < 0)
+        return s->src_rc;
+    return kept ? 0 : cut;
 }
 
 unsigned stream_worker(const struct stream *s)

@@ -220,7 +220,8 @@ static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
         src->follow = p->follow;
 }
 
-static void check_pipeline(struct weir_pipeline *p, struct conf_diag *diag)
+static void check_pipeline(struct weir_pipeline *p, bool oneshot,
+                           struct conf_diag *diag)
 {
     struct weir_address *src = p->source;
 
@@ -237,6 +238,11 @@ static void check_pipeline(struct weir_pipeline *p, struct conf_diag *diag)
         struct weir_address *s = p->sinks[i];
         if (s->high_water_mark == 0)
             s->high_water_mark = p->high_water_mark;
+        /* The daemon never truncates what it did not say it would (a
+         * restart must not wipe what it wrote); weir pipe writes a file
+         * afresh, as a shell's > does. */
+        if (s->kind == ADDR_FILE && !s->append_set)
+            s->append = !oneshot;
         if (s->kind == ADDR_FILE || s->kind == ADDR_UNIX_LISTEN)
             check_created_path(s, "sink", diag);
         if (s->kind == ADDR_FILE && src != NULL && src->kind == ADDR_FILE &&
@@ -263,7 +269,7 @@ void config_check(struct weir_config *conf, struct conf_diag *diag)
             config_error(diag, &p->loc,
                          "pipeline '%s' is already defined at %s", p->name,
                          where(&q->loc, at, sizeof(at)));
-        check_pipeline(p, diag);
+        check_pipeline(p, conf->oneshot, diag);
     }
     keymap_free(&names);
     check_shared(conf, diag);

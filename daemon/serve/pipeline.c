@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -275,6 +276,52 @@ static void on_client(struct listener *l, int fd, const char *peer)
     pipeline_client(pl, l, fd, peer);
 }
 
+/* Whether a file sink can be written, touching nothing: the file is
+ * created (or truncated) only when the pipeline starts, so that a start
+ * or reload that does not commit leaves every file as it was. */
+static int check_file_sink(const struct weir_pipeline *p,
+                           const struct weir_address *a)
+{
+    char *copy = strdup(a->path);
+    int rc = 0;
+
+    if (!copy)
+        return -ENOMEM;
+    if (access(a->path, W_OK) != 0 &&
+        (errno != ENOENT || access(dirname(copy), W_OK | X_OK) != 0)) {
+        rc = -errno;
+        log_errx("pipeline %s: cannot write %s: %s", p->name, a->path,
+                 strerror(errno));
+    }
+    free(copy);
+    return rc;
+}
+
+/* At the start: the file sinks are opened (created, truncated when
+ * append=no). Returns 0 or -errno, logged. */
+static int open_file_sinks(struct pipeline *pl)
+{
+    const struct weir_pipeline *p = pl->p;
+
+    for (size_t i = 0; i < p->nsinks; i++) {
+        const struct weir_address *a = p->sinks[i];
+        int fd;
+
+        if (a->kind != ADDR_FILE || pl->res[i].file_fd >= 0)
+            continue;
+        fd = open(a->path,
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+                      (a->append ? 0 : O_TRUNC),
+                  0644);
+        if (fd < 0) {
+            log_err("pipeline %s: %s", p->name, a->path);
+            return -errno;
+        }
+        pl->res[i].file_fd = fd;
+    }
+    return 0;
+}
+
 static int open_sink(struct pipeline *pl, size_t i)
 {
     const struct weir_pipeline *p = pl->p;
@@ -282,16 +329,7 @@ static int open_sink(struct pipeline *pl, size_t i)
     int rc;
 
     if (a->kind == ADDR_FILE) {
-        int fd = open(a->path,
-                      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-                          (a->append ? 0 : O_TRUNC),
-                      0644);
-
-        if (fd < 0) {
-            log_err("pipeline %s: %s", p->name, a->path);
-            return -errno;
-        }
-        pl->res[i].file_fd = fd;
+        return check_file_sink(p, a);
     } else if (sink_connects(a)) {
         rc = sockaddr_resolve(a, &pl->res[i].addr, &pl->res[i].addrlen);
         if (rc) {
@@ -405,6 +443,7 @@ int pipeline_start(struct pipeline *pl)
     /* Held while starting: a pipeline that ends at once (a once stream
      * whose source cannot be opened) is idle only after this. */
     alive_hold(&pl->alive);
+    rc = open_file_sinks(pl);
     for (unsigned j = 0; j < pl->nls; j++) {
         struct listener *l = &pl->ls[j];
 
@@ -414,7 +453,7 @@ int pipeline_start(struct pipeline *pl)
         }
         listener_arm(l);
     }
-    if (pl->mode->start && (rc = pl->mode->start(pl)) != 0)
+    if (rc == 0 && pl->mode->start && (rc = pl->mode->start(pl)) != 0)
         log_errx("pipeline %s: out of memory", pl->p->name);
     alive_drop(&pl->alive);
     return rc;

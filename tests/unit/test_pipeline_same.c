@@ -77,7 +77,7 @@ static void test_changed(void **state)
         "sink = file:/tmp/weir-same-copy\n",
         "[pipeline p]\nsource = file:/etc/passwd\n"
         "sink = tcp-listen:127.0.0.1:7000\n"
-        "sink = file:/tmp/weir-same-copy,append=yes\n",
+        "sink = file:/tmp/weir-same-copy,append=no\n",
         /* the order of the sinks */
         "[pipeline p]\nsource = file:/etc/passwd\n"
         "sink = file:/tmp/weir-same-copy\nsink = tcp-listen:127.0.0.1:7000\n",

@@ -29,7 +29,10 @@ static const char *where(const struct conf_loc *loc, char *buf, size_t len)
     return buf;
 }
 
-static void check_source_file(const struct weir_address *a,
+static void check_created_path(const struct weir_address *a, const char *what,
+                               struct conf_diag *diag);
+
+static void check_source_file(const struct weir_address *a, bool follow,
                               struct conf_diag *diag)
 {
     struct stat st;
@@ -37,6 +40,12 @@ static void check_source_file(const struct weir_address *a,
 
     /* O_NONBLOCK: opening a FIFO for reading must not wait for a writer. */
     fd = open(a->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && follow) {
+        /* A log that is not there yet is waited for; its directory must
+         * be, or it never will. */
+        check_created_path(a, "source", diag);
+        return;
+    }
     if (fd < 0) {
         config_error(diag, &a->loc, "source: cannot open '%s' for reading: %s",
                      a->path, strerror(errno));
@@ -231,7 +240,7 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         config_error(diag, &p->loc, "pipeline '%s' has no sink", p->name);
     check_follow(p, diag);
     if (src != NULL && src->kind == ADDR_FILE)
-        check_source_file(src, diag);
+        check_source_file(src, p->follow || src->follow, diag);
     if (src != NULL && src->kind == ADDR_UNIX_LISTEN)
         check_created_path(src, "source", diag);
     for (size_t i = 0; i < p->nsinks; i++) {

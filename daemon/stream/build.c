@@ -26,6 +26,27 @@ static struct half *xf_half(struct stream *s)
     return s->split && s->cx->place.xf_side == PLACE_SINK ? &s->h[1] : &s->h[0];
 }
 
+/* What a followed file does, for the operator. */
+static void source_event(void *arg, enum weir_endpoint_event ev, int err,
+                         uint64_t off)
+{
+    struct stream *s = arg;
+    const struct weir_pipeline *p = s->sp->p;
+
+    (void)err;
+    if (ev == WEIR_EP_ROTATED)
+        log_info("pipeline %s: %s was rotated: read the old file to its "
+                 "end (%llu bytes), now reading the new one from its start",
+                 p->name, p->source->path, (unsigned long long)off);
+    else if (ev == WEIR_EP_TRUNCATED)
+        log_info("pipeline %s: %s was truncated (at byte %llu of it): "
+                 "reading it again from its start",
+                 p->name, p->source->path, (unsigned long long)off);
+    else if (ev == WEIR_EP_APPEARED)
+        log_info("pipeline %s: %s exists now: reading it", p->name,
+                 p->source->path);
+}
+
 static int make_source(struct half *h)
 {
     struct stream *s = h->s;
@@ -38,6 +59,12 @@ static int make_source(struct half *h)
     };
     int fd = s->src_fd;
     struct stat st;
+
+    if (o.follow && p->source->kind == ADDR_FILE) {
+        o.follow_path = p->source->path;
+        o.on_event = source_event;
+        o.event_arg = s;
+    }
 
     s->src_fd = -1;
     /* A live stream starts at the file's end. */

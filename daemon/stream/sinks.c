@@ -36,6 +36,8 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
                  name, a->text, (unsigned long long)off);
         break;
+    default: /* a source's */
+        break;
     }
 }
 

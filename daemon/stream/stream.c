@@ -78,6 +78,14 @@ static int open_source(struct stream *s)
     switch (a->kind) {
     case ADDR_FILE:
         fd = open(a->path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && (p->follow || a->follow)) {
+            /* A log that does not exist yet: the source waits for it. */
+            log_info("pipeline %s: %s does not exist yet; waiting for it",
+                     p->name, a->path);
+            s->src_regular = true;
+            s->src_waits = true;
+            return -ENOENT;
+        }
         if (fd < 0)
             return -errno;
         s->src_regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -169,7 +177,7 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     } else {
         s->src_fd = open_source(s);
         if (s->src_fd < 0) {
-            s->src_rc = s->src_fd;
+            s->src_rc = s->src_waits ? 0 : s->src_fd;
             s->src_fd = -1;
         }
     }
@@ -202,7 +210,7 @@ void stream_start(struct stream *s, int worker)
         weir_task_init(&s->h[i].stop, half_stop_task);
     }
     atomic_init(&s->halves_left, s->split ? 2 : 1);
-    if (s->src_fd < 0) {
+    if (s->src_fd < 0 && !s->src_waits) {
         /* The source could not be opened: the stream ends at once.
          * Relaxed: no worker has the stream yet; the post publishes. */
         atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);

@@ -110,6 +110,7 @@ struct stream {
     int sink_fd;   /* client_sink: the client */
     int replay_fd; /* a file source, for a reconnecting sink; or -1 */
     bool src_regular;
+    bool src_waits;    /* a followed file that does not exist yet */
     uint64_t src_size; /* a regular file not followed: its size; else 0 */
     bool zero_copy;    /* try the splice stage first */
     int kill_fd;       /* an accepted client's socket (a dup), to cut it */

@@ -38,6 +38,7 @@ void ep_free_now(struct weir_endpoint *ep)
     if (ep->rd_buf)
         weir_buf_unref(ep->rd_buf, ep->slot);
     free(ep->replay_buf);
+    free(ep->path);
     free(ep);
 }
 

@@ -10,13 +10,30 @@
  * Following polls the size with a timer rather than inotify: a poll costs
  * one fstat per period and no extra fd or pending op per file, it sees
  * appends on filesystems inotify does not report (NFS, FUSE), and a
- * collector does not need sub-period latency. A size below the offset
- * read so far means the file was truncated (logrotate's copytruncate):
- * reading starts again from 0.
+ * collector does not need sub-period latency.
+ *
+ * Truncation (logrotate's copytruncate): a size below the offset read so
+ * far, or, since a writer may have written past the old size within one
+ * period, a file whose first bytes are no longer the ones read there (a
+ * fingerprint of up to 64 bytes, checked when the reads have caught up).
+ * Either way reading starts again from 0.
+ *
+ * Rotation (rename and create, delete and create): with follow_path, each
+ * poll that finds nothing new also stats the path. When it names another
+ * file, this one is read to its end, and the new file is opened and read
+ * from its start as soon as it has bytes (its writer has moved on) or this
+ * one has stayed still for a period (a writer that has not reopened yet
+ * still appends here). A file that is renamed away again before a poll
+ * saw it is not found: rotations must be slower than the poll period
+ * (100 ms by default). A path that does not exist yet is opened as soon
+ * as it does.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "endpoint_impl.h"
 
@@ -33,20 +50,101 @@ static void fsrc_timer(struct weir_endpoint *ep)
     fsrc_issue(ep);
 }
 
+static void fsrc_event(struct weir_endpoint *ep, enum weir_endpoint_event ev,
+                       uint64_t off)
+{
+    if (ep->o.on_event)
+        ep->o.on_event(ep->o.event_arg, ev, 0, off);
+}
+
+/* What is there now is new data, from the start. */
+static void fsrc_restart(struct weir_endpoint *ep)
+{
+    ep->next_off = 0;
+    ep->fp_len = 0;
+    ep->gen++;
+}
+
+/* Whether the file's first bytes are still the ones read there. */
+static bool fsrc_same_head(struct weir_endpoint *ep, uint64_t size)
+{
+    uint8_t now[sizeof(ep->fp)];
+
+    if (ep->fp_len == 0 || size < ep->fp_len)
+        return size >= ep->fp_len;
+    return pread(ep->fd, now, ep->fp_len, 0) == (ssize_t)ep->fp_len &&
+           memcmp(now, ep->fp, ep->fp_len) == 0;
+}
+
 static bool fsrc_refresh_size(struct weir_endpoint *ep)
 {
     struct stat st;
 
-    if (fstat(ep->fd, &st) != 0)
+    if (ep->fd < 0 || fstat(ep->fd, &st) != 0)
         return false;
-    if ((uint64_t)st.st_size < ep->next_off && ep->o.follow &&
-        ep->head == ep->tail) {
-        /* Truncated: what is there now is new data, from the start. */
-        ep->next_off = 0;
-        ep->gen++;
+    if (ep->o.follow && ep->head == ep->tail && ep->next_off > 0 &&
+        ((uint64_t)st.st_size < ep->next_off ||
+         !fsrc_same_head(ep, (uint64_t)st.st_size))) {
+        fsrc_event(ep, WEIR_EP_TRUNCATED, ep->next_off);
+        fsrc_restart(ep);
     }
     ep->size = (uint64_t)st.st_size;
     return ep->next_off < ep->size;
+}
+
+/* Keeps the file's first bytes as they are read, for fsrc_same_head. */
+static void fsrc_fingerprint(struct weir_endpoint *ep, uint64_t off,
+                             const uint8_t *p, uint32_t len)
+{
+    if (!ep->path || off > ep->fp_len || off >= sizeof(ep->fp))
+        return;
+    if (len > sizeof(ep->fp) - off)
+        len = (uint32_t)(sizeof(ep->fp) - off);
+    if (off + len > ep->fp_len) {
+        memcpy(ep->fp + off, p, len);
+        ep->fp_len = (uint32_t)(off + len);
+    }
+}
+
+/*
+ * Caught up with nothing in flight: has the path moved on to another
+ * file? True when reading goes on now (from a new file).
+ */
+static bool fsrc_follow_path(struct weir_endpoint *ep)
+{
+    struct stat now, mine;
+    int fd;
+
+    if (!ep->path || stat(ep->path, &now) != 0)
+        return false; /* gone, not yet replaced: this file is all there is */
+    if (ep->fd >= 0) {
+        if (fstat(ep->fd, &mine) != 0 ||
+            (now.st_dev == mine.st_dev && now.st_ino == mine.st_ino)) {
+            ep->rotating = false;
+            return false;
+        }
+        /* Another file, and this one read to its end. Once the new one
+         * has bytes its writer has moved on; until then a writer may
+         * still append here, so this one must first stay still for a
+         * period. */
+        if (now.st_size == 0 && (!ep->rotating || ep->size != ep->rot_size)) {
+            ep->rotating = true;
+            ep->rot_size = ep->size;
+            return false;
+        }
+    }
+    fd = open(ep->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    fsrc_event(ep, ep->fd >= 0 ? WEIR_EP_ROTATED : WEIR_EP_APPEARED,
+               ep->next_off);
+    if (ep->fd >= 0)
+        close(ep->fd);
+    ep->fd = fd;
+    ep->rotating = false;
+    ep->size = 0;
+    fsrc_restart(ep);
+    return true;
 }
 
 static void fsrc_read_done(struct weir_op *op, int res, uint32_t flags);
@@ -73,10 +171,13 @@ static void fsrc_issue(struct weir_endpoint *ep)
         if (ep->next_off >= ep->size && !fsrc_refresh_size(ep)) {
             if (ep->head != ep->tail)
                 return;
-            if (!ep->o.follow)
+            if (!ep->o.follow) {
                 fsrc_end(ep);
-            else
-                ep_timer(ep, ep->o.poll_ns, fsrc_timer);
+                return;
+            }
+            if (fsrc_follow_path(ep))
+                continue; /* a new file: read it */
+            ep_timer(ep, ep->o.poll_ns, fsrc_timer);
             return;
         }
         if (weir_pool_get(ep->pool, &b) != 0) {
@@ -147,6 +248,7 @@ static void fsrc_deliver(struct weir_endpoint *ep)
             ep->size = ep->next_off;
         }
         ep_count(ep, (uint32_t)r->res);
+        fsrc_fingerprint(ep, r->off, b->data, (uint32_t)r->res);
         weir_readable_enqueue(ep->rs, weir_chunk_of(b, (uint32_t)r->res));
     }
 }
@@ -197,11 +299,25 @@ int weir_endpoint_file_source(struct weir_endpoint **out,
     struct weir_endpoint *ep;
     int rc;
 
-    if (!pool || (o && o->depth > 64))
+    if (!pool || (o && o->depth > 64) ||
+        (fd < 0 && !(o && o->follow && o->follow_path && o->own_fd)))
         return -EINVAL;
     rc = ep_new(&ep, EP_FILE_SOURCE, loop, pool, fd, o);
     if (rc)
         return rc;
+    if (ep->o.follow && ep->o.follow_path && ep->o.own_fd) {
+        ep->path = strdup(ep->o.follow_path);
+        if (!ep->path) {
+            ep_free_now(ep);
+            return -ENOMEM;
+        }
+        /* Reading starts past the head: take its fingerprint now. */
+        if (fd >= 0 && ep->o.offset > 0) {
+            ssize_t n = pread(fd, ep->fp, sizeof(ep->fp), 0);
+
+            ep->fp_len = n > 0 ? (uint32_t)n : 0;
+        }
+    }
     if (ep->o.depth < 2)
         ep->o.depth = 2;
     ep->next_off = ep->o.offset;

@@ -72,6 +72,12 @@ struct weir_endpoint {
     uint32_t gen;
     uint64_t next_off, size;
     uint64_t inflight_bytes;
+    /* A followed file's rotation and truncation (endpoint_file.c). */
+    char *path;     /* o.follow_path, owned */
+    uint8_t fp[64]; /* the file's first bytes, as read */
+    uint32_t fp_len;
+    bool rotating;        /* the path names another file: finishing this one */
+    uint64_t rot_size;    /* this file's size when that was seen */
     struct weir_op rd_op; /* fd source */
     struct weir_buf *rd_buf;
     bool reading;

@@ -44,12 +44,16 @@
 
 struct weir_endpoint;
 
-/* What a socket sink tells its owner, for logging. */
+/* What a socket sink or a followed file tells its owner, for logging. */
 enum weir_endpoint_event {
     WEIR_EP_CONNECTED,    /* err 0; a connection is up */
     WEIR_EP_CONNECT_FAIL, /* err: why; a retry is scheduled */
     WEIR_EP_DISCONNECTED, /* err: why; a reconnect follows */
     WEIR_EP_RESUMED,      /* err 0; resending from the acked offset */
+    /* A followed file (follow_path). offset: where reading was in it. */
+    WEIR_EP_ROTATED,   /* the path names another file: reading it from 0 */
+    WEIR_EP_TRUNCATED, /* the file was cut (copytruncate): reading from 0 */
+    WEIR_EP_APPEARED,  /* the path that did not exist yet was opened */
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -63,7 +67,13 @@ struct weir_endpoint_options {
     uint64_t offset;  /* where reading starts */
     bool follow;      /* keep reading what is appended */
     uint64_t poll_ns; /* follow: how often to look at the size; 0: 100 ms */
-    bool own_fd;      /* close the fd on destroy (sources and fd sinks) */
+    /* Follow: the file's path, watched for rotation (see endpoint_file.c);
+     * with it the fd may be -1 (the file does not exist yet). NULL: the
+     * fd alone. Requires own_fd. */
+    const char *follow_path;
+    weir_endpoint_event_fn on_event; /* file source; may be NULL */
+    void *event_arg;
+    bool own_fd; /* close the fd on destroy (sources and fd sinks) */
     /* Statistics: bytes delivered (sinks) or read (sources) are added here
      * when not NULL, relaxed: another thread may sample it. */
     _Atomic uint64_t *counter;

@@ -31,19 +31,20 @@ static void usage(FILE *f)
         "       weir [--check] pipe [options] SOURCE SINK [SINK...]\n"
         "\n"
         "  -c, --config FILE  the config (default: the embedded demo,\n"
-        "                     %s)\n"
+        "                     serving files from %s)\n"
         "  -n, --check        check the config and exit: 0 when valid,\n"
         "                     78 with every error as FILE:LINE: message\n"
         "  -v, --verbose      log at debug level, whatever log_level says\n"
         "  -h, --help         this text (weir pipe --help: pipe's options)\n"
         "  -V, --version      print the version\n",
-        WEIR_DEMO_NAME);
+        demo_dir());
 }
 
 /* For the demo: how to see each listening pipeline at work. */
 static void demo_hints(const struct weir_config *conf)
 {
-    log_info("no -c given: running the embedded demo, %s", WEIR_DEMO_NAME);
+    log_info("no -c given: running the embedded demo, serving files from %s",
+             demo_dir());
     for (size_t i = 0; i < conf->npipelines; i++) {
         const struct weir_pipeline *p = conf->pipelines[i];
         for (size_t j = 0; j < p->nsinks; j++) {
@@ -119,7 +120,7 @@ int main(int argc, char *argv[])
     } else if (conffile != NULL) {
         conf = config_load_file(conffile, &errors);
     } else {
-        conf = config_load_string(weir_demo_conf, WEIR_DEMO_NAME, WEIR_DEMO_DIR,
+        conf = config_load_string(weir_demo_conf, WEIR_DEMO_NAME, demo_dir(),
                                   &errors);
     }
     if (conf == NULL) {

@@ -564,6 +564,45 @@ static void test_pipe_arguments(void **state)
                 NULL);
 }
 
+/* getopt_long's spellings: attached and separate values, --name=value,
+ * bundled flags, unique prefixes; errors still name the argument that
+ * holds the bad value. */
+static void test_pipe_getopt(void **state)
+{
+    char data[300];
+
+    (void)state;
+    snprintf(data, sizeof(data), "file:%s/data.txt", h_dir);
+    expect_pipe(0, "configuration OK", "-tgzip", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "-t", "gzip", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "--transform=gzip", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "--transform", "gzip", data, "null",
+                NULL);
+    expect_pipe(0, "configuration OK", "--trans=zstd:3", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "-w2", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "--workers=2", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "-fw2", data, "null", NULL);
+    /* Options after the addresses, and `--` before an address. */
+    expect_pipe(0, "configuration OK", data, "null", "-tuppercase", NULL);
+    expect_pipe(0, "configuration OK", "--", data, "null", NULL);
+    /* argv: weir --check pipe ...: the first word after pipe is 3. */
+    expect_pipe(EX_CONFIG, "argument 3: zstd level '30'", "-tzstd:30", data,
+                "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 4: zstd level '30'", "-t", "zstd:30", data,
+                "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 5: unknown transform 'gunzap'", data,
+                "null", "--transform=gunzap", NULL);
+    expect_pipe(EX_CONFIG, "argument 3: workers: '0' is out of range", "-w0",
+                data, "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 3: workers", "-fw0", data, "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 6: sink: unknown address kind", "-tgzip",
+                data, "--", "--null", NULL);
+    expect_pipe(EX_USAGE, "unknown option '-x'", "-fx", data, "null", NULL);
+    expect_pipe(EX_USAGE, "--follow takes no value", "--follow=yes", data,
+                "null", NULL);
+    expect_pipe(EX_USAGE, "--workers needs a value", data, "null", "-w", NULL);
+}
+
 /*
  * The same errors under journald start with the sd-daemon prefix <3>
  * (error); when weir runs a config rather than checking it, they carry a
@@ -616,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_embedded_demo),
         cmocka_unit_test(test_missing_config),
         cmocka_unit_test(test_pipe_arguments),
+        cmocka_unit_test(test_pipe_getopt),
         cmocka_unit_test(test_log_formats),
     };
     size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);

@@ -21,6 +21,7 @@
 #include "sys/log.h"
 #include "conf/pipe_args.h"
 #include "run/run.h"
+#include "version.h"
 
 static void usage(FILE *f)
 {
@@ -36,7 +37,8 @@ static void usage(FILE *f)
         "                     78 with every error as FILE:LINE: message\n"
         "  -v, --verbose      log at debug level, whatever log_level says\n"
         "  -h, --help         this text (weir pipe --help: pipe's options)\n"
-        "  -V, --version      print the version\n",
+        "  -V, --version      print the version and the build's engine\n"
+        "                     and libraries\n",
         demo_dir());
 }
 
@@ -66,6 +68,8 @@ int main(int argc, char *argv[])
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        /* Not in --help: for the docs test (conf/defaults.c). */
+        {"dump-defaults", no_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     const char *conffile = NULL;
@@ -90,8 +94,10 @@ int main(int argc, char *argv[])
             usage(stdout);
             return 0;
         case 'V':
-            printf("weir %s\n", WEIR_VERSION);
+            version_print(stdout);
             return 0;
+        case 'D':
+            return config_print_defaults(stdout) == 0 ? 0 : EX_OSERR;
         default:
             usage(stderr);
             return EX_USAGE;

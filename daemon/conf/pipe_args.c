@@ -25,7 +25,7 @@ void pipe_args_usage(FILE *f)
             "order)\n"
             "      --high-water-mark SIZE per-sink queue limit (default 1 "
             "MiB)\n"
-            "      --chunk-size SIZE      read size (default 64 KiB)\n"
+            "      --chunk-size SIZE      read size (default 256 KiB)\n"
             "  -f, --follow               keep reading a file as it grows\n"
             "  -w, --workers N            worker threads (default: one per "
             "CPU)\n"

@@ -762,6 +762,52 @@ static void test_pipe_dash(void **state)
     assert_string_equal(hex_out, hex_in);
 }
 
+/* --version: the version alone on the first line (packagers grep it),
+ * then the engine and every library of the build with the version meson
+ * found (WEIR_BUILD_VERSIONS: "NAME VERSION;..."). */
+static void test_version(void **state)
+{
+    char *argv[] = {NULL, "--version", NULL};
+    const char *versions = getenv("WEIR_BUILD_VERSIONS");
+    struct run *r = calloc(1, sizeof(*r));
+    char *copy, *item, *save = NULL;
+
+    (void)state;
+    assert_non_null(r);
+    assert_non_null(versions);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    assert_int_equal(strncmp(r->out, "weir ", 5), 0);
+    assert_non_null(strstr(r->out, "engine: io_uring (liburing "));
+    copy = strdup(versions);
+    assert_non_null(copy);
+    for (item = strtok_r(copy, ";", &save); item != NULL;
+         item = strtok_r(NULL, ";", &save)) {
+        if (strstr(r->out, item) == NULL)
+            fail_msg("'%s' not in --version:\n%s", item, r->out);
+    }
+    free(copy);
+    free(r);
+}
+
+/* --dump-defaults (for the docs test): the parser's defaults. */
+static void test_dump_defaults(void **state)
+{
+    char *argv[] = {NULL, "--dump-defaults", NULL};
+    struct run *r = calloc(1, sizeof(*r));
+
+    (void)state;
+    assert_non_null(r);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    assert_non_null(strstr(r->out, "\nchunk_size=262144\n"));
+    assert_non_null(strstr(r->out, "\nhigh_water_mark=1048576\n"));
+    assert_non_null(strstr(r->out, "\nbacklog=511\n"));
+    assert_non_null(strstr(r->out, "\ndrain_timeout=5000ms\n"));
+    assert_int_equal(strncmp(r->out, "workers=auto\n", 13), 0);
+    free(r);
+}
+
 static void test_log_formats(void **state)
 {
     char path[256], *check[] = {NULL, "--check", "-c", path, NULL};
@@ -811,6 +857,8 @@ int main(void)
         cmocka_unit_test(test_pipe_arguments),
         cmocka_unit_test(test_pipe_getopt),
         cmocka_unit_test(test_no_far_suggestion),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_dump_defaults),
         cmocka_unit_test_teardown(test_pipe_dash, h_teardown),
         cmocka_unit_test(test_log_formats),
     };

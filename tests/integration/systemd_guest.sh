@@ -108,6 +108,9 @@ show
 check "it stays failed" test "$(prop ActiveState)" = failed
 check "it was not restarted" test "$(prop NRestarts)" = 0
 
+if journalctl -u weir.service --no-pager | grep -q -e 'runtime error:' -e 'Sanitizer'; then
+	check "no sanitizer report in the journal" false
+fi
 journalctl -u weir.service --no-pager | tail -30
 if [ $fails -eq 0 ]; then
 	echo pass >/results/status

@@ -45,6 +45,29 @@ show() {
 		"Result=$(prop Result) ExecMainStatus=$(prop ExecMainStatus) NRestarts=$(prop NRestarts)"
 }
 
+# ---- what the install gives a system that has no source tree ----
+# (/work and every other host directory but /usr are absent here.)
+check "systemd-sysusers created user weir from $(ls /usr/local/lib/sysusers.d/weir.conf /usr/lib/sysusers.d/weir.conf 2>/dev/null)" \
+	id weir
+demo_dir=/usr/local/share/weir
+/usr/local/bin/weir --help | grep -q "serving files from $demo_dir" ||
+	check "the installed weir's --help names $demo_dir" false
+(cd / && exec /usr/local/bin/weir) >/tmp/demo.log 2>&1 &
+demo=$!
+i=0
+until serves 7000 "$demo_dir/README.md" || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "the installed demo serves $demo_dir/README.md on 127.0.0.1:7000" \
+	serves 7000 "$demo_dir/README.md"
+check "and /usr/share/common-licenses/GPL-3 on 127.0.0.1:7001" \
+	serves 7001 /usr/share/common-licenses/GPL-3
+kill -TERM $demo
+wait $demo
+check "the demo stops with exit 0" test $? -eq 0
+cat /tmp/demo.log
+
 echo "weir served by weir.service" >/etc/weir/data.txt
 chmod 0644 /etc/weir/data.txt
 good='[pipeline a]

@@ -2,8 +2,10 @@
 # test_systemd.sh BUILD_DIR - weir.service under a real systemd: boots the
 # host's own /usr in a container (systemd-nspawn --volatile=yes) with the
 # installed weir (meson install --destdir) bound in, and runs
-# systemd_guest.sh there as a oneshot unit. It checks that a reload with
-# a good config applies it; that a reload with a broken config fails while
+# systemd_guest.sh there as a oneshot unit. It checks that the sysusers
+# file created user weir at boot; that the installed weir's embedded demo
+# serves its installed files, with no source tree in sight; that a reload
+# with a good config applies it; that a reload with a broken config fails while
 # the old config goes on serving; and that a restart with a broken config
 # ends `failed` (exit 78) and is not restarted.
 #

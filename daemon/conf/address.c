@@ -97,10 +97,20 @@ static int opt_on_full(struct weir_address *a, const char *v, char *err,
             return 0;
         }
     }
-    snprintf(err, errlen,
-             "'%s' is not a policy: use block, drop-newest, drop-oldest or "
-             "disconnect",
-             v);
+    {
+        static const char *const names[] = {"block", "drop-newest",
+                                            "drop-oldest", "disconnect", NULL};
+        const char *near = suggest_word(v, strlen(v), names);
+
+        if (near != NULL)
+            snprintf(err, errlen, "'%s' is not a policy (did you mean '%s'?)",
+                     v, near);
+        else
+            snprintf(err, errlen,
+                     "'%s' is not a policy: use block, drop-newest, "
+                     "drop-oldest or disconnect",
+                     v);
+    }
     return -EINVAL;
 }
 

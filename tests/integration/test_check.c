@@ -415,6 +415,10 @@ static const struct bad_case bad_cases[] = {
      "[pipeline a]\nsource = file:data.txt\nsink = null,on-full=block\n",
      {3},
      "unknown option 'on-full' for a null sink (did you mean 'on_full'?)"},
+    {"suggest_policy",
+     "[pipeline a]\nsource = file:data.txt\nsink = null,on_full=drop_oldest\n",
+     {3},
+     "on_full: 'drop_oldest' is not a policy (did you mean 'drop-oldest'?)"},
     /* socat's spellings that weir answers with its own. */
     {"socat_tcp_listen_port",
      "[pipeline a]\nsource = file:data.txt\nsink = TCP-LISTEN:7000\n",

@@ -21,6 +21,7 @@
 #include "sys/log.h"
 #include "conf/pipe_args.h"
 #include "run/run.h"
+#include "version.h"
 
 static void usage(FILE *f)
 {
@@ -31,19 +32,21 @@ static void usage(FILE *f)
         "       weir [--check] pipe [options] SOURCE SINK [SINK...]\n"
         "\n"
         "  -c, --config FILE  the config (default: the embedded demo,\n"
-        "                     %s)\n"
+        "                     serving files from %s)\n"
         "  -n, --check        check the config and exit: 0 when valid,\n"
         "                     78 with every error as FILE:LINE: message\n"
         "  -v, --verbose      log at debug level, whatever log_level says\n"
         "  -h, --help         this text (weir pipe --help: pipe's options)\n"
-        "  -V, --version      print the version\n",
-        WEIR_DEMO_NAME);
+        "  -V, --version      print the version and the build's engine\n"
+        "                     and libraries\n",
+        demo_dir());
 }
 
 /* For the demo: how to see each listening pipeline at work. */
 static void demo_hints(const struct weir_config *conf)
 {
-    log_info("no -c given: running the embedded demo, %s", WEIR_DEMO_NAME);
+    log_info("no -c given: running the embedded demo, serving files from %s",
+             demo_dir());
     for (size_t i = 0; i < conf->npipelines; i++) {
         const struct weir_pipeline *p = conf->pipelines[i];
         for (size_t j = 0; j < p->nsinks; j++) {
@@ -65,6 +68,8 @@ int main(int argc, char *argv[])
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        /* Not in --help: for the docs test (conf/defaults.c). */
+        {"dump-defaults", no_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     const char *conffile = NULL;
@@ -89,8 +94,10 @@ int main(int argc, char *argv[])
             usage(stdout);
             return 0;
         case 'V':
-            printf("weir %s\n", WEIR_VERSION);
+            version_print(stdout);
             return 0;
+        case 'D':
+            return config_print_defaults(stdout) == 0 ? 0 : EX_OSERR;
         default:
             usage(stderr);
             return EX_USAGE;
@@ -119,7 +126,7 @@ int main(int argc, char *argv[])
     } else if (conffile != NULL) {
         conf = config_load_file(conffile, &errors);
     } else {
-        conf = config_load_string(weir_demo_conf, WEIR_DEMO_NAME, WEIR_DEMO_DIR,
+        conf = config_load_string(weir_demo_conf, WEIR_DEMO_NAME, demo_dir(),
                                   &errors);
     }
     if (conf == NULL) {

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/un.h>
 
+#include "conf/suggest.h"
 #include "conf/value.h"
 
 #define KIND(k)   (1u << (k))
@@ -96,10 +97,20 @@ static int opt_on_full(struct weir_address *a, const char *v, char *err,
             return 0;
         }
     }
-    snprintf(err, errlen,
-             "'%s' is not a policy: use block, drop-newest, drop-oldest or "
-             "disconnect",
-             v);
+    {
+        static const char *const names[] = {"block", "drop-newest",
+                                            "drop-oldest", "disconnect", NULL};
+        const char *near = suggest_word(v, strlen(v), names);
+
+        if (near != NULL)
+            snprintf(err, errlen, "'%s' is not a policy (did you mean '%s'?)",
+                     v, near);
+        else
+            snprintf(err, errlen,
+                     "'%s' is not a policy: use block, drop-newest, "
+                     "drop-oldest or disconnect",
+                     v);
+    }
     return -EINVAL;
 }
 
@@ -171,6 +182,43 @@ static void list_options(const struct weir_address *a, char *buf, size_t len)
         snprintf(buf, len, "none");
 }
 
+/* socat options whose job weir does without being asked. */
+static const struct {
+    const char *name, *why;
+} socat_options[] = {
+    {"fork", "a listen address serves every client that connects (limit them "
+             "with max_clients=)"},
+    {"reuseaddr", "weir sets SO_REUSEADDR on every socket it listens on"},
+};
+
+static void unknown_option(const struct weir_address *a, const char *key,
+                           const char *known, char *err, size_t errlen)
+{
+    const char *names[NOPTIONS + 1], *near;
+    size_t n = 0;
+
+    for (size_t i = 0; i < sizeof(socat_options) / sizeof(socat_options[0]);
+         i++) {
+        if (strcasecmp(key, socat_options[i].name) == 0) {
+            snprintf(err, errlen, "option '%s' is not needed: %s; leave it out",
+                     key, socat_options[i].why);
+            return;
+        }
+    }
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (option_fits(&options[i], a))
+            names[n++] = options[i].name;
+    names[n] = NULL;
+    near = suggest_word(key, strlen(key), names);
+    if (near != NULL)
+        snprintf(err, errlen,
+                 "unknown option '%s' for a %s %s (did you mean '%s'?)", key,
+                 kinds[a->kind].name, role_names[a->role], near);
+    else
+        snprintf(err, errlen, "unknown option '%s' for a %s %s (options: %s)",
+                 key, kinds[a->kind].name, role_names[a->role], known);
+}
+
 static char *trim(char *s)
 {
     char *end;
@@ -204,8 +252,7 @@ static int parse_option(struct weir_address *a, char *item, unsigned *seen,
             o = &options[i];
     list_options(a, known, sizeof(known));
     if (o == NULL) {
-        snprintf(err, errlen, "unknown option '%s' for a %s %s (options: %s)",
-                 key, kinds[a->kind].name, role_names[a->role], known);
+        unknown_option(a, key, known, err, errlen);
         return -EINVAL;
     }
     if (!option_fits(o, a)) {
@@ -361,6 +408,121 @@ static int find_kind(const char *name, size_t len, enum addr_kind *kind)
     return -ENOENT;
 }
 
+/*
+ * socat's spellings that are not weir's. Those that mean exactly a weir
+ * kind are accepted as it (`kind`); the others leave a choice to the
+ * operator (which address to listen on, an address family weir does not
+ * pin), so they are answered with the weir spelling (`answer`).
+ */
+struct socat_def {
+    const char *name;
+    int kind; /* accepted as this kind; -1: answered */
+    enum addr_kind answer;
+    const char *any; /* for a listen answer given a bare PORT */
+};
+
+static const struct socat_def socat_kinds[] = {
+    {"unix-connect", ADDR_UNIX, ADDR_UNIX, NULL},
+    {"tcp-connect", ADDR_TCP, ADDR_TCP, NULL},
+    {"tcp-l", -1, ADDR_TCP_LISTEN, "0.0.0.0"},
+    {"tcp4-listen", -1, ADDR_TCP_LISTEN, "0.0.0.0"},
+    {"tcp4-l", -1, ADDR_TCP_LISTEN, "0.0.0.0"},
+    {"tcp6-listen", -1, ADDR_TCP_LISTEN, "[::]"},
+    {"tcp6-l", -1, ADDR_TCP_LISTEN, "[::]"},
+    {"tcp4", -1, ADDR_TCP, NULL},
+    {"tcp6", -1, ADDR_TCP, NULL},
+    {"unix-l", -1, ADDR_UNIX_LISTEN, NULL},
+    {"unix-client", -1, ADDR_UNIX, NULL},
+    {"open", -1, ADDR_FILE, NULL},
+    {"gopen", -1, ADDR_FILE, NULL},
+    {"create", -1, ADDR_FILE, NULL},
+};
+
+#define NSOCAT (sizeof(socat_kinds) / sizeof(socat_kinds[0]))
+
+static bool all_digits(const char *s)
+{
+    return *s != '\0' && strspn(s, "0123456789") == strlen(s);
+}
+
+/*
+ * A kind weir does not know: socat's name for one of weir's (accepted:
+ * returns 0 with a->kind set), or an error that spells it the weir way.
+ */
+static int other_kind(struct weir_address *a, const char *head, size_t klen,
+                      const char *arg, char *err, size_t errlen)
+{
+    const char *names[NKINDS + 1], *near;
+
+    for (size_t i = 0; i < NSOCAT; i++) {
+        const struct socat_def *d = &socat_kinds[i];
+
+        if (strlen(d->name) != klen || strncasecmp(d->name, head, klen) != 0)
+            continue;
+        if (d->kind >= 0) {
+            a->kind = (enum addr_kind)d->kind;
+            return 0;
+        }
+        if (arg != NULL && d->any != NULL && all_digits(arg))
+            snprintf(err, errlen,
+                     "'%.*s' is socat's; weir needs the host to listen on: did "
+                     "you mean %s:%s:%s?",
+                     (int)klen, head, kinds[d->answer].name, d->any, arg);
+        else
+            snprintf(err, errlen, "'%.*s' is socat's: did you mean %s:%s?",
+                     (int)klen, head, kinds[d->answer].name,
+                     arg != NULL ? arg
+                                 : strchr(kinds[d->answer].usage, ':') + 1);
+        return -EINVAL;
+    }
+    if (head[0] == '/' || head[0] == '.') {
+        snprintf(err, errlen, "'%s' has no kind: write file:%s", head, head);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < NKINDS; i++)
+        names[i] = kinds[i].name;
+    names[NKINDS] = NULL;
+    near = suggest_word(head, klen, names);
+    if (near != NULL)
+        snprintf(err, errlen,
+                 "unknown address kind '%.*s' in '%s' (did you mean "
+                 "'%s%s%s'?)",
+                 (int)klen, head, a->text, near, arg != NULL ? ":" : "",
+                 arg != NULL ? arg : "");
+    else
+        snprintf(err, errlen,
+                 "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
+                 "tcp-listen, unix, unix-listen, stdin, stdout, null)",
+                 (int)klen, head, a->text);
+    return -EINVAL;
+}
+
+/* TCP kinds: HOST:PORT; a bare PORT is socat's TCP-LISTEN habit. */
+static int parse_tcp(struct weir_address *a, const char *arg, char *err,
+                     size_t errlen)
+{
+    const struct kind_def *k = &kinds[a->kind];
+    int r;
+
+    if (all_digits(arg)) {
+        if (a->kind == ADDR_TCP_LISTEN)
+            snprintf(err, errlen,
+                     "'%s' has no host to listen on: did you mean "
+                     "tcp-listen:0.0.0.0:%s? (every interface; "
+                     "tcp-listen:127.0.0.1:%s for this machine only)",
+                     a->text, arg, arg);
+        else
+            snprintf(err, errlen,
+                     "'%s' has no host: did you mean tcp:127.0.0.1:%s?",
+                     a->text, arg);
+        return -EINVAL;
+    }
+    r = address_parse_hostport(arg, &a->host, &a->ipv6, &a->port, err, errlen);
+    if (r == -EINVAL && strchr(arg, ':') == NULL)
+        snprintf(err, errlen, "'%s' has no port: write %s", a->text, k->usage);
+    return r;
+}
+
 /* The kind and its argument: everything before the first comma. */
 static int parse_head(struct weir_address *a, char *head, const char *base_dir,
                       char *err, size_t errlen)
@@ -369,17 +531,13 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
     size_t klen = colon ? (size_t)(colon - head) : strlen(head);
     const struct kind_def *k;
 
-    if (find_kind(head, klen, &a->kind) < 0) {
-        if (head[0] == '/' || head[0] == '.')
-            snprintf(err, errlen, "'%s' has no kind: write file:%s", head,
-                     head);
-        else
-            snprintf(err, errlen,
-                     "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
-                     "tcp-listen, unix, unix-listen, stdin, stdout, null)",
-                     (int)klen, head, a->text);
+    /* `-` and STDIO: socat's standard input and output, by role. */
+    if (strcmp(head, "-") == 0 || strcasecmp(head, "stdio") == 0)
+        a->kind = a->role == ADDR_SOURCE ? ADDR_STDIN : ADDR_STDOUT;
+    else if (find_kind(head, klen, &a->kind) < 0 &&
+             other_kind(a, head, klen, colon ? colon + 1 : NULL, err, errlen) <
+                 0)
         return -EINVAL;
-    }
     k = &kinds[a->kind];
     if (!(k->roles & ROLE(a->role))) {
         snprintf(err, errlen, "%s cannot be a %s", k->name,
@@ -398,14 +556,8 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
                  k->usage);
         return -EINVAL;
     }
-    if (a->kind == ADDR_TCP || a->kind == ADDR_TCP_LISTEN) {
-        int r = address_parse_hostport(colon + 1, &a->host, &a->ipv6, &a->port,
-                                       err, errlen);
-        if (r == -EINVAL && strchr(colon + 1, ':') == NULL)
-            snprintf(err, errlen, "'%s' has no port: write %s", a->text,
-                     k->usage);
-        return r;
-    }
+    if (a->kind == ADDR_TCP || a->kind == ADDR_TCP_LISTEN)
+        return parse_tcp(a, colon + 1, err, errlen);
     return parse_path(a, colon + 1, base_dir, err, errlen);
 }
 

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sys/log.h"
 #include "conf/value.h"
@@ -189,6 +190,15 @@ struct conf_ref {
 struct conf_ref *conf_ref_new(struct weir_config *conf);
 struct conf_ref *conf_ref_get(struct conf_ref *c);
 void conf_ref_put(struct conf_ref *c);
+
+/*
+ * Prints the value each key takes when the config does not give it, as
+ * KEY=VALUE lines (sizes in bytes, durations in ms, "none" for no limit),
+ * read from the objects the parser builds (`weir --dump-defaults`, which
+ * the docs test compares with the man pages and --help). 0, or -1 when out
+ * of memory.
+ */
+int config_print_defaults(FILE *f);
 
 const char *addr_kind_name(enum addr_kind kind);
 const char *on_full_name(enum on_full policy);

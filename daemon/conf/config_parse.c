@@ -13,6 +13,7 @@
  * indented line is a line of its own, never a hidden extra value.
  */
 #include "conf/config_parser.h"
+#include "conf/suggest.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -74,10 +75,20 @@ static void begin_section(struct parser *p, char *inside)
                 p->section = SECTION_PIPELINE;
         }
     } else {
-        PARSE_ERROR(p,
-                    "unknown section '[%s%s%s]': expected [daemon] or "
-                    "[pipeline NAME]",
-                    word, *rest ? " " : "", rest);
+        static const char *const sections[] = {"daemon", "pipeline", NULL};
+        const char *near = suggest_word(word, strlen(word), sections);
+
+        if (near != NULL)
+            PARSE_ERROR(p,
+                        "unknown section '[%s%s%s]' (did you mean "
+                        "'[%s%s%s]'?)",
+                        word, *rest ? " " : "", rest, near, *rest ? " " : "",
+                        rest);
+        else
+            PARSE_ERROR(p,
+                        "unknown section '[%s%s%s]': expected [daemon] or "
+                        "[pipeline NAME]",
+                        word, *rest ? " " : "", rest);
     }
 }
 
@@ -194,6 +205,19 @@ static const char *section_label(enum section s)
     return s == SECTION_DAEMON ? "[daemon]" : "[pipeline]";
 }
 
+/* The key of `section` nearest to a misspelt name, or NULL. */
+static const char *near_key(enum section section, const char *name)
+{
+    const char *names[16];
+    size_t n = 0;
+
+    for (const struct key_def *k = config_keys; k->name != NULL; k++)
+        if (k->section == section && n < sizeof(names) / sizeof(names[0]) - 1)
+            names[n++] = k->name;
+    names[n] = NULL;
+    return suggest_word(name, strlen(name), names);
+}
+
 static int on_key(void *user, const char *section, const char *name,
                   const char *value)
 {
@@ -217,18 +241,19 @@ static int on_key(void *user, const char *section, const char *name,
     for (k = config_keys; k->name != NULL; k++) {
         if (strcmp(k->name, name) == 0 && k->section == p->section)
             break;
-        if (strcasecmp(k->name, name) == 0)
+        if (strcmp(k->name, name) == 0)
             other = k;
     }
     if (k->name == NULL) {
-        if (other != NULL && other->section != p->section &&
-            strcmp(other->name, name) == 0)
+        const char *near = near_key(p->section, name);
+
+        if (other != NULL)
             PARSE_ERROR(p, "'%s' belongs in %s, not in %s", name,
                         section_label(other->section),
                         section_label(p->section));
-        else if (other != NULL && other->section == p->section)
+        else if (near != NULL)
             PARSE_ERROR(p, "unknown key '%s' in %s (did you mean '%s'?)", name,
-                        section_label(p->section), other->name);
+                        section_label(p->section), near);
         else
             PARSE_ERROR(p, "unknown key '%s' in %s", name,
                         section_label(p->section));

@@ -4,6 +4,7 @@
 #include "conf/pipe_args.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <string.h>
 #include <sysexits.h>
 
@@ -24,7 +25,7 @@ void pipe_args_usage(FILE *f)
             "order)\n"
             "      --high-water-mark SIZE per-sink queue limit (default 1 "
             "MiB)\n"
-            "      --chunk-size SIZE      read size (default 64 KiB)\n"
+            "      --chunk-size SIZE      read size (default 256 KiB)\n"
             "  -f, --follow               keep reading a file as it grows\n"
             "  -w, --workers N            worker threads (default: one per "
             "CPU)\n"
@@ -49,30 +50,6 @@ static void usage_error(struct pipe_parse *pp, const char *fmt, const char *arg)
     snprintf(msg, sizeof(msg), fmt, arg);
     log_errx("weir pipe: %s (see weir pipe --help)", msg);
     pp->usage_errors++;
-}
-
-/* "--name=value" or "--name value" / "-x value"; *i moves past the value. */
-static const char *option_value(struct pipe_parse *pp, int argc, char **argv,
-                                int *i, const char *name)
-{
-    const char *eq = strchr(argv[*i], '=');
-
-    if (strncmp(argv[*i], "--", 2) == 0 && eq != NULL)
-        return eq + 1;
-    if (*i + 1 >= argc) {
-        usage_error(pp, "%s needs a value", name);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static bool is_option(const char *arg, const char *shrt, const char *lng)
-{
-    size_t n = strlen(lng);
-
-    if (shrt != NULL && strcmp(arg, shrt) == 0)
-        return true;
-    return strncmp(arg, lng, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
 static void add_address(struct pipe_parse *pp, const char *text,
@@ -104,63 +81,129 @@ static void set_size(struct pipe_parse *pp, const char *v, uint64_t min,
 {
     char err[256];
 
-    if (v == NULL)
-        return;
     if (value_size(v, min, max, out, err, sizeof(err)) < 0)
         config_error(&pp->diag, loc, "%s: %s", name, err);
     *slot = *loc;
 }
 
-/* One argument; returns 1 when --help was asked for. */
-static int parse_one(struct pipe_parse *pp, int argc, char **argv, int *i,
-                     bool *options_done)
+/* Long-only options get values above any character. */
+enum { OPT_HWM = 256, OPT_CHUNK };
+
+static const struct option pipe_options[] = {
+    {"transform", required_argument, NULL, 't'},
+    {"high-water-mark", required_argument, NULL, OPT_HWM},
+    {"chunk-size", required_argument, NULL, OPT_CHUNK},
+    {"follow", no_argument, NULL, 'f'},
+    {"workers", required_argument, NULL, 'w'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The long name of option `val`, for messages. */
+static const char *option_name(int val)
 {
-    const char *arg = argv[*i], *v;
-    struct conf_loc loc = {NULL, (unsigned)*i};
+    for (const struct option *o = pipe_options; o->name != NULL; o++)
+        if (o->val == val)
+            return o->name;
+    return "?";
+}
+
+/* One option getopt_long returned, whose argument (if any) is optarg and
+ * was argument number `arg` of the command line. */
+static void apply_option(struct pipe_parse *pp, int ch, unsigned arg)
+{
+    struct conf_loc loc = {NULL, arg};
     struct weir_pipeline *pl = pp->pl;
     char err[256];
+    uint64_t n;
 
-    if (*options_done || arg[0] != '-' || arg[1] == '\0') {
-        add_address(pp, arg, &loc);
-    } else if (strcmp(arg, "--") == 0) {
-        *options_done = true;
-    } else if (is_option(arg, "-h", "--help")) {
-        return 1;
-    } else if (is_option(arg, "-t", "--transform")) {
-        if ((v = option_value(pp, argc, argv, i, "--transform")) == NULL)
-            return 0;
-        loc.line = (unsigned)*i;
-        if (transform_check(v, err, sizeof(err)) < 0)
+    switch (ch) {
+    case 't':
+        if (transform_check(optarg, err, sizeof(err)) < 0)
             config_error(&pp->diag, &loc, "%s", err);
-        else if (config_add_transform(pl, v, &loc) < 0)
+        else if (config_add_transform(pl, optarg, &loc) < 0)
             config_error(&pp->diag, &loc, "out of memory");
-    } else if (is_option(arg, NULL, "--high-water-mark")) {
-        v = option_value(pp, argc, argv, i, "--high-water-mark");
-        loc.line = (unsigned)*i;
-        set_size(pp, v, CONF_MIN_HWM, CONF_MAX_HWM, &pl->high_water_mark,
+        break;
+    case OPT_HWM:
+        set_size(pp, optarg, CONF_MIN_HWM, CONF_MAX_HWM, &pl->high_water_mark,
                  &pl->high_water_mark_loc, &loc, "high_water_mark");
-    } else if (is_option(arg, NULL, "--chunk-size")) {
-        v = option_value(pp, argc, argv, i, "--chunk-size");
-        loc.line = (unsigned)*i;
-        set_size(pp, v, CONF_MIN_CHUNK, CONF_MAX_CHUNK, &pl->chunk_size,
+        break;
+    case OPT_CHUNK:
+        set_size(pp, optarg, CONF_MIN_CHUNK, CONF_MAX_CHUNK, &pl->chunk_size,
                  &pl->chunk_size_loc, &loc, "chunk_size");
-    } else if (is_option(arg, "-w", "--workers")) {
-        uint64_t n;
-
-        if ((v = option_value(pp, argc, argv, i, "--workers")) == NULL)
-            return 0;
-        loc.line = (unsigned)*i;
-        if (value_uint(v, 1, CONF_MAX_WORKERS, &n, err, sizeof(err)) < 0)
+        break;
+    case 'w':
+        if (value_uint(optarg, 1, CONF_MAX_WORKERS, &n, err, sizeof(err)) < 0)
             config_error(&pp->diag, &loc, "workers: %s", err);
         else
             pp->conf->daemon.workers = (unsigned)n;
         pp->conf->daemon.workers_loc = loc;
-    } else if (is_option(arg, "-f", "--follow") && strchr(arg, '=') == NULL) {
+        break;
+    case 'f':
         pl->follow = true;
         pl->follow_loc = loc;
-    } else {
-        usage_error(pp, "unknown option '%s'", arg);
+        break;
     }
+}
+
+/* What getopt_long refused, in `word` (for a short option in a bundle
+ * like -fx, optopt says which letter). */
+static void unknown_option(struct pipe_parse *pp, const char *word)
+{
+    char opt[3] = {'-', (char)optopt, '\0'};
+
+    if (strncmp(word, "--", 2) != 0)
+        usage_error(pp, "unknown option '%s'", opt);
+    else if (optopt != 0 && strchr(word, '=') != NULL)
+        usage_error(pp, "--%s takes no value", option_name(optopt));
+    else
+        usage_error(pp, "unknown option '%s'", word);
+}
+
+/*
+ * The words after "pipe", with getopt_long: "-tgzip", "-t gzip",
+ * "--transform=gzip", "--transform gzip", "-fw2", unique prefixes of long
+ * options. The optstring's '-' hands back every address in place, so
+ * addresses and options may mix and each keeps its number; ':' makes a
+ * missing value ':' rather than a message of getopt's own. Returns 1 when
+ * --help was asked for.
+ */
+static int parse_words(struct pipe_parse *pp, int argc, char **argv, int first)
+{
+    /* getopt counts from 1; argv[first - 1] ("pipe") stands for argv[0]. */
+    char **words = argv + first - 1;
+    int nwords = argc - first + 1, ch, prev;
+    unsigned base = (unsigned)first - 1;
+
+    opterr = 0;
+    optind = 0; /* main's getopt_long already ran: start over */
+    for (prev = 1;; prev = optind) {
+        ch = getopt_long(nwords, words, "-:ht:fw:", pipe_options, NULL);
+        if (ch == -1)
+            break;
+        /* Where optarg came from: the last word getopt took. */
+        unsigned arg = base + (unsigned)(optind > prev ? optind - 1 : prev);
+
+        switch (ch) {
+        case 1:
+            add_address(pp, optarg, &(struct conf_loc){NULL, arg});
+            break;
+        case 'h':
+            return 1;
+        case ':':
+            usage_error(pp, "--%s needs a value", option_name(optopt));
+            break;
+        case '?':
+            unknown_option(pp, words[prev]);
+            break;
+        default:
+            apply_option(pp, ch, arg);
+            break;
+        }
+    }
+    /* After "--", every word left is an address. */
+    for (int i = optind; i < nwords; i++)
+        add_address(pp, words[i], &(struct conf_loc){NULL, base + (unsigned)i});
     return 0;
 }
 
@@ -168,7 +211,6 @@ int pipe_args_parse(int argc, char **argv, int first, struct weir_config **out)
 {
     struct pipe_parse pp = {0};
     struct conf_loc loc = {NULL, (unsigned)first};
-    bool options_done = false;
 
     *out = NULL;
     pp.conf = config_new(NULL, NULL);
@@ -179,12 +221,10 @@ int pipe_args_parse(int argc, char **argv, int first, struct weir_config **out)
         return EX_OSERR;
     }
     pp.conf->oneshot = true;
-    for (int i = first; i < argc; i++) {
-        if (parse_one(&pp, argc, argv, &i, &options_done) == 1) {
-            pipe_args_usage(stdout);
-            config_free(pp.conf);
-            return 0;
-        }
+    if (parse_words(&pp, argc, argv, first) == 1) {
+        pipe_args_usage(stdout);
+        config_free(pp.conf);
+        return 0;
     }
     if (pp.positional == 0)
         usage_error(&pp, "missing SOURCE and SINK%s", "");

@@ -1,5 +1,5 @@
 /*
- * pipe_args.h - `weir pipe SOURCE [--transform T]... SINK [SINK...]`: one
+ * pipe_args.h - `weir pipe [OPTIONS] SOURCE SINK [SINK...]` (getopt_long): one
  * pipeline, named "pipe", from the command line, checked exactly like a
  * pipeline of a config file; errors name the argument ("argument 3: ...").
  */

@@ -372,6 +372,116 @@ static const struct bad_case bad_cases[] = {
      "[pipeline a]\nsource = file:data.txt\nsink = stdout\nsink = stdout\n",
      {4},
      "stdout is already written"},
+    /* "Did you mean": Damerau-Levenshtein distance, at most 2 and a third
+     * of the word; case alone always. */
+    {"suggest_key",
+     "[pipeline a]\nsource = file:data.txt\nsnk = null\nsink = null\n",
+     {3},
+     "unknown key 'snk' in [pipeline] (did you mean 'sink'?)"},
+    {"suggest_key_swapped",
+     "[daemon]\nwokrers = 2\n" OK_PIPELINE,
+     {2},
+     "(did you mean 'workers'?)"},
+    {"suggest_key_underscore",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\nchunksize = 1MiB\n",
+     {4},
+     "(did you mean 'chunk_size'?)"},
+    {"suggest_section",
+     "[deamon]\nworkers = 2\n" OK_PIPELINE,
+     {1},
+     "unknown section '[deamon]' (did you mean '[daemon]'?)"},
+    {"suggest_section_name",
+     "[pipelines b]\nsource = file:data.txt\n" OK_PIPELINE,
+     {1},
+     "(did you mean '[pipeline b]'?)"},
+    {"suggest_transform",
+     "[pipeline a]\nsource = file:data.txt\ntransform = gzp:1\nsink = null\n",
+     {3},
+     "unknown transform 'gzp' (did you mean 'gzip:1'?)"},
+    {"suggest_transform_case",
+     "[pipeline a]\nsource = file:data.txt\ntransform = Zstd\nsink = null\n",
+     {3},
+     "(did you mean 'zstd'?)"},
+    {"suggest_kind",
+     "[pipeline a]\nsource = file:data.txt\nsink = tpc:127.0.0.1:9000\n",
+     {3},
+     "unknown address kind 'tpc' in 'tpc:127.0.0.1:9000' (did you mean "
+     "'tcp:127.0.0.1:9000'?)"},
+    {"suggest_kind_listen",
+     "[pipeline a]\nsource = unix-listne:in.sock\nsink = null\n",
+     {2},
+     "(did you mean 'unix-listen:in.sock'?)"},
+    {"suggest_option",
+     "[pipeline a]\nsource = file:data.txt\nsink = null,on-full=block\n",
+     {3},
+     "unknown option 'on-full' for a null sink (did you mean 'on_full'?)"},
+    {"suggest_policy",
+     "[pipeline a]\nsource = file:data.txt\nsink = null,on_full=drop_oldest\n",
+     {3},
+     "on_full: 'drop_oldest' is not a policy (did you mean 'drop-oldest'?)"},
+    /* socat's spellings that weir answers with its own. */
+    {"socat_tcp_listen_port",
+     "[pipeline a]\nsource = file:data.txt\nsink = TCP-LISTEN:7000\n",
+     {3},
+     "did you mean tcp-listen:0.0.0.0:7000?"},
+    {"socat_tcp_listen_port_lower",
+     "[pipeline a]\nsource = tcp-listen:7000\nsink = null\n",
+     {2},
+     "'tcp-listen:7000' has no host to listen on: did you mean "
+     "tcp-listen:0.0.0.0:7000?"},
+    {"socat_tcp6_listen",
+     "[pipeline a]\nsource = TCP6-LISTEN:7000,fork\nsink = null\n",
+     {2},
+     "'TCP6-LISTEN' is socat's; weir needs the host to listen on: did you "
+     "mean tcp-listen:[::]:7000?"},
+    {"socat_tcp_l",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp-l:7000\n",
+     {3},
+     "did you mean tcp-listen:0.0.0.0:7000?"},
+    {"socat_tcp4",
+     "[pipeline a]\nsource = file:data.txt\nsink = TCP4:localhost:9000\n",
+     {3},
+     "'TCP4' is socat's: did you mean tcp:localhost:9000?"},
+    {"socat_tcp_port_only",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:9000\n",
+     {3},
+     "'tcp:9000' has no host: did you mean tcp:127.0.0.1:9000?"},
+    {"socat_open",
+     "[pipeline a]\nsource = OPEN:data.txt\nsink = null\n",
+     {2},
+     "'OPEN' is socat's: did you mean file:data.txt?"},
+    {"socat_create",
+     "[pipeline a]\nsource = file:data.txt\nsink = CREATE:out.txt\n",
+     {3},
+     "did you mean file:out.txt?"},
+    {"socat_unix_client",
+     "[pipeline a]\nsource = file:data.txt\nsink = UNIX-CLIENT:/run/x.sock\n",
+     {3},
+     "did you mean unix:/run/x.sock?"},
+    {"socat_fork",
+     "[pipeline a]\nsource = file:data.txt\nsink = "
+     "tcp-listen:127.0.0.1:7000,fork\n",
+     {3},
+     "option 'fork' is not needed: a listen address serves every client"},
+    {"socat_reuseaddr",
+     "[pipeline a]\nsource = file:data.txt\nsink = "
+     "tcp-listen:127.0.0.1:7000,reuseaddr\n",
+     {3},
+     "option 'reuseaddr' is not needed"},
+    /* `-` is stdin as a source and stdout as a sink. */
+    {"dash_is_stdin",
+     "[pipeline a]\nsource = -\nsink = null\n"
+     "[pipeline b]\nsource = stdin\nsink = null\n",
+     {5},
+     "stdin is already read at line 2"},
+    {"dash_is_stdout",
+     "[pipeline a]\nsource = file:data.txt\nsink = -\nsink = STDOUT\n",
+     {4},
+     "stdout is already written"},
+    {"stdio_sink_is_stdout",
+     "[pipeline a]\nsource = file:data.txt\nsink = stdio\nsink = -\n",
+     {4},
+     "stdout is already written"},
     {"no_pipeline",
      "; only a comment\n[daemon]\nworkers = auto\n",
      {1},
@@ -479,6 +589,12 @@ static void test_good_configs(void **state)
              "source = STDIN\n"
              "sink = unix-listen:out.sock\n"
              "sink = file:/dev/null\n");
+    /* socat's names that mean a weir kind exactly. */
+    check_ok("socat_accepted",
+             "[pipeline in]\nsource = -\nsink = UNIX-CONNECT:relay.sock\n"
+             "sink = TCP-CONNECT:localhost:9000\nsink = -\n"
+             "[pipeline listen]\nsource = UNIX-LISTEN:in.sock\n"
+             "sink = TCP:[::1]:9001\nsink = FILE:copy.txt\n");
     /* Two listeners on one port but different specific hosts are fine. */
     check_ok("two_hosts",
              "[pipeline a]\nsource = file:data.txt\nsink = "
@@ -564,11 +680,138 @@ static void test_pipe_arguments(void **state)
                 NULL);
 }
 
+/* getopt_long's spellings: attached and separate values, --name=value,
+ * bundled flags, unique prefixes; errors still name the argument that
+ * holds the bad value. */
+static void test_pipe_getopt(void **state)
+{
+    char data[300];
+
+    (void)state;
+    snprintf(data, sizeof(data), "file:%s/data.txt", h_dir);
+    expect_pipe(0, "configuration OK", "-tgzip", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "-t", "gzip", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "--transform=gzip", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "--transform", "gzip", data, "null",
+                NULL);
+    expect_pipe(0, "configuration OK", "--trans=zstd:3", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "-w2", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "--workers=2", data, "null", NULL);
+    expect_pipe(0, "configuration OK", "-fw2", data, "null", NULL);
+    /* Options after the addresses, and `--` before an address. */
+    expect_pipe(0, "configuration OK", data, "null", "-tuppercase", NULL);
+    expect_pipe(0, "configuration OK", "--", data, "null", NULL);
+    /* argv: weir --check pipe ...: the first word after pipe is 3. */
+    expect_pipe(EX_CONFIG, "argument 3: zstd level '30'", "-tzstd:30", data,
+                "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 4: zstd level '30'", "-t", "zstd:30", data,
+                "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 5: unknown transform 'gunzap'", data,
+                "null", "--transform=gunzap", NULL);
+    expect_pipe(EX_CONFIG, "argument 3: workers: '0' is out of range", "-w0",
+                data, "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 3: workers", "-fw0", data, "null", NULL);
+    expect_pipe(EX_CONFIG, "argument 6: sink: unknown address kind", "-tgzip",
+                data, "--", "--null", NULL);
+    expect_pipe(EX_USAGE, "unknown option '-x'", "-fx", data, "null", NULL);
+    expect_pipe(EX_USAGE, "--follow takes no value", "--follow=yes", data,
+                "null", NULL);
+    expect_pipe(EX_USAGE, "--workers needs a value", data, "null", "-w", NULL);
+}
+
 /*
  * The same errors under journald start with the sd-daemon prefix <3>
  * (error); when weir runs a config rather than checking it, they carry a
  * timestamp and the level's name instead.
  */
+/* Suggestions only for near misses: three edits, or two in a word of
+ * three letters, are a different word. */
+static void test_no_far_suggestion(void **state)
+{
+    char path[256], *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+
+    (void)state;
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/far.conf", h_dir);
+    write_file(path, "[daemon]\nspeed = 1\n[pipeline a]\nsrc = file:data.txt\n"
+                     "source = file:data.txt\ntransform = sharpen\n"
+                     "sink = udp:127.0.0.1:9\n[section]\n");
+    run_weir(argv, r);
+    expect_exit(r, EX_CONFIG);
+    assert_int_equal(count_lines(r->out, path), 5);
+    if (strstr(r->out, "did you mean") != NULL)
+        fail_msg("a suggestion for a far word:\n%s", r->out);
+    free(r);
+}
+
+/* `weir pipe - -`: socat's stdin to stdout, every byte. */
+static void test_pipe_dash(void **state)
+{
+    char in[256], out[256], log[256], hex_in[65], hex_out[65];
+    uint64_t size_in, size_out;
+    struct h_weir w;
+
+    (void)state;
+    h_path(in, sizeof(in), "dash.in");
+    h_path(out, sizeof(out), "dash.out");
+    h_path(log, sizeof(log), "dash.log");
+    h_make_file(in, 3 * 1024 * 1024 + 17, 13, hex_in);
+    h_spawn_io(&w, (char *const[]){"weir", "pipe", "-w1", "-", "-", NULL}, log,
+               in, out);
+    h_expect_exit(&w, 0, false, 30000);
+    assert_true(h_file_sha(in, hex_in, &size_in));
+    assert_true(h_file_sha(out, hex_out, &size_out));
+    assert_int_equal(size_out, size_in);
+    assert_string_equal(hex_out, hex_in);
+}
+
+/* --version: the version alone on the first line (packagers grep it),
+ * then the engine and every library of the build with the version meson
+ * found (WEIR_BUILD_VERSIONS: "NAME VERSION;..."). */
+static void test_version(void **state)
+{
+    char *argv[] = {NULL, "--version", NULL};
+    const char *versions = getenv("WEIR_BUILD_VERSIONS");
+    struct run *r = calloc(1, sizeof(*r));
+    char *copy, *item, *save = NULL;
+
+    (void)state;
+    assert_non_null(r);
+    assert_non_null(versions);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    assert_int_equal(strncmp(r->out, "weir ", 5), 0);
+    assert_non_null(strstr(r->out, "engine: io_uring (liburing "));
+    copy = strdup(versions);
+    assert_non_null(copy);
+    for (item = strtok_r(copy, ";", &save); item != NULL;
+         item = strtok_r(NULL, ";", &save)) {
+        if (strstr(r->out, item) == NULL)
+            fail_msg("'%s' not in --version:\n%s", item, r->out);
+    }
+    free(copy);
+    free(r);
+}
+
+/* --dump-defaults (for the docs test): the parser's defaults. */
+static void test_dump_defaults(void **state)
+{
+    char *argv[] = {NULL, "--dump-defaults", NULL};
+    struct run *r = calloc(1, sizeof(*r));
+
+    (void)state;
+    assert_non_null(r);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    assert_non_null(strstr(r->out, "\nchunk_size=262144\n"));
+    assert_non_null(strstr(r->out, "\nhigh_water_mark=1048576\n"));
+    assert_non_null(strstr(r->out, "\nbacklog=511\n"));
+    assert_non_null(strstr(r->out, "\ndrain_timeout=5000ms\n"));
+    assert_int_equal(strncmp(r->out, "workers=auto\n", 13), 0);
+    free(r);
+}
+
 static void test_log_formats(void **state)
 {
     char path[256], *check[] = {NULL, "--check", "-c", path, NULL};
@@ -675,6 +918,11 @@ int main(void)
         cmocka_unit_test(test_embedded_demo),
         cmocka_unit_test(test_missing_config),
         cmocka_unit_test(test_pipe_arguments),
+        cmocka_unit_test(test_pipe_getopt),
+        cmocka_unit_test(test_no_far_suggestion),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_dump_defaults),
+        cmocka_unit_test_teardown(test_pipe_dash, h_teardown),
         cmocka_unit_test(test_log_formats),
         cmocka_unit_test(test_many_pipelines),
     };

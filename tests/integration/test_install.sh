@@ -1,20 +1,27 @@
 #!/bin/sh
 # test_install.sh BUILD_DIR - `meson install --destdir` lays out what a
 # system needs: the binary, the systemd units and user, the example config,
-# the man pages, libweir's headers and weir.pc. Then the installed pieces
-# are checked the way a packager would: the binary runs and accepts the
-# example, the units pass `systemd-analyze verify`, the man pages render
-# without warnings. Tools that are missing (systemd-analyze, man) skip their
-# part, with a line saying so.
+# the man pages, libweir's headers and weir.pc, and what the demo serves.
+# Then the installed pieces are checked the way a packager would: the
+# binary runs and accepts the example, its embedded demo serves the
+# installed file byte for byte, the units pass `systemd-analyze verify`,
+# the man pages render without warnings. Tools that are missing
+# (systemd-analyze, man) skip their part, with a line saying so.
 #
 # The expected directories come from meson.build through the environment:
-# WEIR_PREFIX, WEIR_BINDIR, WEIR_SYSCONFDIR, WEIR_MANDIR, WEIR_INCLUDEDIR,
-# WEIR_LIBDIR, WEIR_UNITDIR, WEIR_SYSUSERSDIR (absolute), WEIR_VERSION.
+# WEIR_PREFIX, WEIR_BINDIR, WEIR_SYSCONFDIR, WEIR_DATADIR, WEIR_MANDIR,
+# WEIR_INCLUDEDIR, WEIR_LIBDIR, WEIR_UNITDIR, WEIR_SYSUSERSDIR (absolute),
+# WEIR_VERSION; WEIR_SOURCE_ROOT is the source tree.
 set -eu
 
 build=${1:?usage: test_install.sh BUILD_DIR}
 dest=$(mktemp -d /tmp/weir-install-XXXXXX)
-trap 'rm -rf "$dest"' EXIT
+weir_pid=
+cleanup() {
+	[ -z "$weir_pid" ] || kill "$weir_pid" 2>/dev/null || true
+	rm -rf "$dest"
+}
+trap cleanup EXIT
 failures=0
 
 fail() {
@@ -34,6 +41,8 @@ for f in \
 	"$WEIR_UNITDIR/weir.socket" \
 	"$WEIR_SYSUSERSDIR/weir.conf" \
 	"$WEIR_SYSCONFDIR/weir/weir.conf.example" \
+	"$WEIR_DATADIR/weir/README.md" \
+	"$WEIR_DATADIR/weir/demo.conf" \
 	"$WEIR_MANDIR/man8/weir.8" \
 	"$WEIR_MANDIR/man5/weir.conf.5" \
 	"$WEIR_INCLUDEDIR/weir/ring.h" \
@@ -44,11 +53,12 @@ for f in \
 done
 [ -x "$dest$WEIR_BINDIR/weir" ] || fail "$WEIR_BINDIR/weir is not executable"
 # Nothing but these may land outside the prefix: the unit directory (from
-# systemd.pc, often /lib/systemd/system) and the config (/etc with a /usr
-# prefix).
+# systemd.pc, often /lib/systemd/system), the sysusers file (where
+# systemd-sysusers reads it) and the config (/etc for every prefix).
 find "$dest" -type f | sed "s#^$dest##" | while read -r f; do
 	case $f in
-	"$WEIR_PREFIX"/* | "$WEIR_UNITDIR"/* | "$WEIR_SYSCONFDIR"/*) ;;
+	"$WEIR_PREFIX"/* | "$WEIR_UNITDIR"/* | "$WEIR_SYSCONFDIR"/* | \
+		"$WEIR_SYSUSERSDIR"/*) ;;
 	*) echo "FAIL: installed outside the prefix: $f" >&2; exit 1 ;;
 	esac
 done || failures=$((failures + 1))
@@ -61,8 +71,32 @@ if grep -n '@[a-z]*@' "$service"; then
 fi
 grep -qx "ExecStart=$WEIR_BINDIR/weir -c $WEIR_SYSCONFDIR/weir/weir.conf" "$service" ||
 	fail "weir.service: ExecStart does not run $WEIR_BINDIR/weir"
-grep -qx "ExecStartPre=$WEIR_BINDIR/weir --check -c $WEIR_SYSCONFDIR/weir/weir.conf" "$service" ||
-	fail "weir.service: ExecStartPre does not check the config"
+conf=$WEIR_SYSCONFDIR/weir/weir.conf
+grep -qx "ExecReload=$WEIR_BINDIR/weir --check -c $conf" "$service" ||
+	fail "weir.service: ExecReload does not check the config first"
+# The check must come before the signal: systemd runs ExecReload= lines in
+# order and stops at the first that fails.
+[ "$(grep '^ExecReload=' "$service" | sed -n 2p)" = 'ExecReload=/bin/kill -HUP $MAINPID' ] ||
+	fail "weir.service: the second ExecReload= is not the SIGHUP"
+# RestartPreventExitStatus= holds for the main process only: a check in
+# ExecStartPre= that exits 78 would be restarted forever.
+if grep -q '^ExecStartPre=' "$service"; then
+	fail "weir.service has an ExecStartPre= (its exit 78 would be retried)"
+fi
+grep '^RestartPreventExitStatus=' "$service" | grep -qw 78 ||
+	fail "weir.service: exit 78 (a config error) is retried"
+# The config the unit reads is where ConfigurationDirectory= says, when
+# it is under /etc (the default for every prefix).
+if [ "$WEIR_SYSCONFDIR" = /etc ]; then
+	grep -qx 'ConfigurationDirectory=weir' "$service" ||
+		fail "weir.service: no ConfigurationDirectory=weir for /etc/weir"
+elif grep -q '^ConfigurationDirectory=' "$service"; then
+	fail "weir.service: ConfigurationDirectory= names /etc/weir, the config is $conf"
+fi
+case $WEIR_SYSUSERSDIR in
+/etc/sysusers.d | /run/sysusers.d | /usr/local/lib/sysusers.d | /usr/lib/sysusers.d) ;;
+*) fail "sysusers file in $WEIR_SYSUSERSDIR, which systemd-sysusers does not read" ;;
+esac
 grep -qx 'Type=notify' "$service" || fail "weir.service is not Type=notify"
 
 # ---- the binary runs, and accepts the example config ----
@@ -73,6 +107,62 @@ if [ -r /usr/share/common-licenses/GPL-3 ]; then
 		fail "weir --check rejects the installed example config"
 else
 	echo "skip: the example serves /usr/share/common-licenses/GPL-3, absent here"
+fi
+
+# ---- the embedded demo serves the installed file, without the source ----
+# The binary in the destdir is not at its installed path, so WEIR_DEMO_DIR
+# points it at the destdir's copy; the working directory is / so that
+# nothing resolves against the source or the build tree.
+demo_dir=$dest$WEIR_DATADIR/weir
+served=$demo_dir/README.md
+cmp -s "$served" "$WEIR_SOURCE_ROOT/README.md" || fail "installed README.md differs"
+out=$(cd / && WEIR_DEMO_DIR=$demo_dir "$dest$WEIR_BINDIR/weir" --check 2>&1) ||
+	fail "the installed demo fails --check: $out"
+# The demo listens on 127.0.0.1:7000 and :7001, fixed ports: when another
+# program holds one, this part cannot run here.
+if ! python3 -c 'import socket
+for p in (7000, 7001):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", p)); s.close()' 2>/dev/null; then
+	echo "skip: 127.0.0.1:7000 or :7001 is taken, the demo cannot listen"
+else
+	(cd / && WEIR_DEMO_DIR=$demo_dir exec "$dest$WEIR_BINDIR/weir") \
+		>"$dest/demo.log" 2>&1 &
+	weir_pid=$!
+	# Connects (retrying while weir starts, 10 s at most) and reads to EOF.
+	if python3 - "$dest/fetched" <<'PY'; then
+import socket, sys, time
+deadline = time.monotonic() + 10
+while True:
+    try:
+        s = socket.create_connection(("127.0.0.1", 7000), timeout=10)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.05)
+with open(sys.argv[1], "wb") as out:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out.write(b)
+PY
+		if cmp -s "$dest/fetched" "$served"; then
+			echo "demo: 127.0.0.1:7000 served the installed README.md ($(wc -c <"$served") bytes)"
+		else
+			fail "demo: 127.0.0.1:7000 sent $(wc -c <"$dest/fetched") bytes, not the installed README.md"
+		fi
+	else
+		fail "demo: cannot fetch 127.0.0.1:7000: $(cat "$dest/demo.log")"
+	fi
+	kill -TERM "$weir_pid"
+	rc=0
+	wait "$weir_pid" || rc=$?
+	weir_pid=
+	[ "$rc" -eq 0 ] || fail "demo: weir exited $rc after SIGTERM: $(cat "$dest/demo.log")"
+	grep -q "serving files from $demo_dir" "$dest/demo.log" ||
+		fail "demo: the log does not name $demo_dir: $(cat "$dest/demo.log")"
 fi
 
 # ---- weir.pc describes this version ----

@@ -1,0 +1,35 @@
+/*
+ * version.c - see version.h.
+ */
+#include "version.h"
+
+#include <libdeflate.h>
+#include <liburing.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+void version_print(FILE *f)
+{
+    const char *zlib_run = zlibVersion(), *zstd_run = ZSTD_versionString();
+
+    fprintf(f, "weir %s\n", WEIR_VERSION);
+    /* liburing has version macros from 2.4 on; Debian 12's 2.3 has none. */
+#ifdef IO_URING_VERSION_MAJOR
+    fprintf(f, "engine: io_uring (liburing %d.%d)\n", IO_URING_VERSION_MAJOR,
+            IO_URING_VERSION_MINOR);
+#else
+    fprintf(f, "engine: io_uring (liburing %s)\n", WEIR_LIBURING_VERSION);
+#endif
+    fprintf(f, "transforms: uppercase, gzip (libdeflate %s), gunzip (zlib %s",
+            LIBDEFLATE_VERSION_STRING, ZLIB_VERSION);
+    if (strcmp(zlib_run, ZLIB_VERSION) != 0)
+        fprintf(f, ", running %s", zlib_run);
+    fprintf(f, "), zstd and unzstd (libzstd %s", ZSTD_VERSION_STRING);
+    if (strcmp(zstd_run, ZSTD_VERSION_STRING) != 0)
+        fprintf(f, ", running %s", zstd_run);
+    fprintf(f, ")\n");
+    fprintf(f, "config: inih %s\n", WEIR_INIH_VERSION);
+    fprintf(f, "systemd: libsystemd %s\n", WEIR_LIBSYSTEMD_VERSION);
+    fprintf(f, "allocator: %s\n", WEIR_ALLOCATOR);
+}

@@ -498,6 +498,9 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     r.zero_copy_serve = sendpath_splice(true);
     r.splice_serve_max = getenv("WEIR_SENDPATH") ? 0 : SPLICE_SERVE_MAX;
     r.t_start_ns = run_now_ns();
+    /* Which engine runs and why (a fallback names what refused io_uring). */
+    log_info("engine: %s (%s)", weir_engine_name(weir_loop_engine(r.main)),
+             weir_loop_engine_reason(r.main));
     log_debug("%u worker%s, %s placement", r.nworkers,
               r.nworkers == 1 ? "" : "s", r.split ? "split" : "same-worker");
     sig_arm(&r);

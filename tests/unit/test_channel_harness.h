@@ -29,8 +29,9 @@
 struct xfer_params {
     unsigned workers; /* 1: producer and consumer share a worker */
     enum weir_doorbell bell;
-    uint64_t chunks;  /* how many to send */
-    uint32_t len_min; /* chunk length range, bytes, >= 9 */
+    enum weir_engine engine; /* 0: AUTO (WEIR_ENGINE) */
+    uint64_t chunks;         /* how many to send */
+    uint32_t len_min;        /* chunk length range, bytes, >= 9 */
     uint32_t len_max;
     uint32_t batch_max;  /* chunks per push, 1..XFER_MAX_BATCH */
     uint32_t pop_max;    /* chunks per pop, 1..XFER_MAX_BATCH */
@@ -382,6 +383,7 @@ static int xfer_run(struct xfer *x, const struct xfer_params *prm,
         .pool_buffers = 512,
         .buf_size = 4096,
         .bell = prm->bell,
+        .engine = prm->engine,
     };
     struct weir_channel_options co = {
         .capacity = prm->capacity,

@@ -26,7 +26,11 @@
  *
  * Regular files cannot be added to epoll (EPERM): they are always ready.
  * A read tries RWF_NOWAIT first (page-cache hits, the common case for a
- * file being served) and otherwise reads on the loop's thread.
+ * file being served, cost nothing more), and what would wait for the disk
+ * goes to a small pool of I/O threads shared by the process, which posts
+ * the result back as a task, so a cold read never holds the loop and the
+ * other streams on it. Writes to regular files block on the loop's thread
+ * (page-cache writes, rarely long).
  *
  * Linked requests (weir_loop_link): the second waits until the first
  * completes; a first that fails or transfers less than asked for completes
@@ -37,10 +41,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +77,7 @@ enum epl_state {
     R_WAIT,   /* on an fd's wait list */
     R_LINKED, /* waits for the request before it */
     R_TIMER,  /* in the timer heap */
+    R_POOL,   /* with the I/O threads */
 };
 
 /* The wait lists of an fd. */
@@ -87,7 +94,11 @@ struct epl_req {
     int fd;         /* the fd of the call */
     int wfd;        /* the fd it waits on */
     int res;
-    uint32_t want; /* bytes asked for: less breaks a link */
+    uint32_t want;          /* bytes asked for: less breaks a link */
+    uint32_t partial;       /* a file read's bytes read before it had to wait */
+    struct weir_loop *loop; /* R_POOL: the loop to post the result to */
+    struct weir_task task;  /* R_POOL: how it comes back */
+    struct epl_req *pool_next;
     union {
         struct {
             const struct iovec *iov;
@@ -178,6 +189,10 @@ static void req_put(struct weir_loop *loop, struct epl_req *r)
 
 static void done_push(struct weir_loop *loop, struct epl_req *r, int res)
 {
+    /* A file read finished off the fast path: what the first part read
+     * counts, and an error after it is the next read's to report. */
+    if (r->partial)
+        res = res > 0 ? res + (int)r->partial : (int)r->partial;
     r->res = res;
     r->state = R_DONE;
     r->next = NULL;
@@ -531,6 +546,100 @@ static bool link_breaks(const struct epl_req *r, int res)
     }
 }
 
+/* ---- I/O threads for reads of regular files ---- */
+
+#define POOL_THREADS 4
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct epl_req *head, **tail;
+    unsigned threads;
+} pool = {.once = PTHREAD_ONCE_INIT,
+          .lock = PTHREAD_MUTEX_INITIALIZER,
+          .cond = PTHREAD_COND_INITIALIZER};
+
+static void pool_done(struct weir_task *t)
+{
+    struct epl_req *r =
+        (struct epl_req *)(void *)((char *)t - offsetof(struct epl_req, task));
+
+    done_push(r->loop, r, r->res);
+}
+
+static void *pool_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct epl_req *r;
+        struct weir_loop *loop;
+
+        pthread_mutex_lock(&pool.lock);
+        while (!pool.head)
+            pthread_cond_wait(&pool.cond, &pool.lock);
+        r = pool.head;
+        pool.head = r->pool_next;
+        if (!pool.head)
+            pool.tail = &pool.head;
+        pthread_mutex_unlock(&pool.lock);
+        r->res = rw_call(r, 0);
+        loop = r->loop;
+        /* The post publishes r->res to the owner (its release pairs with
+         * run_inbox's acquire); after the count drops, r and the loop may
+         * be gone. Release pairs with the acquire load in epl_exit. */
+        weir_loop_post(loop, &r->task);
+        atomic_fetch_sub_explicit(&loop->e.pool_jobs, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void pool_start(void)
+{
+    pthread_attr_t attr;
+
+    pool.tail = &pool.head;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* A read and a post: no deep stacks (sanitizers need more). */
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (unsigned i = 0; i < POOL_THREADS; i++) {
+        pthread_t th;
+
+        if (pthread_create(&th, &attr, pool_main, NULL) == 0)
+            pool.threads++;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+/* Hands a read to the threads; false when there are none. */
+static bool pool_submit(struct weir_loop *loop, struct epl_req *r)
+{
+    if (pool.threads == 0)
+        return false;
+    r->loop = loop;
+    r->state = R_POOL;
+    weir_task_init(&r->task, pool_done);
+    /* Relaxed: the owner reads the count only at exit, after the acquire
+     * that pairs with each job's release decrement. */
+    atomic_fetch_add_explicit(&loop->e.pool_jobs, 1, memory_order_relaxed);
+    pthread_mutex_lock(&pool.lock);
+    r->pool_next = NULL;
+    *pool.tail = r;
+    pool.tail = &r->pool_next;
+    pthread_cond_signal(&pool.cond);
+    pthread_mutex_unlock(&pool.lock);
+    return true;
+}
+
+static bool is_file_read(const struct epl_req *r)
+{
+    struct stat st;
+
+    return (r->kind == K_READ || r->kind == K_READV) &&
+           fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static void req_run(struct weir_loop *loop, struct epl_req *r);
 
 /* The final completion of r: its record is free before the callback, which
@@ -561,6 +670,14 @@ static void req_run(struct weir_loop *loop, struct epl_req *r)
     struct pollfd p;
     int res, err;
 
+    if ((loop->e.file_reads == WEIR_LOOP_FILE_READS_THREADS ||
+         loop->e.file_reads == WEIR_LOOP_FILE_READS_BLOCK) &&
+        is_file_read(r)) {
+        if (loop->e.file_reads == WEIR_LOOP_FILE_READS_BLOCK ||
+            !pool_submit(loop, r))
+            done_push(loop, r, rw_call(r, 0));
+        return;
+    }
     switch (r->kind) {
     case K_NOP:
         done_push(loop, r, 0);
@@ -601,6 +718,21 @@ static void req_run(struct weir_loop *loop, struct epl_req *r)
         set_nonblock(r->a.spl.fd_out);
         res = req_try(r);
         break;
+    case K_READ:
+        res = req_try(r);
+        if (res > 0 && (uint32_t)res < r->want && r->a.rw.off >= 0 &&
+            is_file_read(r)) {
+            /* RWF_NOWAIT stopped at the first page not in the cache; a
+             * file read is whole up to the end of the file, as on
+             * io_uring, so the rest follows the slow path. */
+            r->partial = (uint32_t)res;
+            r->a.rw.one.iov_base = (char *)r->a.rw.one.iov_base + res;
+            r->a.rw.one.iov_len -= (size_t)res;
+            if (r->a.rw.off >= 0)
+                r->a.rw.off += res;
+            res = -EAGAIN;
+        }
+        break;
     default:
         res = req_try(r);
         break;
@@ -616,10 +748,14 @@ static void req_run(struct weir_loop *loop, struct epl_req *r)
         r->wfd = r->fd;
         err = wait_add(loop, r, req_dir(r), false);
     }
-    if (err == -EPERM)
+    if (err == -EPERM) {
         /* Always ready as far as epoll knows: a regular file whose pages
-         * are not cached. Read it now. */
+         * are not cached. */
+        if (loop->e.file_reads == WEIR_LOOP_FILE_READS_NOWAIT_THREADS &&
+            (r->kind == K_READ || r->kind == K_READV) && pool_submit(loop, r))
+            return;
         err = req_block(r);
+    }
     if (err != 0 || r->state != R_WAIT)
         done_push(loop, r, err);
 }
@@ -1074,8 +1210,15 @@ static int epl_init(struct weir_loop *loop,
     struct loop_epoll *e = &loop->e;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.fd = loop->efd};
 
-    (void)opts;
     *e = (struct loop_epoll){.epfd = -1};
+    e->file_reads =
+        opts->file_reads ? opts->file_reads : WEIR_LOOP_FILE_READS_NOWAIT_BLOCK;
+    atomic_init(&e->pool_jobs, 0);
+    /* Started with the first loop rather than the first cold read, so
+     * that they belong to the process's base memory from the start. */
+    if (e->file_reads == WEIR_LOOP_FILE_READS_NOWAIT_THREADS ||
+        e->file_reads == WEIR_LOOP_FILE_READS_THREADS)
+        pthread_once(&pool.once, pool_start);
     e->done_tail = &e->done_head;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (e->epfd < 0)
@@ -1095,6 +1238,11 @@ static void epl_exit(struct weir_loop *loop)
 {
     struct loop_epoll *e = &loop->e;
 
+    /* A read on an I/O thread writes into its record and posts to this
+     * loop: wait for them (reads of regular files end soon). Acquire pairs
+     * with the release decrement in pool_main. */
+    while (atomic_load_explicit(&e->pool_jobs, memory_order_acquire))
+        usleep(100);
     close(e->epfd);
     for (unsigned i = 0; i < e->nblocks; i++)
         free(e->blocks[i]);

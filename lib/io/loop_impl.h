@@ -15,6 +15,7 @@
 
 #include <liburing.h>
 #include <stdalign.h>
+#include <stdatomic.h>
 
 #include "weir/loop.h"
 #include "weir/ring.h"
@@ -50,6 +51,10 @@ struct loop_epoll {
     struct epl_req *last; /* for weir_loop_link */
     uint32_t nwait;       /* requests waiting on an fd */
     bool pwait2_missing;  /* epoll_pwait2 refused: millisecond waits */
+    enum weir_loop_file_reads file_reads;
+    /* Reads handed to the I/O threads and not yet posted back; the
+     * threads write it, the owner reads it at exit. */
+    _Atomic unsigned pool_jobs;
 };
 
 struct loop_backend;

@@ -254,11 +254,12 @@ static void xfer_produce(struct xfer *x)
         xfer_p_finish(x, 0);
         return;
     }
-    if (x->sent == limit) {
+    /* The channel counts every "no credit", the one after the last push
+     * too. */
+    if (r == 0)
+        x->p_waits++;
+    if (x->sent == limit)
         xfer_p_finish(x, x->prm.close_after ? x->prm.close_err : 0);
-        return;
-    }
-    x->p_waits++;
 }
 
 static void xfer_p_gap_done(struct weir_op *op, int res, uint32_t flags)

@@ -627,6 +627,43 @@ static void test_splice(void **state)
     close(s[1]);
 }
 
+/* ---- a file read from the disk, not the page cache ---- */
+
+static void test_cold_file_read(void **state)
+{
+    char path[] = "/tmp/weir-epoll-XXXXXX";
+    enum { LEN = 4 << 20, N = 4, PART = LEN / N };
+    uint8_t *data = malloc(LEN), *got = calloc(1, LEN);
+    struct rec rd[N];
+    int fd = mkstemp(path);
+
+    (void)state;
+    assert_true(fd >= 0);
+    unlink(path);
+    for (int i = 0; i < LEN; i++)
+        data[i] = (uint8_t)(i * 13 + (i >> 12));
+    assert_int_equal(write(fd, data, LEN), LEN);
+    assert_int_equal(fdatasync(fd), 0);
+    /* Out of the cache (clean pages go), except a page in the middle of
+     * the second part, so that RWF_NOWAIT stops short there. */
+    assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    assert_int_equal(pread(fd, got, 1, PART), 1);
+    for (int i = 0; i < N; i++) {
+        rec_init(&rd[i]);
+        assert_int_equal(weir_loop_read(loop, &rd[i].op, fd, got + i * PART,
+                                        PART, (uint64_t)i * PART),
+                         0);
+    }
+    run(N);
+    /* Every read is whole, as on io_uring, and has the file's bytes. */
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rd[i].res, PART);
+    assert_memory_equal(got, data, LEN);
+    close(fd);
+    free(data);
+    free(got);
+}
+
 /* ---- doorbells between loops of both engines ---- */
 
 #define ROUNDS 5000
@@ -727,6 +764,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_link_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accept_multishot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_splice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cold_file_read, setup, teardown),
         cmocka_unit_test(test_doorbell_epoll),
         cmocka_unit_test(test_doorbell_mixed),
     };

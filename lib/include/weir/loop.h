@@ -15,9 +15,9 @@
  * kernel.io_uring_disabled sysctl). On it, a socket operation is tried at
  * once and, when it would block, retried when epoll reports the socket
  * ready; a listening socket given to accept and the fds given to splice
- * are put in non-blocking mode; reads and writes of regular files never
- * wait for readiness (a file is always "ready") and run on the loop's
- * thread, a read first with RWF_NOWAIT.
+ * are put in non-blocking mode; a read of a regular file is tried with
+ * RWF_NOWAIT and, when it would wait for the disk, done by a small pool of
+ * I/O threads; writes of regular files run on the loop's thread.
  *
  * Operations. A caller embeds a struct weir_op in the object the operation
  * works for, sets op->fn, and starts the operation with one of the
@@ -121,6 +121,15 @@ struct weir_loop_options {
      * benchmarks comparing them (WEIR_LOOP_URING_* below). */
     uint32_t uring_flags;
     bool uring_flags_set; /* use uring_flags even when 0 */
+    /* How the epoll engine reads regular files; 0 picks the measured
+     * default. Only for benchmarks comparing them. */
+    enum weir_loop_file_reads {
+        WEIR_LOOP_FILE_READS_DEFAULT = 0,
+        WEIR_LOOP_FILE_READS_NOWAIT_BLOCK,   /* RWF_NOWAIT, else pread here */
+        WEIR_LOOP_FILE_READS_NOWAIT_THREADS, /* RWF_NOWAIT, else a thread */
+        WEIR_LOOP_FILE_READS_THREADS,        /* every read on a thread */
+        WEIR_LOOP_FILE_READS_BLOCK,          /* pread here, always */
+    } file_reads;
 };
 
 #define WEIR_LOOP_URING_COOP_TASKRUN  (1u << 8)

@@ -516,18 +516,25 @@ static int req_block(struct epl_req *r)
     return -EAGAIN;
 }
 
-/* A splice that would block: on the side that is not ready. */
-static void splice_wait_fd(struct epl_req *r)
+/* A splice that would block: waits on the side that is not ready. False
+ * when both look ready (a file side that would wait for the disk, which
+ * epoll cannot report). */
+static bool splice_wait_fd(struct epl_req *r)
 {
     struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
                           {.fd = r->a.spl.fd_out, .events = POLLOUT}};
+    short bad = POLLHUP | POLLERR;
 
     r->wfd = r->a.spl.fd_out;
     r->dir = DIR_OUT;
-    if (poll(p, 2, 0) >= 0 && !(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+    if (poll(p, 2, 0) < 0)
+        return true;
+    if (!(p[0].revents & (POLLIN | bad))) {
         r->wfd = r->fd;
         r->dir = DIR_IN;
+        return true;
     }
+    return !(p[1].revents & (POLLOUT | bad));
 }
 
 static bool link_breaks(const struct epl_req *r, int res)
@@ -742,8 +749,7 @@ static void req_run(struct weir_loop *loop, struct epl_req *r)
         return;
     }
     if (r->kind == K_SPLICE) {
-        splice_wait_fd(r);
-        err = wait_add(loop, r, r->dir, false);
+        err = splice_wait_fd(r) ? wait_add(loop, r, r->dir, false) : -EPERM;
     } else {
         r->wfd = r->fd;
         err = wait_add(loop, r, req_dir(r), false);
@@ -1048,6 +1054,16 @@ static void run_list(struct weir_loop *loop, int fd, int dir)
         if (!r)
             return;
         res = req_try(r);
+        if ((res == -EAGAIN || res == -EWOULDBLOCK) && r->kind == K_SPLICE) {
+            /* Its other side may be the one not ready now. */
+            wait_del(loop, r);
+            res = splice_wait_fd(r) ? wait_add(loop, r, r->dir, true) : -EPERM;
+            if (res == -EPERM)
+                req_finish(loop, r, req_block(r));
+            else if (res)
+                req_finish(loop, r, res);
+            return;
+        }
         if (res == -EAGAIN || res == -EWOULDBLOCK)
             return;
         if (r->kind == K_ACCEPT_MS) {

@@ -627,6 +627,50 @@ static void test_splice(void **state)
     close(s[1]);
 }
 
+/* A splice out of an empty pipe waits for the pipe, then moves what came. */
+struct spl_wait {
+    struct rec out;
+    struct weir_timer kick;
+    int pipe_wr;
+};
+
+static void spl_kick(struct weir_op *op, int res, uint32_t flags)
+{
+    struct spl_wait *w = container_of(op, struct spl_wait, kick.op);
+
+    (void)res;
+    (void)flags;
+    assert_true(w->out.op.pending);
+    assert_int_equal(write(w->pipe_wr, "spliced!", 8), 8);
+    if (--left == 0)
+        weir_loop_stop(loop);
+}
+
+static void test_splice_waits(void **state)
+{
+    static struct spl_wait w;
+    char got[8];
+    int p[2], s[2];
+
+    (void)state;
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    tcp_pair(&s[0], &s[1]);
+    w.pipe_wr = p[1];
+    rec_init(&w.out);
+    w.kick.op.fn = spl_kick;
+    assert_int_equal(
+        weir_loop_splice(loop, &w.out.op, p[0], -1, s[0], -1, 8, 0), 0);
+    assert_int_equal(weir_loop_timer_start(loop, &w.kick, 1000000), 0);
+    run(2);
+    assert_int_equal(w.out.res, 8);
+    assert_int_equal(read(s[1], got, 8), 8);
+    assert_memory_equal(got, "spliced!", 8);
+    close(p[0]);
+    close(p[1]);
+    close(s[0]);
+    close(s[1]);
+}
+
 /* ---- a file read from the disk, not the page cache ---- */
 
 static void test_cold_file_read(void **state)
@@ -764,6 +808,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_link_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accept_multishot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_splice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_splice_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cold_file_read, setup, teardown),
         cmocka_unit_test(test_doorbell_epoll),
         cmocka_unit_test(test_doorbell_mixed),

@@ -159,8 +159,10 @@ const char *weir_loop_strerror(int err);
 enum weir_engine weir_loop_engine(const struct weir_loop *loop);
 
 /* Any thread. Why the loop runs on its engine, for an operator: "asked
- * for", "WEIR_ENGINE=epoll", or what refused io_uring ("io_uring_setup
- * failed with EPERM (a seccomp profile or kernel.io_uring_disabled)"). */
+ * for", "WEIR_ENGINE=epoll" (or =io_uring), "io_uring is available", or
+ * what refused io_uring ("kernel.io_uring_disabled is 2", "io_uring_setup
+ * failed with EPERM (a seccomp profile or kernel.io_uring_disabled)", and
+ * the same for EACCES, ENOSYS, ENOMEM). A static string. */
 const char *weir_loop_engine_reason(const struct weir_loop *loop);
 
 /* "io_uring", "epoll" or "auto". */

@@ -37,6 +37,7 @@ int bench_ring(int argc, char **argv);
 int bench_e2e(int argc, char **argv);
 int bench_sendpath(int argc, char **argv);
 int bench_channel(int argc, char **argv);
+int bench_fileio(int argc, char **argv);
 int bench_core_pipe_to(int argc, char **argv);
 int bench_core_readable_read(int argc, char **argv);
 int bench_core_readable_read_buffered(int argc, char **argv);

@@ -18,6 +18,17 @@ const struct e2e_sender e2e_senders[] = {
       "printf '[pipeline e2e]\\nsource = file:%s\\nsink = tcp:127.0.0.1:%s\\n' "
       "\"$1\" \"$2\" >\"$1.conf\" && exec \"$3\" -c \"$1.conf\"",
       "sh", "{file}", "{port}", "{builddir}/daemon/weir"}},
+    /* The same two on the epoll engine, as in a container that denies
+     * io_uring. */
+    {"weir-pipe-epoll",
+     {"env", "WEIR_ENGINE=epoll", "{builddir}/daemon/weir", "pipe",
+      "file:{file}", "tcp:127.0.0.1:{port}"}},
+    {"weir-daemon-epoll",
+     {"sh", "-c",
+      "printf '[pipeline e2e]\\nsource = file:%s\\nsink = tcp:127.0.0.1:%s\\n' "
+      "\"$1\" \"$2\" >\"$1.conf\" && WEIR_ENGINE=epoll exec \"$3\" -c "
+      "\"$1.conf\"",
+      "sh", "{file}", "{port}", "{builddir}/daemon/weir"}},
     {"socat",
      {"socat", "-u", "-b", "65536", "FILE:{file}", "TCP:127.0.0.1:{port}"}},
     {"nc", {"nc", "-N", "127.0.0.1", "{port}", "<{file}"}},
@@ -37,6 +48,13 @@ const struct e2e_sender e2e_servers[] = {
       "printf '[pipeline e2e]\\nsource = file:%s\\n"
       "sink = tcp-listen:127.0.0.1:%s,backlog=1024\\n' "
       "\"$1\" \"$2\" >\"$1.serve.conf\" && exec \"$3\" -c \"$1.serve.conf\"",
+      "sh", "{file}", "{port}", "{builddir}/daemon/weir"}},
+    {"weir-epoll",
+     {"sh", "-c",
+      "printf '[pipeline e2e]\\nsource = file:%s\\n"
+      "sink = tcp-listen:127.0.0.1:%s,backlog=1024\\n' "
+      "\"$1\" \"$2\" >\"$1.serve.conf\" && WEIR_ENGINE=epoll exec \"$3\" "
+      "-c \"$1.serve.conf\"",
       "sh", "{file}", "{port}", "{builddir}/daemon/weir"}},
     {"socat-fork",
      {"socat", "-U", "-b", "65536",

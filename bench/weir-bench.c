@@ -19,6 +19,8 @@ static const struct {
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
     {"channel", bench_channel,
      "io engine: setup flags, doorbell round trip, channel throughput"},
+    {"fileio", bench_fileio,
+     "epoll engine: regular-file reads inline, on threads, blocking"},
     {"pipe-to", bench_core_pipe_to, "chunk core: pipeTo"},
     {"readable-read", bench_core_readable_read, "chunk core: normal, BYOB"},
     {"readable-read-buffered", bench_core_readable_read_buffered,

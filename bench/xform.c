@@ -42,6 +42,8 @@ static const struct e2e_sender senders[] = {
     {"weir-2w-split",
      {"sh", "-c",
       "WEIR_PLACEMENT=split WEIR_XFORM_SIDE=source " WEIR_XF "-w 2" TO_RX}},
+    /* On the epoll engine, as where io_uring is refused. */
+    {"weir-2w-epoll", {"sh", "-c", "WEIR_ENGINE=epoll " WEIR_XF "-w 2" TO_RX}},
     {"shell",
      {"sh", "-c",
       "cat {file} | tr a-z A-Z | gzip -1 | nc -N 127.0.0.1 {port}"}},

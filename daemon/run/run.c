@@ -503,6 +503,9 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         return uring_unavailable(rc) ? EX_UNAVAILABLE : 1;
     }
     r.t_start_ns = clock_now_ns();
+    /* Which engine runs and why (a fallback names what refused io_uring). */
+    log_info("engine: %s (%s)", weir_engine_name(weir_loop_engine(r.main)),
+             weir_loop_engine_reason(r.main));
     log_debug("%u worker%s, %s placement", r.cx.nworkers,
               r.cx.nworkers == 1 ? "" : "s",
               r.cx.place.split ? "split" : "same-worker");

@@ -1,6 +1,7 @@
 /*
  * loop.c - the event loop's turn, its inbox of posted tasks and its
- * deferred work; the kernel side is in the backend (uring.c).
+ * deferred work, the doorbell, and the choice of engine; the kernel side
+ * is in the backends (uring.c, epoll.c).
  *
  * One turn:
  *   1. run the tasks other threads posted (the inbox, taken whole);
@@ -41,11 +42,108 @@
  * node is pushed only by the poster that flipped its `queued` flag.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "loop_impl.h"
 
 static _Thread_local struct weir_loop *tls_loop;
+
+/* WEIR_ENGINE, read once: 0 unset (or not understood), else the engine. */
+static _Atomic int env_engine = -1;
+
+static enum weir_engine engine_from_env(void)
+{
+    int e = atomic_load_explicit(&env_engine, memory_order_relaxed);
+
+    if (e < 0) {
+        const char *s = getenv("WEIR_ENGINE");
+        enum weir_engine parsed = WEIR_ENGINE_AUTO;
+
+        if (s && weir_engine_parse(s, &parsed) != 0)
+            parsed = WEIR_ENGINE_AUTO;
+        e = (int)parsed;
+        /* Relaxed: every thread computes the same value. */
+        atomic_store_explicit(&env_engine, e, memory_order_relaxed);
+    }
+    return (enum weir_engine)e;
+}
+
+/* kernel.io_uring_disabled: 2 refuses every process. */
+static bool uring_disabled_by_sysctl(void)
+{
+    char c = 0;
+    int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return false;
+    if (read(fd, &c, 1) != 1)
+        c = 0;
+    close(fd);
+    return c == '2';
+}
+
+static const char *uring_refusal(int err)
+{
+    switch (err) {
+    case -EPERM:
+        return "io_uring_setup failed with EPERM (a seccomp profile or "
+               "kernel.io_uring_disabled)";
+    case -EACCES:
+        return "io_uring_setup failed with EACCES";
+    case -ENOSYS:
+        return "io_uring_setup failed with ENOSYS (no io_uring in this "
+               "kernel)";
+    default:
+        return "io_uring_setup failed with ENOMEM (locked-memory limit)";
+    }
+}
+
+static bool uring_refused(int err)
+{
+    return err == -EPERM || err == -EACCES || err == -ENOSYS || err == -ENOMEM;
+}
+
+static int backend_init(struct weir_loop *loop,
+                        const struct weir_loop_options *opts)
+{
+    enum weir_engine want = opts->engine;
+    int err;
+
+    loop->engine_reason = "asked for";
+    if (want == WEIR_ENGINE_AUTO) {
+        want = engine_from_env();
+        if (want == WEIR_ENGINE_IO_URING)
+            loop->engine_reason = "WEIR_ENGINE=io_uring";
+        else if (want == WEIR_ENGINE_EPOLL)
+            loop->engine_reason = "WEIR_ENGINE=epoll";
+    }
+    if (want == WEIR_ENGINE_AUTO) {
+        if (uring_disabled_by_sysctl()) {
+            want = WEIR_ENGINE_EPOLL;
+            loop->engine_reason = "kernel.io_uring_disabled is 2";
+        } else {
+            loop->engine = WEIR_ENGINE_IO_URING;
+            loop->be = &loop_uring_backend;
+            err = loop->be->init(loop, opts);
+            if (err == 0) {
+                loop->engine_reason = "io_uring is available";
+                return 0;
+            }
+            if (!uring_refused(err))
+                return err;
+            want = WEIR_ENGINE_EPOLL;
+            loop->engine_reason = uring_refusal(err);
+        }
+    }
+    loop->engine = want;
+    loop->be =
+        want == WEIR_ENGINE_EPOLL ? &loop_epoll_backend : &loop_uring_backend;
+    return loop->be->init(loop, opts);
+}
 
 int weir_loop_create(struct weir_loop **out,
                      const struct weir_loop_options *opts)
@@ -56,6 +154,8 @@ int weir_loop_create(struct weir_loop **out,
 
     if (!opts)
         opts = &defaults;
+    if ((unsigned)opts->engine > WEIR_ENGINE_EPOLL)
+        return -EINVAL;
     loop = aligned_alloc(WEIR_CACHELINE, (sizeof(*loop) + WEIR_CACHELINE - 1) &
                                              ~(size_t)(WEIR_CACHELINE - 1));
     if (!loop)
@@ -64,10 +164,17 @@ int weir_loop_create(struct weir_loop **out,
     loop->slot = opts->slot;
     loop->bell = opts->bell;
     loop->reap_tail = &loop->reap_head;
-    loop->efd = -1;
     atomic_init(&loop->inbox, 0);
-    err = loop_backend_init(loop, opts);
+    /* Non-blocking: io_uring polls it internally, epoll waits for it. */
+    loop->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (loop->efd < 0) {
+        err = -errno;
+        free(loop);
+        return err;
+    }
+    err = backend_init(loop, opts);
     if (err) {
+        close(loop->efd);
         free(loop);
         return err;
     }
@@ -77,8 +184,44 @@ int weir_loop_create(struct weir_loop **out,
 
 void weir_loop_destroy(struct weir_loop *loop)
 {
-    loop_backend_exit(loop);
+    loop->be->exit(loop);
+    close(loop->efd);
     free(loop);
+}
+
+enum weir_engine weir_loop_engine(const struct weir_loop *loop)
+{
+    return loop->engine;
+}
+
+const char *weir_loop_engine_reason(const struct weir_loop *loop)
+{
+    return loop->engine_reason;
+}
+
+const char *weir_engine_name(enum weir_engine engine)
+{
+    switch (engine) {
+    case WEIR_ENGINE_IO_URING:
+        return "io_uring";
+    case WEIR_ENGINE_EPOLL:
+        return "epoll";
+    default:
+        return "auto";
+    }
+}
+
+int weir_engine_parse(const char *name, enum weir_engine *out)
+{
+    if (strcmp(name, "auto") == 0)
+        *out = WEIR_ENGINE_AUTO;
+    else if (strcmp(name, "io_uring") == 0)
+        *out = WEIR_ENGINE_IO_URING;
+    else if (strcmp(name, "epoll") == 0)
+        *out = WEIR_ENGINE_EPOLL;
+    else
+        return -EINVAL;
+    return 0;
 }
 
 struct weir_loop *weir_loop_current(void)
@@ -108,12 +251,28 @@ uint32_t weir_loop_pending(const struct weir_loop *loop)
 
 void weir_loop_flush(struct weir_loop *loop)
 {
-    loop_backend_flush(loop);
+    loop->be->flush(loop);
 }
 
 void weir_loop_stop(struct weir_loop *loop)
 {
     loop->stopped = true;
+}
+
+/* Wakes `target`, which announced it sleeps. Any thread; `self` is the
+ * caller's running loop or NULL. */
+static void loop_ring(struct weir_loop *target, struct weir_loop *self)
+{
+    int saved = errno;
+    uint64_t one = 1;
+
+    if (self && self != target && self->be == target->be && self->be->ring &&
+        self->be->ring(target, self))
+        return;
+    /* Cannot fail short of a counter overflow after 2^64 - 1 rings. */
+    if (write(target->efd, &one, sizeof(one)) < 0)
+        errno = saved;
+    errno = saved;
 }
 
 bool weir_loop_post(struct weir_loop *loop, struct weir_task *t)
@@ -138,7 +297,7 @@ bool weir_loop_post(struct weir_loop *loop, struct weir_task *t)
     /* The owner put the mark there before sleeping: this push is the one
      * that must wake it. Later posters see a task, not the mark. */
     if (old == LOOP_SLEEPING)
-        loop_backend_ring(loop, tls_loop);
+        loop_ring(loop, tls_loop);
     return true;
 }
 
@@ -249,8 +408,8 @@ int weir_loop_run(struct weir_loop *loop)
         /* Sleep only with no completion waiting, nothing deferred, and
          * the inbox marked: the kernel returns when an op completes or a
          * doorbell rings. */
-        block = loop_backend_idle(loop) && try_sleep(loop);
-        err = loop_backend_turn(loop, block);
+        block = loop->be->idle(loop) && try_sleep(loop);
+        err = loop->be->turn(loop, block);
         if (err)
             break;
         if (block)
@@ -259,7 +418,118 @@ int weir_loop_run(struct weir_loop *loop)
     }
     /* What the last turn queued (a task's post to another loop rings its
      * doorbell through this ring) goes out now, not at the next run. */
-    loop_backend_flush(loop);
+    loop->be->flush(loop);
     tls_loop = outer;
     return err;
+}
+
+/* ---- operations: the loop's backend does them ---- */
+
+int weir_loop_nop(struct weir_loop *loop, struct weir_op *op)
+{
+    return loop->be->nop(loop, op);
+}
+
+int weir_loop_read(struct weir_loop *loop, struct weir_op *op, int fd,
+                   void *buf, uint32_t len, uint64_t off)
+{
+    return loop->be->read(loop, op, fd, buf, len, off);
+}
+
+int weir_loop_write(struct weir_loop *loop, struct weir_op *op, int fd,
+                    const void *buf, uint32_t len, uint64_t off)
+{
+    return loop->be->write(loop, op, fd, buf, len, off);
+}
+
+int weir_loop_readv(struct weir_loop *loop, struct weir_op *op, int fd,
+                    const struct iovec *iov, unsigned n, uint64_t off)
+{
+    return loop->be->readv(loop, op, fd, iov, n, off);
+}
+
+int weir_loop_writev(struct weir_loop *loop, struct weir_op *op, int fd,
+                     const struct iovec *iov, unsigned n, uint64_t off)
+{
+    return loop->be->writev(loop, op, fd, iov, n, off);
+}
+
+int weir_loop_recv(struct weir_loop *loop, struct weir_op *op, int fd,
+                   void *buf, uint32_t len, int flags)
+{
+    return loop->be->recv(loop, op, fd, buf, len, flags);
+}
+
+int weir_loop_send(struct weir_loop *loop, struct weir_op *op, int fd,
+                   const void *buf, uint32_t len, int flags)
+{
+    return loop->be->send(loop, op, fd, buf, len, flags);
+}
+
+int weir_loop_sendmsg(struct weir_loop *loop, struct weir_op *op, int fd,
+                      const struct msghdr *msg, int flags)
+{
+    return loop->be->sendmsg(loop, op, fd, msg, flags);
+}
+
+int weir_loop_accept(struct weir_loop *loop, struct weir_op *op, int fd,
+                     struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+    return loop->be->accept(loop, op, fd, addr, addrlen, flags);
+}
+
+int weir_loop_accept_multishot(struct weir_loop *loop, struct weir_op *op,
+                               int fd, int flags)
+{
+    return loop->be->accept_multishot(loop, op, fd, flags);
+}
+
+int weir_loop_connect(struct weir_loop *loop, struct weir_op *op, int fd,
+                      const struct sockaddr *addr, socklen_t addrlen)
+{
+    return loop->be->connect(loop, op, fd, addr, addrlen);
+}
+
+int weir_loop_splice(struct weir_loop *loop, struct weir_op *op, int fd_in,
+                     int64_t off_in, int fd_out, int64_t off_out, uint32_t len,
+                     unsigned flags)
+{
+    return loop->be->splice(loop, op, fd_in, off_in, fd_out, off_out, len,
+                            flags);
+}
+
+int weir_loop_poll(struct weir_loop *loop, struct weir_op *op, int fd,
+                   unsigned mask)
+{
+    return loop->be->poll(loop, op, fd, mask);
+}
+
+int weir_loop_close(struct weir_loop *loop, struct weir_op *op, int fd)
+{
+    return loop->be->close(loop, op, fd);
+}
+
+void weir_loop_link(struct weir_loop *loop)
+{
+    loop->be->link(loop);
+}
+
+int weir_loop_cancel(struct weir_loop *loop, struct weir_op *op)
+{
+    if (!op->pending)
+        return -ENOENT;
+    return loop->be->cancel(loop, op);
+}
+
+int weir_loop_timer_start(struct weir_loop *loop, struct weir_timer *t,
+                          uint64_t ns)
+{
+    return loop->be->timer_start(loop, t, ns);
+}
+
+int weir_loop_timer_stop(struct weir_loop *loop, struct weir_timer *t)
+{
+    if (!t->op.pending)
+        return -ENOENT;
+    return loop->be->timer_stop(loop, t);
 }

@@ -1,8 +1,10 @@
 /*
  * strerror.c - what to tell an operator when io_uring cannot be set up.
  *
- * The daemon prints this and exits; the texts name the knob to turn,
- * because "Operation not permitted" alone sends people searching.
+ * Only a loop asked for io_uring explicitly fails this way (AUTO runs on
+ * epoll instead). The daemon prints this and exits; the texts name the
+ * knob to turn, because "Operation not permitted" alone sends people
+ * searching.
  */
 #include <errno.h>
 
@@ -23,7 +25,8 @@ const char *weir_loop_strerror(int err)
                "profile blocks io_uring_setup (container runtimes' default "
                "profiles often do: run the container with a profile that "
                "allows io_uring_setup, io_uring_enter and io_uring_register, "
-               "e.g. docker run --security-opt seccomp=PROFILE.json)";
+               "e.g. docker run --security-opt seccomp=PROFILE.json); or "
+               "let weir run on its epoll engine (engine auto or epoll)";
     case -ENOSYS:
         return "this kernel has no io_uring (ENOSYS): it needs Linux 5.19 "
                "or later built with CONFIG_IO_URING=y";

@@ -1,5 +1,5 @@
 /*
- * uring.c - the io_uring backend of the event loop.
+ * uring.c - the io_uring engine of the event loop.
  *
  * Every op's user_data is the address of its struct weir_op; 0 marks
  * requests whose completion nobody waits for (cancels, timer removals,
@@ -34,7 +34,6 @@
  * rejects a flag (older than 6.1) gets the set without it.
  */
 #include <errno.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "loop_impl.h"
@@ -58,7 +57,7 @@ static void efd_arm(struct weir_loop *loop);
 static void efd_done(struct weir_op *op, int res, uint32_t flags)
 {
     struct weir_loop *loop =
-        (struct weir_loop *)((char *)op - offsetof(struct weir_loop, efd_op));
+        (struct weir_loop *)((char *)op - offsetof(struct weir_loop, u.efd_op));
 
     (void)res;
     (void)flags;
@@ -75,13 +74,13 @@ static void bell_done(struct weir_op *op, int res, uint32_t flags)
 
 static struct io_uring_sqe *loop_sqe(struct weir_loop *loop)
 {
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&loop->ring);
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&loop->u.ring);
 
     if (!sqe) {
         /* Full: flush this turn's requests early and retry once. */
-        loop->last_sqe = NULL;
-        io_uring_submit(&loop->ring);
-        sqe = io_uring_get_sqe(&loop->ring);
+        loop->u.last_sqe = NULL;
+        io_uring_submit(&loop->u.ring);
+        sqe = io_uring_get_sqe(&loop->u.ring);
     }
     return sqe;
 }
@@ -95,9 +94,9 @@ static void efd_arm(struct weir_loop *loop)
      * fails on a broken ring, which the next turn reports. */
     if (!sqe)
         return;
-    io_uring_prep_read(sqe, loop->efd, &loop->efd_value,
-                       sizeof(loop->efd_value), 0);
-    io_uring_sqe_set_data(sqe, &loop->efd_op);
+    io_uring_prep_read(sqe, loop->efd, &loop->u.efd_value,
+                       sizeof(loop->u.efd_value), 0);
+    io_uring_sqe_set_data(sqe, &loop->u.efd_op);
 }
 
 static int setup_ring(struct weir_loop *loop, unsigned entries, uint32_t flags)
@@ -107,7 +106,7 @@ static int setup_ring(struct weir_loop *loop, unsigned entries, uint32_t flags)
 
     for (;;) {
         p = (struct io_uring_params){.flags = flags};
-        err = io_uring_queue_init_params(entries, &loop->ring, &p);
+        err = io_uring_queue_init_params(entries, &loop->u.ring, &p);
         if (err != -EINVAL || flags == 0)
             break;
         /* An older kernel: drop the newest flag and retry. */
@@ -120,14 +119,14 @@ static int setup_ring(struct weir_loop *loop, unsigned entries, uint32_t flags)
     }
     if (err)
         return err;
-    loop->defer_taskrun = (flags & IORING_SETUP_DEFER_TASKRUN) != 0;
+    loop->u.defer_taskrun = (flags & IORING_SETUP_DEFER_TASKRUN) != 0;
     /* Saves a file-table lookup per enter; optional, so errors are
      * ignored. */
-    (void)io_uring_register_ring_fd(&loop->ring);
+    (void)io_uring_register_ring_fd(&loop->u.ring);
     return 0;
 }
 
-int loop_backend_init(struct weir_loop *loop,
+static int uring_init(struct weir_loop *loop,
                       const struct weir_loop_options *opts)
 {
     unsigned entries = opts->entries ? opts->entries : 256;
@@ -138,80 +137,71 @@ int loop_backend_init(struct weir_loop *loop,
 
     if (err)
         return err;
-    /* Non-blocking, so io_uring waits for it with its internal poll
-     * instead of parking a worker thread in a blocking read. */
-    loop->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (loop->efd < 0) {
-        err = -errno;
-        io_uring_queue_exit(&loop->ring);
-        return err;
-    }
-    loop->efd_op.fn = efd_done;
-    loop->bell_op.fn = bell_done;
+    loop->u.efd_op.fn = efd_done;
+    loop->u.bell_op.fn = bell_done;
     /* The doorbell: `weir-bench channel doorbell` (medians of 5) measured
      * the round trip at 14.2/9.2/8.3 us with MSG_RING and 14.6/8.8/7.2 us
      * with the eventfd in three runs: a tie, within noise. MSG_RING wins
      * on what it does not do: the wake rides in the sender's end-of-turn
      * submit, which it makes anyway, while an eventfd costs the sender a
      * write(2) and the target a re-armed read per wake. The eventfd stays
-     * for threads that have no loop (weir_workers_stop, the daemon's main)
-     * and for a loop that is stopping. */
+     * for threads that have no loop (weir_workers_stop, the daemon's main),
+     * for a loop that is stopping, and for loops on the other engine. */
     if (loop->bell == WEIR_DOORBELL_DEFAULT)
         loop->bell = WEIR_DOORBELL_MSG_RING;
     efd_arm(loop);
     return 0;
 }
 
-void loop_backend_exit(struct weir_loop *loop)
+static void uring_exit(struct weir_loop *loop)
 {
-    io_uring_queue_exit(&loop->ring);
-    close(loop->efd);
+    io_uring_queue_exit(&loop->u.ring);
 }
 
-void loop_backend_flush(struct weir_loop *loop)
+static void uring_flush(struct weir_loop *loop)
 {
-    loop->last_sqe = NULL;
-    io_uring_submit(&loop->ring);
+    loop->u.last_sqe = NULL;
+    io_uring_submit(&loop->u.ring);
 }
 
-bool loop_backend_idle(struct weir_loop *loop)
+static bool uring_idle(struct weir_loop *loop)
 {
-    return io_uring_cq_ready(&loop->ring) == 0;
+    return io_uring_cq_ready(&loop->u.ring) == 0;
 }
 
 static void dispatch(struct weir_loop *loop)
 {
     /* The batch is what is there now; completions posted while callbacks
      * run wait for the next turn, after this batch's deferred work. */
-    unsigned n = io_uring_cq_ready(&loop->ring);
-    unsigned head = *loop->ring.cq.khead;
-    unsigned mask = loop->ring.cq.ring_mask;
+    unsigned n = io_uring_cq_ready(&loop->u.ring);
+    unsigned head = *loop->u.ring.cq.khead;
+    unsigned mask = loop->u.ring.cq.ring_mask;
 
     for (unsigned i = 0; i < n; i++) {
-        struct io_uring_cqe *cqe = &loop->ring.cq.cqes[(head + i) & mask];
+        struct io_uring_cqe *cqe = &loop->u.ring.cq.cqes[(head + i) & mask];
         struct weir_op *op = io_uring_cqe_get_data(cqe);
         uint32_t flags = cqe->flags & IORING_CQE_F_MORE ? WEIR_OP_MORE : 0;
 
         if (op)
             loop_complete(loop, op, cqe->res, flags);
     }
-    io_uring_cq_advance(&loop->ring, n);
+    io_uring_cq_advance(&loop->u.ring, n);
 }
 
-int loop_backend_turn(struct weir_loop *loop, bool block)
+static int uring_turn(struct weir_loop *loop, bool block)
 {
     int ret;
 
-    loop->last_sqe = NULL;
+    loop->u.last_sqe = NULL;
     if (block)
-        ret = io_uring_submit_and_wait(&loop->ring, 1);
-    else if (loop->defer_taskrun || io_uring_sq_ready(&loop->ring) ||
-             IO_URING_READ_ONCE(*loop->ring.sq.kflags) &
+        ret = io_uring_submit_and_wait(&loop->u.ring, 1);
+    else if (loop->u.defer_taskrun || io_uring_sq_ready(&loop->u.ring) ||
+             IO_URING_READ_ONCE(*loop->u.ring.sq.kflags) &
                  (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
         /* Completions under DEFER_TASKRUN (or COOP_TASKRUN's pending
          * task work) only reach the queue when we enter with
          * GETEVENTS. */
-        ret = io_uring_submit_and_get_events(&loop->ring);
+        ret = io_uring_submit_and_get_events(&loop->u.ring);
     else
         ret = 0;
     /* EINTR: a signal; EBUSY/EAGAIN: the completion queue is full or the
@@ -224,32 +214,25 @@ int loop_backend_turn(struct weir_loop *loop, bool block)
     return 0;
 }
 
-void loop_backend_ring(struct weir_loop *target, struct weir_loop *self)
+static bool uring_ring(struct weir_loop *target, struct weir_loop *self)
 {
-    int saved = errno;
-    uint64_t one = 1;
+    struct io_uring_sqe *sqe;
 
     /* A stopping loop's thread may exit right after its last submit, and
      * the kernel cancels a MSG_RING it had to finish asynchronously when
      * its task exits: the eventfd write is done when it returns. */
-    if (self && self != target && !self->stopped &&
-        self->bell == WEIR_DOORBELL_MSG_RING) {
-        struct io_uring_sqe *sqe = loop_sqe(self);
-
-        if (sqe) {
-            /* Goes out with the sender's submission at the end of its
-             * turn, which is soon: the sender is running this turn. */
-            io_uring_prep_msg_ring(sqe, target->ring.ring_fd, 0,
-                                   (uint64_t)(uintptr_t)&target->bell_op, 0);
-            io_uring_sqe_set_data64(sqe, 0);
-            sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-            return;
-        }
-    }
-    /* Cannot fail short of a counter overflow after 2^64 - 1 rings. */
-    if (write(target->efd, &one, sizeof(one)) < 0)
-        errno = saved;
-    errno = saved;
+    if (self->stopped || self->bell != WEIR_DOORBELL_MSG_RING)
+        return false;
+    sqe = loop_sqe(self);
+    if (!sqe)
+        return false;
+    /* Goes out with the sender's submission at the end of its turn, which
+     * is soon: the sender is running this turn. */
+    io_uring_prep_msg_ring(sqe, target->u.ring.ring_fd, 0,
+                           (uint64_t)(uintptr_t)&target->u.bell_op, 0);
+    io_uring_sqe_set_data64(sqe, 0);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+    return true;
 }
 
 /* ---- operations ---- */
@@ -258,9 +241,8 @@ static int start(struct weir_loop *loop, struct weir_op *op,
                  struct io_uring_sqe *sqe)
 {
     io_uring_sqe_set_data(sqe, op);
-    op->pending = true;
-    loop->npending++;
-    loop->last_sqe = sqe;
+    loop_op_started(loop, op);
+    loop->u.last_sqe = sqe;
     return 0;
 }
 
@@ -271,7 +253,7 @@ static int start(struct weir_loop *loop, struct weir_op *op,
             return -EBUSY;                                                     \
     } while (0)
 
-int weir_loop_nop(struct weir_loop *loop, struct weir_op *op)
+static int uring_nop(struct weir_loop *loop, struct weir_op *op)
 {
     struct io_uring_sqe *sqe;
 
@@ -280,8 +262,8 @@ int weir_loop_nop(struct weir_loop *loop, struct weir_op *op)
     return start(loop, op, sqe);
 }
 
-int weir_loop_read(struct weir_loop *loop, struct weir_op *op, int fd,
-                   void *buf, uint32_t len, uint64_t off)
+static int uring_read(struct weir_loop *loop, struct weir_op *op, int fd,
+                      void *buf, uint32_t len, uint64_t off)
 {
     struct io_uring_sqe *sqe;
 
@@ -290,8 +272,8 @@ int weir_loop_read(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_write(struct weir_loop *loop, struct weir_op *op, int fd,
-                    const void *buf, uint32_t len, uint64_t off)
+static int uring_write(struct weir_loop *loop, struct weir_op *op, int fd,
+                       const void *buf, uint32_t len, uint64_t off)
 {
     struct io_uring_sqe *sqe;
 
@@ -300,8 +282,8 @@ int weir_loop_write(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_readv(struct weir_loop *loop, struct weir_op *op, int fd,
-                    const struct iovec *iov, unsigned n, uint64_t off)
+static int uring_readv(struct weir_loop *loop, struct weir_op *op, int fd,
+                       const struct iovec *iov, unsigned n, uint64_t off)
 {
     struct io_uring_sqe *sqe;
 
@@ -310,8 +292,8 @@ int weir_loop_readv(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_writev(struct weir_loop *loop, struct weir_op *op, int fd,
-                     const struct iovec *iov, unsigned n, uint64_t off)
+static int uring_writev(struct weir_loop *loop, struct weir_op *op, int fd,
+                        const struct iovec *iov, unsigned n, uint64_t off)
 {
     struct io_uring_sqe *sqe;
 
@@ -320,8 +302,8 @@ int weir_loop_writev(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_recv(struct weir_loop *loop, struct weir_op *op, int fd,
-                   void *buf, uint32_t len, int flags)
+static int uring_recv(struct weir_loop *loop, struct weir_op *op, int fd,
+                      void *buf, uint32_t len, int flags)
 {
     struct io_uring_sqe *sqe;
 
@@ -330,8 +312,8 @@ int weir_loop_recv(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_send(struct weir_loop *loop, struct weir_op *op, int fd,
-                   const void *buf, uint32_t len, int flags)
+static int uring_send(struct weir_loop *loop, struct weir_op *op, int fd,
+                      const void *buf, uint32_t len, int flags)
 {
     struct io_uring_sqe *sqe;
 
@@ -340,8 +322,8 @@ int weir_loop_send(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_sendmsg(struct weir_loop *loop, struct weir_op *op, int fd,
-                      const struct msghdr *msg, int flags)
+static int uring_sendmsg(struct weir_loop *loop, struct weir_op *op, int fd,
+                         const struct msghdr *msg, int flags)
 {
     struct io_uring_sqe *sqe;
 
@@ -350,8 +332,8 @@ int weir_loop_sendmsg(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_accept(struct weir_loop *loop, struct weir_op *op, int fd,
-                     struct sockaddr *addr, socklen_t *addrlen, int flags)
+static int uring_accept(struct weir_loop *loop, struct weir_op *op, int fd,
+                        struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
     struct io_uring_sqe *sqe;
 
@@ -360,8 +342,8 @@ int weir_loop_accept(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_accept_multishot(struct weir_loop *loop, struct weir_op *op,
-                               int fd, int flags)
+static int uring_accept_multishot(struct weir_loop *loop, struct weir_op *op,
+                                  int fd, int flags)
 {
     struct io_uring_sqe *sqe;
 
@@ -370,8 +352,8 @@ int weir_loop_accept_multishot(struct weir_loop *loop, struct weir_op *op,
     return start(loop, op, sqe);
 }
 
-int weir_loop_connect(struct weir_loop *loop, struct weir_op *op, int fd,
-                      const struct sockaddr *addr, socklen_t addrlen)
+static int uring_connect(struct weir_loop *loop, struct weir_op *op, int fd,
+                         const struct sockaddr *addr, socklen_t addrlen)
 {
     struct io_uring_sqe *sqe;
 
@@ -380,9 +362,9 @@ int weir_loop_connect(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_splice(struct weir_loop *loop, struct weir_op *op, int fd_in,
-                     int64_t off_in, int fd_out, int64_t off_out, uint32_t len,
-                     unsigned flags)
+static int uring_splice(struct weir_loop *loop, struct weir_op *op, int fd_in,
+                        int64_t off_in, int fd_out, int64_t off_out,
+                        uint32_t len, unsigned flags)
 {
     struct io_uring_sqe *sqe;
 
@@ -391,8 +373,8 @@ int weir_loop_splice(struct weir_loop *loop, struct weir_op *op, int fd_in,
     return start(loop, op, sqe);
 }
 
-int weir_loop_poll(struct weir_loop *loop, struct weir_op *op, int fd,
-                   unsigned mask)
+static int uring_poll(struct weir_loop *loop, struct weir_op *op, int fd,
+                      unsigned mask)
 {
     struct io_uring_sqe *sqe;
 
@@ -401,7 +383,7 @@ int weir_loop_poll(struct weir_loop *loop, struct weir_op *op, int fd,
     return start(loop, op, sqe);
 }
 
-int weir_loop_close(struct weir_loop *loop, struct weir_op *op, int fd)
+static int uring_close(struct weir_loop *loop, struct weir_op *op, int fd)
 {
     struct io_uring_sqe *sqe;
 
@@ -410,26 +392,24 @@ int weir_loop_close(struct weir_loop *loop, struct weir_op *op, int fd)
     return start(loop, op, sqe);
 }
 
-void weir_loop_link(struct weir_loop *loop)
+static void uring_link(struct weir_loop *loop)
 {
-    if (loop->last_sqe)
-        loop->last_sqe->flags |= IOSQE_IO_LINK;
+    if (loop->u.last_sqe)
+        loop->u.last_sqe->flags |= IOSQE_IO_LINK;
 }
 
-int weir_loop_cancel(struct weir_loop *loop, struct weir_op *op)
+static int uring_cancel(struct weir_loop *loop, struct weir_op *op)
 {
     struct io_uring_sqe *sqe;
 
-    if (!op->pending)
-        return -ENOENT;
     GET_SQE(loop, sqe);
     io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op, 0);
     io_uring_sqe_set_data64(sqe, 0);
     return 0;
 }
 
-int weir_loop_timer_start(struct weir_loop *loop, struct weir_timer *t,
-                          uint64_t ns)
+static int uring_timer_start(struct weir_loop *loop, struct weir_timer *t,
+                             uint64_t ns)
 {
     struct io_uring_sqe *sqe;
 
@@ -440,14 +420,39 @@ int weir_loop_timer_start(struct weir_loop *loop, struct weir_timer *t,
     return start(loop, &t->op, sqe);
 }
 
-int weir_loop_timer_stop(struct weir_loop *loop, struct weir_timer *t)
+static int uring_timer_stop(struct weir_loop *loop, struct weir_timer *t)
 {
     struct io_uring_sqe *sqe;
 
-    if (!t->op.pending)
-        return -ENOENT;
     GET_SQE(loop, sqe);
     io_uring_prep_timeout_remove(sqe, (uint64_t)(uintptr_t)&t->op, 0);
     io_uring_sqe_set_data64(sqe, 0);
     return 0;
 }
+
+const struct loop_backend loop_uring_backend = {
+    .init = uring_init,
+    .exit = uring_exit,
+    .idle = uring_idle,
+    .turn = uring_turn,
+    .flush = uring_flush,
+    .ring = uring_ring,
+    .nop = uring_nop,
+    .read = uring_read,
+    .write = uring_write,
+    .readv = uring_readv,
+    .writev = uring_writev,
+    .recv = uring_recv,
+    .send = uring_send,
+    .sendmsg = uring_sendmsg,
+    .accept = uring_accept,
+    .accept_multishot = uring_accept_multishot,
+    .connect = uring_connect,
+    .splice = uring_splice,
+    .poll = uring_poll,
+    .close = uring_close,
+    .link = uring_link,
+    .cancel = uring_cancel,
+    .timer_start = uring_timer_start,
+    .timer_stop = uring_timer_stop,
+};

@@ -49,6 +49,7 @@ static int worker_setup(struct worker *wk)
         .entries = o->loop_entries,
         .slot = wk->index,
         .bell = o->bell,
+        .engine = o->engine,
     };
     struct weir_pool_options po = {
         .buf_size = o->buf_size,

@@ -29,8 +29,9 @@
 struct xfer_params {
     unsigned workers; /* 1: producer and consumer share a worker */
     enum weir_doorbell bell;
-    uint64_t chunks;  /* how many to send */
-    uint32_t len_min; /* chunk length range, bytes, >= 9 */
+    enum weir_engine engine; /* 0: AUTO (WEIR_ENGINE) */
+    uint64_t chunks;         /* how many to send */
+    uint32_t len_min;        /* chunk length range, bytes, >= 9 */
     uint32_t len_max;
     uint32_t batch_max;  /* chunks per push, 1..XFER_MAX_BATCH */
     uint32_t pop_max;    /* chunks per pop, 1..XFER_MAX_BATCH */
@@ -253,11 +254,12 @@ static void xfer_produce(struct xfer *x)
         xfer_p_finish(x, 0);
         return;
     }
-    if (x->sent == limit) {
+    /* The channel counts every "no credit", the one after the last push
+     * too. */
+    if (r == 0)
+        x->p_waits++;
+    if (x->sent == limit)
         xfer_p_finish(x, x->prm.close_after ? x->prm.close_err : 0);
-        return;
-    }
-    x->p_waits++;
 }
 
 static void xfer_p_gap_done(struct weir_op *op, int res, uint32_t flags)
@@ -382,6 +384,7 @@ static int xfer_run(struct xfer *x, const struct xfer_params *prm,
         .pool_buffers = 512,
         .buf_size = 4096,
         .bell = prm->bell,
+        .engine = prm->engine,
     };
     struct weir_channel_options co = {
         .capacity = prm->capacity,

@@ -6,8 +6,9 @@
  * the moment it announced it. A lost wakeup shows as a stall: the watchdog
  * fails the test when nothing moved for a whole period (generous, never a
  * timing assertion). Both doorbells are covered: the eventfd, and
- * IORING_OP_MSG_RING sent from the other worker's ring. Runs under
- * ThreadSanitizer in CI (suite 'concurrency').
+ * IORING_OP_MSG_RING sent from the other worker's ring, and the epoll
+ * engine's eventfd whatever WEIR_ENGINE says. Runs under ThreadSanitizer
+ * in CI (suite 'concurrency').
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,11 +32,13 @@ static uint64_t scale(void)
     return n ? n : 1;
 }
 
-static struct xfer_params bursts(enum weir_doorbell bell)
+static struct xfer_params bursts(enum weir_doorbell bell,
+                                 enum weir_engine engine)
 {
     return (struct xfer_params){
         .workers = 2,
         .bell = bell,
+        .engine = engine,
         .chunks = 150000 * scale(),
         .len_min = 16,
         .len_max = 1024,
@@ -52,9 +55,9 @@ static struct xfer_params bursts(enum weir_doorbell bell)
     };
 }
 
-static void run_bursts(enum weir_doorbell bell)
+static void run_bursts(enum weir_doorbell bell, enum weir_engine engine)
 {
-    struct xfer_params prm = bursts(bell);
+    struct xfer_params prm = bursts(bell, engine);
     int stop_res = -1;
 
     assert_int_equal(xfer_run(&x, &prm, &stop_res), 0);
@@ -78,13 +81,19 @@ static void run_bursts(enum weir_doorbell bell)
 static void test_bursts_msg_ring(void **state)
 {
     (void)state;
-    run_bursts(WEIR_DOORBELL_MSG_RING);
+    run_bursts(WEIR_DOORBELL_MSG_RING, WEIR_ENGINE_AUTO);
 }
 
 static void test_bursts_eventfd(void **state)
 {
     (void)state;
-    run_bursts(WEIR_DOORBELL_EVENTFD);
+    run_bursts(WEIR_DOORBELL_EVENTFD, WEIR_ENGINE_AUTO);
+}
+
+static void test_bursts_epoll(void **state)
+{
+    (void)state;
+    run_bursts(WEIR_DOORBELL_DEFAULT, WEIR_ENGINE_EPOLL);
 }
 
 /* ---- tasks posted back and forth, with gaps ---- */
@@ -144,10 +153,13 @@ static void pp_ran(struct weir_task *t)
         weir_loop_timer_start(weir_loop_current(), &pp.gap[i], gap);
 }
 
-static void run_pingpong(enum weir_doorbell bell)
+static void run_pingpong(enum weir_doorbell bell, enum weir_engine engine)
 {
-    struct weir_workers_options wo = {
-        .count = 2, .pool_buffers = 8, .buf_size = 4096, .bell = bell};
+    struct weir_workers_options wo = {.count = 2,
+                                      .pool_buffers = 8,
+                                      .buf_size = 4096,
+                                      .bell = bell,
+                                      .engine = engine};
     struct timespec deadline;
     uint64_t last = 0;
 
@@ -193,13 +205,19 @@ static void run_pingpong(enum weir_doorbell bell)
 static void test_pingpong_msg_ring(void **state)
 {
     (void)state;
-    run_pingpong(WEIR_DOORBELL_MSG_RING);
+    run_pingpong(WEIR_DOORBELL_MSG_RING, WEIR_ENGINE_AUTO);
 }
 
 static void test_pingpong_eventfd(void **state)
 {
     (void)state;
-    run_pingpong(WEIR_DOORBELL_EVENTFD);
+    run_pingpong(WEIR_DOORBELL_EVENTFD, WEIR_ENGINE_AUTO);
+}
+
+static void test_pingpong_epoll(void **state)
+{
+    (void)state;
+    run_pingpong(WEIR_DOORBELL_DEFAULT, WEIR_ENGINE_EPOLL);
 }
 
 int main(void)
@@ -209,6 +227,8 @@ int main(void)
         cmocka_unit_test(test_bursts_eventfd),
         cmocka_unit_test(test_pingpong_msg_ring),
         cmocka_unit_test(test_pingpong_eventfd),
+        cmocka_unit_test(test_bursts_epoll),
+        cmocka_unit_test(test_pingpong_epoll),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -669,20 +669,38 @@ static int child_without_io_uring(void)
     };
     struct sock_fprog prog = {.len = sizeof(filter) / sizeof(filter[0]),
                               .filter = filter};
-    struct weir_workers_options wo = {.count = 2};
+    struct weir_loop_options uring = {.engine = WEIR_ENGINE_IO_URING};
+    struct weir_workers_options wo = {.count = 2,
+                                      .engine = WEIR_ENGINE_IO_URING};
     struct weir_workers *w;
     struct weir_loop *loop;
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
         return 10;
-    if (weir_loop_create(&loop, NULL) != -EPERM)
+    if (weir_loop_create(&loop, &uring) != -EPERM)
         return 11;
     /* Workers report the first worker's error and leave nothing behind. */
     if (weir_workers_start(&w, &wo) != -EPERM)
         return 12;
     if (!strstr(weir_loop_strerror(-EPERM), "seccomp"))
         return 13;
+    /* AUTO runs on epoll instead and says why. */
+    if (weir_loop_create(&loop, &(struct weir_loop_options){0}) != 0)
+        return 14;
+    if (weir_loop_engine(loop) != WEIR_ENGINE_EPOLL)
+        return 15;
+    if (getenv("WEIR_ENGINE") == NULL &&
+        !strstr(weir_loop_engine_reason(loop), "EPERM"))
+        return 16;
+    weir_loop_destroy(loop);
+    wo.engine = WEIR_ENGINE_AUTO;
+    if (weir_workers_start(&w, &wo) != 0)
+        return 17;
+    if (weir_loop_engine(weir_workers_loop(w, 1)) != WEIR_ENGINE_EPOLL)
+        return 18;
+    if (weir_workers_stop(w) != 0)
+        return 19;
     return 0;
 }
 

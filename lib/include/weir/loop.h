@@ -8,6 +8,17 @@
  * this interface: callers start operations, and a callback they embedded in
  * their own object runs when the operation completes.
  *
+ * Engines. A loop runs on io_uring or on epoll, chosen when it is created
+ * (weir_loop_options.engine): every operation below has the same meaning
+ * and the same results on both. The epoll engine exists for the places
+ * that deny io_uring (container runtimes' default seccomp profiles, the
+ * kernel.io_uring_disabled sysctl). On it, a socket operation is tried at
+ * once and, when it would block, retried when epoll reports the socket
+ * ready; a listening socket given to accept and the fds given to splice
+ * are put in non-blocking mode; a read of a regular file is tried with
+ * RWF_NOWAIT and, when it would wait for the disk, done by a small pool of
+ * I/O threads; writes of regular files run on the loop's thread.
+ *
  * Operations. A caller embeds a struct weir_op in the object the operation
  * works for, sets op->fn, and starts the operation with one of the
  * weir_loop_<verb> functions. Nothing is allocated per operation. Starting
@@ -54,6 +65,7 @@ typedef void (*weir_op_fn)(struct weir_op *op, int res, uint32_t flags);
 struct weir_op {
     weir_op_fn fn; /* set by the caller before starting the op */
     bool pending;  /* read-only for the caller */
+    void *impl;    /* private: the engine's record of a pending op */
 };
 
 /* Timer. The callback gets -ETIME when it fires, -ECANCELED when stopped. */
@@ -87,7 +99,21 @@ enum weir_doorbell {
     WEIR_DOORBELL_MSG_RING, /* IORING_OP_MSG_RING from the sender's ring */
 };
 
+/*
+ * The kernel interface a loop runs on. AUTO tries io_uring and falls back
+ * to epoll when io_uring is refused: io_uring_setup failing with EPERM,
+ * EACCES, ENOSYS or ENOMEM, or kernel.io_uring_disabled being 2. The
+ * environment variable WEIR_ENGINE (io_uring or epoll), read once per
+ * process, replaces AUTO; an explicit choice ignores it.
+ */
+enum weir_engine {
+    WEIR_ENGINE_AUTO = 0,
+    WEIR_ENGINE_IO_URING,
+    WEIR_ENGINE_EPOLL,
+};
+
 struct weir_loop_options {
+    enum weir_engine engine; /* 0: AUTO */
     unsigned entries;        /* submission queue size; 0: 256 */
     unsigned slot;           /* the owner's thread slot (worker index) */
     enum weir_doorbell bell; /* how this loop rings others */
@@ -95,6 +121,15 @@ struct weir_loop_options {
      * benchmarks comparing them (WEIR_LOOP_URING_* below). */
     uint32_t uring_flags;
     bool uring_flags_set; /* use uring_flags even when 0 */
+    /* How the epoll engine reads regular files; 0 picks the measured
+     * default. Only for benchmarks comparing them. */
+    enum weir_loop_file_reads {
+        WEIR_LOOP_FILE_READS_DEFAULT = 0,
+        WEIR_LOOP_FILE_READS_NOWAIT_BLOCK,   /* RWF_NOWAIT, else pread here */
+        WEIR_LOOP_FILE_READS_NOWAIT_THREADS, /* RWF_NOWAIT, else a thread */
+        WEIR_LOOP_FILE_READS_THREADS,        /* every read on a thread */
+        WEIR_LOOP_FILE_READS_BLOCK,          /* pread here, always */
+    } file_reads;
 };
 
 #define WEIR_LOOP_URING_COOP_TASKRUN  (1u << 8)
@@ -103,9 +138,10 @@ struct weir_loop_options {
 
 /*
  * Creates a loop owned by the calling thread. Returns 0, or -errno when the
- * kernel refuses: -EPERM (io_uring disabled by sysctl or blocked by a
- * seccomp profile), -ENOSYS (a kernel without io_uring), -ENOMEM (locked
- * memory limit), -EMFILE. weir_loop_strerror explains each.
+ * kernel refuses: with engine IO_URING, -EPERM (io_uring disabled by sysctl
+ * or blocked by a seccomp profile), -ENOSYS (a kernel without io_uring),
+ * -ENOMEM (locked memory limit); on any engine -EMFILE.
+ * weir_loop_strerror explains each.
  */
 int weir_loop_create(struct weir_loop **out,
                      const struct weir_loop_options *opts);
@@ -118,6 +154,22 @@ void weir_loop_destroy(struct weir_loop *loop);
 /* Any thread. A sentence for an operator: what failed when weir_loop_create
  * returned `err` (a negative errno) and how to enable io_uring. */
 const char *weir_loop_strerror(int err);
+
+/* Any thread. The engine the loop runs on (never AUTO). */
+enum weir_engine weir_loop_engine(const struct weir_loop *loop);
+
+/* Any thread. Why the loop runs on its engine, for an operator: "asked
+ * for", "WEIR_ENGINE=epoll" (or =io_uring), "io_uring is available", or
+ * what refused io_uring ("kernel.io_uring_disabled is 2", "io_uring_setup
+ * failed with EPERM (a seccomp profile or kernel.io_uring_disabled)", and
+ * the same for EACCES, ENOSYS, ENOMEM). A static string. */
+const char *weir_loop_engine_reason(const struct weir_loop *loop);
+
+/* "io_uring", "epoll" or "auto". */
+const char *weir_engine_name(enum weir_engine engine);
+
+/* Parses "auto", "io_uring" or "epoll". Returns 0 or -EINVAL. */
+int weir_engine_parse(const char *name, enum weir_engine *out);
 
 /*
  * Owner. Runs turns until weir_loop_stop: posted tasks, then one submission

@@ -25,14 +25,15 @@ struct weir_workers_options {
     size_t buf_size;         /* bytes per buffer; 0: the pool's default */
     unsigned loop_entries;   /* submission queue size; 0: the default */
     enum weir_doorbell bell; /* 0: the measured default */
+    enum weir_engine engine; /* 0: AUTO (weir_loop_options.engine) */
 };
 
 /*
  * Any thread that is not a worker. Starts the workers and waits until each
  * has its loop and pool, or one failed: then the started ones are stopped
- * and the first error is returned (-EPERM, -ENOSYS, -ENOMEM from the loop,
- * weir_loop_strerror explains them; -EAGAIN when a thread cannot start;
- * -EINVAL for bad options).
+ * and the first error is returned (-EPERM, -ENOSYS, -ENOMEM from a loop
+ * asked to run on io_uring, weir_loop_strerror explains them; -EAGAIN when a
+ * thread cannot start; -EINVAL for bad options).
  */
 int weir_workers_start(struct weir_workers **out,
                        const struct weir_workers_options *opts);

@@ -12,10 +12,10 @@
 
 static void ep_reap(struct weir_reap *r)
 {
-    ep_free_now(EP_CONTAINER(r, struct weir_endpoint, reap));
+    weir__ep_free_now(EP_CONTAINER(r, struct weir_endpoint, reap));
 }
 
-void ep_free_now(struct weir_endpoint *ep)
+void weir__ep_free_now(struct weir_endpoint *ep)
 {
     if (ep->ws) {
         /* A write was in flight at destroy: its writer (a finished pipe)
@@ -23,7 +23,7 @@ void ep_free_now(struct weir_endpoint *ep)
         struct weir_writable *ws = ep->ws;
 
         ep->ws = NULL;
-        ep_drop_batch(ep);
+        weir__ep_drop_batch(ep);
         weir_writable_write_done(ws, -ECANCELED);
         weir_writable_destroy(ws);
     }
@@ -51,7 +51,7 @@ static void ep_maybe_reap(struct weir_endpoint *ep)
     }
 }
 
-bool ep_op_done(struct weir_endpoint *ep)
+bool weir__ep_op_done(struct weir_endpoint *ep)
 {
     ep->inflight--;
     if (!ep->destroyed)
@@ -65,13 +65,13 @@ static void ep_timer_fired(struct weir_op *op, int res, uint32_t flags)
     struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, timer.op);
 
     (void)flags;
-    if (ep_op_done(ep) || res == -ECANCELED)
+    if (weir__ep_op_done(ep) || res == -ECANCELED)
         return;
     ep->on_timer(ep);
 }
 
-int ep_timer(struct weir_endpoint *ep, uint64_t ns,
-             void (*fn)(struct weir_endpoint *ep))
+int weir__ep_timer(struct weir_endpoint *ep, uint64_t ns,
+                   void (*fn)(struct weir_endpoint *ep))
 {
     int rc;
 
@@ -85,7 +85,7 @@ int ep_timer(struct weir_endpoint *ep, uint64_t ns,
     return rc;
 }
 
-void ep_count(struct weir_endpoint *ep, uint64_t n)
+void weir__ep_count(struct weir_endpoint *ep, uint64_t n)
 {
     ep->bytes += n;
     if (ep->o.counter)
@@ -94,7 +94,7 @@ void ep_count(struct weir_endpoint *ep, uint64_t n)
         atomic_fetch_add_explicit(ep->o.counter, n, memory_order_relaxed);
 }
 
-void ep_drop_batch(struct weir_endpoint *ep)
+void weir__ep_drop_batch(struct weir_endpoint *ep)
 {
     for (unsigned i = 0; i < ep->niov; i++)
         weir_chunk_unref(&ep->chunks[i], ep->slot);
@@ -103,9 +103,9 @@ void ep_drop_batch(struct weir_endpoint *ep)
     ep->writing = false;
 }
 
-int ep_new(struct weir_endpoint **out, enum ep_kind kind,
-           struct weir_loop *loop, struct weir_pool *pool, int fd,
-           const struct weir_endpoint_options *o)
+int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
+                 struct weir_loop *loop, struct weir_pool *pool, int fd,
+                 const struct weir_endpoint_options *o)
 {
     struct weir_endpoint *ep = calloc(1, sizeof(*ep));
     struct stat st;
@@ -214,7 +214,7 @@ static int null_write(struct weir_writable *ws, void *ctx, struct weir_chunk c)
     struct weir_endpoint *ep = ctx;
 
     (void)ws;
-    ep_count(ep, c.len);
+    weir__ep_count(ep, c.len);
     weir_chunk_unref(&c, ep->slot);
     return 0;
 }
@@ -226,7 +226,7 @@ int weir_endpoint_null_sink(struct weir_endpoint **out, struct weir_loop *loop,
 {
     struct weir_endpoint *ep;
     struct weir_writable_options wo;
-    int rc = ep_new(&ep, EP_NULL_SINK, loop, NULL, -1, o);
+    int rc = weir__ep_new(&ep, EP_NULL_SINK, loop, NULL, -1, o);
 
     if (rc)
         return rc;
@@ -234,7 +234,7 @@ int weir_endpoint_null_sink(struct weir_endpoint **out, struct weir_loop *loop,
         .strategy = {.hwm = ep->o.hwm, .bytes = true}, .slot = ep->slot};
     rc = weir_writable_create(&ep->ws, &null_ops, ep, &wo);
     if (rc) {
-        ep_free_now(ep);
+        weir__ep_free_now(ep);
         return rc;
     }
     *out = ep;

@@ -21,12 +21,12 @@ static void fdsrc_done(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     ep->reading = false;
     ep->rd_buf = NULL;
-    if (ep_op_done(ep) || ep->ended) {
+    if (weir__ep_op_done(ep) || ep->ended) {
         weir_buf_unref(b, ep->slot);
         return;
     }
     if (res > 0) {
-        ep_count(ep, (uint32_t)res);
+        weir__ep_count(ep, (uint32_t)res);
         weir_readable_enqueue(ep->rs, weir_chunk_of(b, (uint32_t)res));
         if (ep->stopping && !ep->destroyed && !ep->ended) {
             ep->ended = true;
@@ -58,7 +58,7 @@ static void fdsrc_issue(struct weir_endpoint *ep)
         return;
     }
     if (weir_pool_get(ep->pool, &b) != 0) {
-        ep_timer(ep, 1000 * 1000, fdsrc_timer);
+        weir__ep_timer(ep, 1000 * 1000, fdsrc_timer);
         return;
     }
     ep->rd_op.fn = fdsrc_done;
@@ -71,7 +71,7 @@ static void fdsrc_issue(struct weir_endpoint *ep)
     if (rc) {
         weir_buf_unref(b, ep->slot);
         if (rc == -EBUSY)
-            ep_timer(ep, 1000 * 1000, fdsrc_timer);
+            weir__ep_timer(ep, 1000 * 1000, fdsrc_timer);
         else {
             ep->ended = true;
             weir_readable_error(ep->rs, rc);
@@ -118,14 +118,14 @@ int weir_endpoint_fd_source(struct weir_endpoint **out, struct weir_loop *loop,
 
     if (!pool)
         return -EINVAL;
-    rc = ep_new(&ep, EP_FD_SOURCE, loop, pool, fd, o);
+    rc = weir__ep_new(&ep, EP_FD_SOURCE, loop, pool, fd, o);
     if (rc)
         return rc;
     ro.strategy.hwm = 2 * (size_t)ep->o.chunk_size;
     ro.slot = ep->slot;
     rc = weir_readable_create(&ep->rs, &fdsrc_ops, ep, &ro);
     if (rc) {
-        ep_free_now(ep);
+        weir__ep_free_now(ep);
         return rc;
     }
     *out = ep;

@@ -177,12 +177,12 @@ static void fsrc_issue(struct weir_endpoint *ep)
             }
             if (fsrc_follow_path(ep))
                 continue; /* a new file: read it */
-            ep_timer(ep, ep->o.poll_ns, fsrc_timer);
+            weir__ep_timer(ep, ep->o.poll_ns, fsrc_timer);
             return;
         }
         if (weir_pool_get(ep->pool, &b) != 0) {
             /* Every buffer is out: some come home soon. */
-            ep_timer(ep, 1000 * 1000, fsrc_timer);
+            weir__ep_timer(ep, 1000 * 1000, fsrc_timer);
             return;
         }
         len = ep->size - ep->next_off;
@@ -200,7 +200,7 @@ static void fsrc_issue(struct weir_endpoint *ep)
             r->buf = NULL;
             weir_buf_unref(b, ep->slot);
             if (rc == -EBUSY)
-                ep_timer(ep, 1000 * 1000, fsrc_timer);
+                weir__ep_timer(ep, 1000 * 1000, fsrc_timer);
             else {
                 ep->ended = true;
                 weir_readable_error(ep->rs, rc);
@@ -247,7 +247,7 @@ static void fsrc_deliver(struct weir_endpoint *ep)
             ep->next_off = r->off + (uint32_t)r->res;
             ep->size = ep->next_off;
         }
-        ep_count(ep, (uint32_t)r->res);
+        weir__ep_count(ep, (uint32_t)r->res);
         fsrc_fingerprint(ep, r->off, b->data, (uint32_t)r->res);
         weir_readable_enqueue(ep->rs, weir_chunk_of(b, (uint32_t)r->res));
     }
@@ -261,7 +261,7 @@ static void fsrc_read_done(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     r->res = res;
     r->done = true;
-    if (ep_op_done(ep))
+    if (weir__ep_op_done(ep))
         return;
     fsrc_deliver(ep);
     if (!ep->destroyed && !ep->ended && weir_readable_desired_size(ep->rs) > 0)
@@ -302,13 +302,13 @@ int weir_endpoint_file_source(struct weir_endpoint **out,
     if (!pool || (o && o->depth > 64) ||
         (fd < 0 && !(o && o->follow && o->follow_path && o->own_fd)))
         return -EINVAL;
-    rc = ep_new(&ep, EP_FILE_SOURCE, loop, pool, fd, o);
+    rc = weir__ep_new(&ep, EP_FILE_SOURCE, loop, pool, fd, o);
     if (rc)
         return rc;
     if (ep->o.follow && ep->o.follow_path && ep->o.own_fd) {
         ep->path = strdup(ep->o.follow_path);
         if (!ep->path) {
-            ep_free_now(ep);
+            weir__ep_free_now(ep);
             return -ENOMEM;
         }
         /* Reading starts past the head: take its fingerprint now. */
@@ -323,7 +323,7 @@ int weir_endpoint_file_source(struct weir_endpoint **out,
     ep->next_off = ep->o.offset;
     ep->reads = calloc(ep->o.depth, sizeof(*ep->reads));
     if (!ep->reads) {
-        ep_free_now(ep);
+        weir__ep_free_now(ep);
         return -ENOMEM;
     }
     /* The source's own queue only smooths the reads: depth chunks. */
@@ -331,7 +331,7 @@ int weir_endpoint_file_source(struct weir_endpoint **out,
     ro.slot = ep->slot;
     rc = weir_readable_create(&ep->rs, &fsrc_ops, ep, &ro);
     if (rc) {
-        ep_free_now(ep);
+        weir__ep_free_now(ep);
         return rc;
     }
     *out = ep;

@@ -106,38 +106,39 @@ struct weir_endpoint {
     int failed;   /* a sink write failed: later writes fail at once */
 };
 
-int ep_new(struct weir_endpoint **out, enum ep_kind kind,
-           struct weir_loop *loop, struct weir_pool *pool, int fd,
-           const struct weir_endpoint_options *o);
-void ep_free_now(struct weir_endpoint *ep);
+int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
+                 struct weir_loop *loop, struct weir_pool *pool, int fd,
+                 const struct weir_endpoint_options *o);
+void weir__ep_free_now(struct weir_endpoint *ep);
 
-/* Counts a queued op; uncounts one in its callback. ep_op_done returns true
- * when the endpoint was destroyed: the callback releases and returns. */
+/* Counts a queued op; uncounts one in its callback. weir__ep_op_done returns
+ * true when the endpoint was destroyed: the callback releases and returns. */
 static inline void ep_op_started(struct weir_endpoint *ep)
 {
     ep->inflight++;
 }
-bool ep_op_done(struct weir_endpoint *ep);
+bool weir__ep_op_done(struct weir_endpoint *ep);
 
 /* Arms the endpoint's timer to call fn after ns. */
-int ep_timer(struct weir_endpoint *ep, uint64_t ns,
-             void (*fn)(struct weir_endpoint *ep));
+int weir__ep_timer(struct weir_endpoint *ep, uint64_t ns,
+                   void (*fn)(struct weir_endpoint *ep));
 
-void ep_count(struct weir_endpoint *ep, uint64_t n);
-void ep_drop_batch(struct weir_endpoint *ep);
+void weir__ep_count(struct weir_endpoint *ep, uint64_t n);
+void weir__ep_drop_batch(struct weir_endpoint *ep);
 
 /* Sink helpers shared by the fd and socket sinks (endpoint_sink.c). */
-extern const struct weir_sink_ops ep_fd_sink_ops;
-int ep_sink_writev(struct weir_writable *ws, void *ctx,
-                   const struct weir_chunk *c, unsigned n);
-int ep_sink_write(struct weir_writable *ws, void *ctx, struct weir_chunk c);
-int ep_sink_submit(struct weir_endpoint *ep);
-void ep_sink_done(struct weir_op *op, int res, uint32_t flags);
+extern const struct weir_sink_ops weir__ep_fd_sink_ops;
+int weir__ep_sink_writev(struct weir_writable *ws, void *ctx,
+                         const struct weir_chunk *c, unsigned n);
+int weir__ep_sink_write(struct weir_writable *ws, void *ctx,
+                        struct weir_chunk c);
+int weir__ep_sink_submit(struct weir_endpoint *ep);
+void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */
-int ep_socket_lost(struct weir_endpoint *ep, int err);
+int weir__ep_socket_lost(struct weir_endpoint *ep, int err);
 /* Socket sink: a resend of acknowledged-offset bytes completed. */
-void ep_replay_sent(struct weir_endpoint *ep, int res);
+void weir__ep_replay_sent(struct weir_endpoint *ep, int res);
 
 #endif

@@ -8,13 +8,13 @@
 
 #include "endpoint_impl.h"
 
-int ep_sink_submit(struct weir_endpoint *ep)
+int weir__ep_sink_submit(struct weir_endpoint *ep)
 {
     struct iovec *iov = ep->iov + ep->iov_at;
     unsigned n = ep->niov - ep->iov_at;
     int rc;
 
-    ep->wr_op.fn = ep_sink_done;
+    ep->wr_op.fn = weir__ep_sink_done;
     if (ep->is_socket) {
         ep->msg = (struct msghdr){.msg_iov = iov, .msg_iovlen = n};
         rc = weir_loop_sendmsg(ep->loop, &ep->wr_op, ep->fd, &ep->msg,
@@ -30,12 +30,12 @@ int ep_sink_submit(struct weir_endpoint *ep)
 
 static void sink_retry(struct weir_endpoint *ep)
 {
-    int rc = ep_sink_submit(ep);
+    int rc = weir__ep_sink_submit(ep);
 
     if (rc == -EBUSY)
-        rc = ep_timer(ep, 1000 * 1000, sink_retry);
+        rc = weir__ep_timer(ep, 1000 * 1000, sink_retry);
     if (rc) {
-        ep_drop_batch(ep);
+        weir__ep_drop_batch(ep);
         weir_writable_write_done(ep->ws, rc);
     }
 }
@@ -54,15 +54,15 @@ static bool sink_advance(struct weir_endpoint *ep, size_t n)
     return false;
 }
 
-void ep_sink_done(struct weir_op *op, int res, uint32_t flags)
+void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags)
 {
     struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, wr_op);
 
     (void)flags;
-    if (ep_op_done(ep))
+    if (weir__ep_op_done(ep))
         return;
     if (ep->conn == CONN_REPLAY) {
-        ep_replay_sent(ep, res);
+        weir__ep_replay_sent(ep, res);
         return;
     }
     if (res == -EINTR || res == -EAGAIN) {
@@ -72,26 +72,26 @@ void ep_sink_done(struct weir_op *op, int res, uint32_t flags)
     if (res < 0 || (res == 0 && ep->is_socket)) {
         if (res == 0)
             res = -EPIPE;
-        if (ep->kind == EP_SOCKET_SINK && ep_socket_lost(ep, res))
+        if (ep->kind == EP_SOCKET_SINK && weir__ep_socket_lost(ep, res))
             return;
         ep->failed = res;
-        ep_drop_batch(ep);
+        weir__ep_drop_batch(ep);
         weir_writable_write_done(ep->ws, res);
         return;
     }
-    ep_count(ep, (uint32_t)res);
+    weir__ep_count(ep, (uint32_t)res);
     ep->stream_sent += (uint32_t)res;
     ep->conn_sent += (uint32_t)res;
     if (!sink_advance(ep, (uint32_t)res)) {
         sink_retry(ep);
         return;
     }
-    ep_drop_batch(ep);
+    weir__ep_drop_batch(ep);
     weir_writable_write_done(ep->ws, 0);
 }
 
-int ep_sink_writev(struct weir_writable *ws, void *ctx,
-                   const struct weir_chunk *c, unsigned n)
+int weir__ep_sink_writev(struct weir_writable *ws, void *ctx,
+                         const struct weir_chunk *c, unsigned n)
 {
     struct weir_endpoint *ep = ctx;
     int rc;
@@ -113,19 +113,20 @@ int ep_sink_writev(struct weir_writable *ws, void *ctx,
     ep->writing = true;
     if (ep->kind == EP_SOCKET_SINK && ep->conn != CONN_UP)
         return WEIR_PENDING; /* the reconnect sends it */
-    rc = ep_sink_submit(ep);
+    rc = weir__ep_sink_submit(ep);
     if (rc == -EBUSY)
-        rc = ep_timer(ep, 1000 * 1000, sink_retry);
+        rc = weir__ep_timer(ep, 1000 * 1000, sink_retry);
     if (rc) {
-        ep_drop_batch(ep);
+        weir__ep_drop_batch(ep);
         return rc;
     }
     return WEIR_PENDING;
 }
 
-int ep_sink_write(struct weir_writable *ws, void *ctx, struct weir_chunk c)
+int weir__ep_sink_write(struct weir_writable *ws, void *ctx,
+                        struct weir_chunk c)
 {
-    return ep_sink_writev(ws, ctx, &c, 1);
+    return weir__ep_sink_writev(ws, ctx, &c, 1);
 }
 
 static int sink_close(struct weir_writable *ws, void *ctx)
@@ -139,9 +140,9 @@ static int sink_close(struct weir_writable *ws, void *ctx)
     return 0;
 }
 
-const struct weir_sink_ops ep_fd_sink_ops = {
-    .write = ep_sink_write,
-    .writev = ep_sink_writev,
+const struct weir_sink_ops weir__ep_fd_sink_ops = {
+    .write = weir__ep_sink_write,
+    .writev = weir__ep_sink_writev,
     .close = sink_close,
 };
 
@@ -150,16 +151,16 @@ int weir_endpoint_fd_sink(struct weir_endpoint **out, struct weir_loop *loop,
 {
     struct weir_writable_options wo;
     struct weir_endpoint *ep;
-    int rc = ep_new(&ep, EP_FD_SINK, loop, NULL, fd, o);
+    int rc = weir__ep_new(&ep, EP_FD_SINK, loop, NULL, fd, o);
 
     if (rc)
         return rc;
     ep->conn = CONN_UP;
     wo = (struct weir_writable_options){
         .strategy = {.hwm = ep->o.hwm, .bytes = true}, .slot = ep->slot};
-    rc = weir_writable_create(&ep->ws, &ep_fd_sink_ops, ep, &wo);
+    rc = weir_writable_create(&ep->ws, &weir__ep_fd_sink_ops, ep, &wo);
     if (rc) {
-        ep_free_now(ep);
+        weir__ep_free_now(ep);
         return rc;
     }
     *out = ep;

@@ -73,7 +73,7 @@ static void conn_backoff(struct weir_endpoint *ep)
     int rc;
 
     ep->conn = CONN_BACKOFF;
-    rc = ep_timer(ep, ep->backoff_ns, conn_retry);
+    rc = weir__ep_timer(ep, ep->backoff_ns, conn_retry);
     ep->backoff_ns *= 2;
     if (ep->backoff_ns > ep->so.backoff_max_ns)
         ep->backoff_ns = ep->so.backoff_max_ns;
@@ -82,7 +82,7 @@ static void conn_backoff(struct weir_endpoint *ep)
         if (!ep->started)
             weir_writable_start_done(ep->ws, rc);
         else if (ep->writing) {
-            ep_drop_batch(ep);
+            weir__ep_drop_batch(ep);
             weir_writable_write_done(ep->ws, rc);
         }
     }
@@ -96,7 +96,7 @@ static void conn_fail(struct weir_endpoint *ep, int err)
         ep->started = true;
         weir_writable_start_done(ep->ws, err);
     } else if (ep->writing) {
-        ep_drop_batch(ep);
+        weir__ep_drop_batch(ep);
         weir_writable_write_done(ep->ws, err);
     }
 }
@@ -111,7 +111,7 @@ static void replay_next(struct weir_endpoint *ep)
 
         if (left == 0) {
             ep->conn = CONN_UP;
-            if (ep->writing && (rc = ep_sink_submit(ep)) != 0)
+            if (ep->writing && (rc = weir__ep_sink_submit(ep)) != 0)
                 conn_fail(ep, rc);
             return;
         }
@@ -129,7 +129,7 @@ static void replay_next(struct weir_endpoint *ep)
     ep->msg = (struct msghdr){.msg_iov = &ep->replay_iov, .msg_iovlen = 1};
     ep->replay_iov = (struct iovec){ep->replay_buf + ep->replay_at,
                                     ep->replay_len - ep->replay_at};
-    ep->wr_op.fn = ep_sink_done;
+    ep->wr_op.fn = weir__ep_sink_done;
     rc =
         weir_loop_sendmsg(ep->loop, &ep->wr_op, ep->fd, &ep->msg, MSG_NOSIGNAL);
     if (rc) {
@@ -139,10 +139,10 @@ static void replay_next(struct weir_endpoint *ep)
     ep_op_started(ep);
 }
 
-void ep_replay_sent(struct weir_endpoint *ep, int res)
+void weir__ep_replay_sent(struct weir_endpoint *ep, int res)
 {
     if (res <= 0) {
-        if (!ep_socket_lost(ep, res ? res : -EPIPE))
+        if (!weir__ep_socket_lost(ep, res ? res : -EPIPE))
             conn_fail(ep, res ? res : -EPIPE);
         return;
     }
@@ -180,7 +180,7 @@ static void conn_up(struct weir_endpoint *ep)
         return;
     }
     ep->conn = CONN_UP;
-    if (ep->writing && (rc = ep_sink_submit(ep)) != 0)
+    if (ep->writing && (rc = weir__ep_sink_submit(ep)) != 0)
         conn_fail(ep, rc);
 }
 
@@ -189,7 +189,7 @@ static void conn_done(struct weir_op *op, int res, uint32_t flags)
     struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, conn_op);
 
     (void)flags;
-    if (ep_op_done(ep))
+    if (weir__ep_op_done(ep))
         return;
     if (res == 0) {
         conn_up(ep);
@@ -244,7 +244,7 @@ static bool conn_error(int err)
     }
 }
 
-int ep_socket_lost(struct weir_endpoint *ep, int err)
+int weir__ep_socket_lost(struct weir_endpoint *ep, int err)
 {
     uint64_t acked = ep->conn_sent;
 
@@ -290,13 +290,13 @@ static int sock_start(struct weir_writable *ws, void *ctx)
 
 static int sock_close(struct weir_writable *ws, void *ctx)
 {
-    return ep_fd_sink_ops.close(ws, ctx);
+    return weir__ep_fd_sink_ops.close(ws, ctx);
 }
 
 static const struct weir_sink_ops sock_ops = {
     .start = sock_start,
-    .write = ep_sink_write,
-    .writev = ep_sink_writev,
+    .write = weir__ep_sink_write,
+    .writev = weir__ep_sink_writev,
     .close = sock_close,
 };
 
@@ -311,7 +311,7 @@ int weir_endpoint_socket_sink(struct weir_endpoint **out,
 
     if (!so || so->addrlen == 0 || so->addrlen > sizeof(so->addr))
         return -EINVAL;
-    rc = ep_new(&ep, EP_SOCKET_SINK, loop, NULL, -1, o);
+    rc = weir__ep_new(&ep, EP_SOCKET_SINK, loop, NULL, -1, o);
     if (rc)
         return rc;
     ep->o.own_fd = true;
@@ -326,7 +326,7 @@ int weir_endpoint_socket_sink(struct weir_endpoint **out,
         .strategy = {.hwm = ep->o.hwm, .bytes = true}, .slot = ep->slot};
     rc = weir_writable_create(&ep->ws, &sock_ops, ep, &wo);
     if (rc) {
-        ep_free_now(ep);
+        weir__ep_free_now(ep);
         return rc;
     }
     *out = ep;

@@ -668,7 +668,7 @@ static void req_finish(struct weir_loop *loop, struct epl_req *r, int res)
         else
             req_run(loop, next);
     }
-    loop_complete(loop, op, res, 0);
+    weir__loop_complete(loop, op, res, 0);
 }
 
 /* Starts r's call now: r gets its result on the done list, or waits. */
@@ -1068,7 +1068,7 @@ static void run_list(struct weir_loop *loop, int fd, int dir)
             return;
         if (r->kind == K_ACCEPT_MS) {
             if (res >= 0) {
-                loop_complete(loop, r->op, res, WEIR_OP_MORE);
+                weir__loop_complete(loop, r->op, res, WEIR_OP_MORE);
                 continue;
             }
             if (res == -ECONNABORTED || res == -EINTR)
@@ -1267,7 +1267,7 @@ static void epl_exit(struct weir_loop *loop)
     free(e->timers);
 }
 
-const struct loop_backend loop_epoll_backend = {
+const struct loop_backend weir__loop_epoll_backend = {
     .init = epl_init,
     .exit = epl_exit,
     .idle = epl_idle,

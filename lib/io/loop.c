@@ -127,7 +127,7 @@ static int backend_init(struct weir_loop *loop,
             loop->engine_reason = "kernel.io_uring_disabled is 2";
         } else {
             loop->engine = WEIR_ENGINE_IO_URING;
-            loop->be = &loop_uring_backend;
+            loop->be = &weir__loop_uring_backend;
             err = loop->be->init(loop, opts);
             if (err == 0) {
                 loop->engine_reason = "io_uring is available";
@@ -140,8 +140,8 @@ static int backend_init(struct weir_loop *loop,
         }
     }
     loop->engine = want;
-    loop->be =
-        want == WEIR_ENGINE_EPOLL ? &loop_epoll_backend : &loop_uring_backend;
+    loop->be = want == WEIR_ENGINE_EPOLL ? &weir__loop_epoll_backend
+                                         : &weir__loop_uring_backend;
     return loop->be->init(loop, opts);
 }
 
@@ -381,8 +381,8 @@ static void run_reaps(struct weir_loop *loop)
     }
 }
 
-void loop_complete(struct weir_loop *loop, struct weir_op *op, int res,
-                   uint32_t flags)
+void weir__loop_complete(struct weir_loop *loop, struct weir_op *op, int res,
+                         uint32_t flags)
 {
     if (!(flags & WEIR_OP_MORE) && op->pending) {
         op->pending = false;

@@ -146,12 +146,12 @@ struct loop_backend {
     int (*timer_stop)(struct weir_loop *loop, struct weir_timer *t);
 };
 
-extern const struct loop_backend loop_uring_backend;
-extern const struct loop_backend loop_epoll_backend;
+extern const struct loop_backend weir__loop_uring_backend;
+extern const struct loop_backend weir__loop_epoll_backend;
 
 /* Completes `op` with `res`: the bookkeeping every backend shares. */
-void loop_complete(struct weir_loop *loop, struct weir_op *op, int res,
-                   uint32_t flags);
+void weir__loop_complete(struct weir_loop *loop, struct weir_op *op, int res,
+                         uint32_t flags);
 
 /* Marks `op` pending and counts it. */
 static inline void loop_op_started(struct weir_loop *loop, struct weir_op *op)

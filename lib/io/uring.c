@@ -183,7 +183,7 @@ static void dispatch(struct weir_loop *loop)
         uint32_t flags = cqe->flags & IORING_CQE_F_MORE ? WEIR_OP_MORE : 0;
 
         if (op)
-            loop_complete(loop, op, cqe->res, flags);
+            weir__loop_complete(loop, op, cqe->res, flags);
     }
     io_uring_cq_advance(&loop->u.ring, n);
 }
@@ -430,7 +430,7 @@ static int uring_timer_stop(struct weir_loop *loop, struct weir_timer *t)
     return 0;
 }
 
-const struct loop_backend loop_uring_backend = {
+const struct loop_backend weir__loop_uring_backend = {
     .init = uring_init,
     .exit = uring_exit,
     .idle = uring_idle,

@@ -47,7 +47,7 @@ static int gunz_once(struct weir_xform *x, struct gunz_state *g, bool *full,
 {
     uint8_t *p;
     uint32_t avail, in_before = xf_in_left(x);
-    int rc = xf_out_space(x, &p, &avail);
+    int rc = weir__xf_out_space(x, &p, &avail);
     int zr;
 
     if (rc)
@@ -68,7 +68,7 @@ static int gunz_once(struct weir_xform *x, struct gunz_state *g, bool *full,
         *full = false;
         *stuck = true;
     }
-    rc = xf_out_commit(x, avail - g->z.avail_out);
+    rc = weir__xf_out_commit(x, avail - g->z.avail_out);
     switch (zr) {
     case Z_STREAM_END:
         g->member_open = false;
@@ -92,7 +92,7 @@ static int gunzip_step(struct weir_xform *x)
 
     while (rc == 0 && !stuck && (xf_in_left(x) || full))
         rc = gunz_once(x, g, &full, &stuck);
-    return rc ? rc : xf_out_emit(x);
+    return rc ? rc : weir__xf_out_emit(x);
 }
 
 static int gunzip_finish(struct weir_xform *x)
@@ -102,7 +102,7 @@ static int gunzip_finish(struct weir_xform *x)
     /* The stream ended inside a member: truncated input. */
     if (g && g->member_open)
         return xf_corrupt(x, g->consumed);
-    return xf_out_emit(x);
+    return weir__xf_out_emit(x);
 }
 
 static void gunzip_fini(struct weir_xform *x)
@@ -115,7 +115,7 @@ static void gunzip_fini(struct weir_xform *x)
     free(g);
 }
 
-const struct xf_kind xf_gunzip = {
+const struct xf_kind weir__xf_gunzip = {
     .name = "gunzip",
     .step = gunzip_step,
     .finish = gunzip_finish,

@@ -330,7 +330,7 @@ static int gz_drain(struct weir_xform *x, struct gz_state *g)
         gz_release(x, s);
         if (s->out_len == 0)
             return -EOVERFLOW;
-        rc = xf_out_copy(x, s->out, s->out_len, &s->out_done);
+        rc = weir__xf_out_copy(x, s->out, s->out_len, &s->out_done);
         if (rc)
             return rc;
         atomic_store_explicit(&s->state, GZ_FREE, memory_order_relaxed);
@@ -414,7 +414,7 @@ static int gzip_finish(struct weir_xform *x)
     }
     if (rc == 0 && g->n)
         rc = XF_STALL_AWAY;
-    return rc ? rc : xf_out_emit(x);
+    return rc ? rc : weir__xf_out_emit(x);
 }
 
 /* Ends the member early: a live source went quiet. */
@@ -424,14 +424,14 @@ static int gzip_sync(struct weir_xform *x)
     int rc;
 
     if (!g || g->final)
-        return xf_out_emit(x);
+        return weir__xf_out_emit(x);
     rc = gz_drain(x, g);
     if (rc == 0)
         rc = gz_seal_here(g);
     if (rc == 0)
         rc = gz_drain(x, g);
     if (rc == 0)
-        rc = xf_out_emit(x);
+        rc = weir__xf_out_emit(x);
     /* What went out ends with a whole member either way; members still
      * on the helper follow whole, without waiting for input. */
     if (rc == 0 && g->n) {
@@ -459,7 +459,7 @@ static int gzip_poll(struct weir_xform *x)
     /* After a sync or the last member, the open buffer goes too. */
     if (rc == 0 && (g->final || g->sync_pending)) {
         g->sync_pending = false;
-        rc = xf_out_emit(x);
+        rc = weir__xf_out_emit(x);
     }
     return rc;
 }
@@ -500,7 +500,7 @@ static void gzip_fini(struct weir_xform *x)
     free(g);
 }
 
-const struct xf_kind xf_gzip = {
+const struct xf_kind weir__xf_gzip = {
     .name = "gzip",
     .min_level = 1,
     .max_level = 9,

@@ -18,7 +18,7 @@ static bool xf_no_room(const struct weir_xform *x)
     return x->emitted >= x->burst && weir_readable_queued(rs) >= x->room;
 }
 
-int xf_out_space(struct weir_xform *x, uint8_t **p, uint32_t *avail)
+int weir__xf_out_space(struct weir_xform *x, uint8_t **p, uint32_t *avail)
 {
     if (!x->ob) {
         if (xf_no_room(x))
@@ -32,7 +32,7 @@ int xf_out_space(struct weir_xform *x, uint8_t **p, uint32_t *avail)
     return 0;
 }
 
-int xf_out_emit(struct weir_xform *x)
+int weir__xf_out_emit(struct weir_xform *x)
 {
     struct weir_chunk c;
 
@@ -45,21 +45,21 @@ int xf_out_emit(struct weir_xform *x)
     return weir_transform_enqueue(x->tf, c);
 }
 
-int xf_out_commit(struct weir_xform *x, uint32_t n)
+int weir__xf_out_commit(struct weir_xform *x, uint32_t n)
 {
     x->ob_len += n;
     if (x->ob_len < x->ob_cap)
         return 0;
-    return xf_out_emit(x);
+    return weir__xf_out_emit(x);
 }
 
-int xf_out_copy(struct weir_xform *x, const uint8_t *src, size_t len,
-                size_t *done)
+int weir__xf_out_copy(struct weir_xform *x, const uint8_t *src, size_t len,
+                      size_t *done)
 {
     while (*done < len) {
         uint8_t *p;
         uint32_t avail;
-        int rc = xf_out_space(x, &p, &avail);
+        int rc = weir__xf_out_space(x, &p, &avail);
 
         if (rc)
             return rc;
@@ -67,14 +67,14 @@ int xf_out_copy(struct weir_xform *x, const uint8_t *src, size_t len,
             avail = (uint32_t)(len - *done);
         memcpy(p, src + *done, avail);
         *done += avail;
-        rc = xf_out_commit(x, avail);
+        rc = weir__xf_out_commit(x, avail);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-int xf_out_pass(struct weir_xform *x, struct weir_chunk c)
+int weir__xf_out_pass(struct weir_xform *x, struct weir_chunk c)
 {
     x->emitted++;
     x->st.out_bytes += c.len;

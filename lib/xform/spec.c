@@ -8,7 +8,8 @@
 #include "xform_spec.h"
 
 static const struct xf_kind *const kinds[] = {
-    &xf_uppercase, &xf_gzip, &xf_gunzip, &xf_zstd, &xf_unzstd,
+    &weir__xf_uppercase, &weir__xf_gzip,   &weir__xf_gunzip,
+    &weir__xf_zstd,      &weir__xf_unzstd,
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -30,8 +31,8 @@ static int parse_level(const char *s, int *level)
     return 0;
 }
 
-int xf_spec_parse(const char *spec, const struct xf_kind **kind, int *level,
-                  char *why, size_t n)
+int weir__xf_spec_parse(const char *spec, const struct xf_kind **kind,
+                        int *level, char *why, size_t n)
 {
     const char *colon;
     size_t len;
@@ -80,5 +81,5 @@ int weir_xform_check(const char *spec, char *why, size_t n)
     const struct xf_kind *k;
     int level;
 
-    return xf_spec_parse(spec, &k, &level, why, n);
+    return weir__xf_spec_parse(spec, &k, &level, why, n);
 }

@@ -57,7 +57,7 @@ static void xf_upper_base(uint8_t *dst, const uint8_t *src, size_t n)
 /* Picked per call rather than by an ifunc (target_clones): an ifunc
  * resolver runs before the sanitizers' runtimes are up and crashes
  * instrumented builds. The test is one load of libgcc's CPU model. */
-void xf_upper(uint8_t *dst, const uint8_t *src, size_t n)
+void weir__xf_upper(uint8_t *dst, const uint8_t *src, size_t n)
 {
     if (__builtin_cpu_supports("avx2"))
         xf_upper_avx2(dst, src, n);
@@ -79,35 +79,35 @@ static int upper_step(struct weir_xform *x)
 {
     if (x->in_off == 0 && x->in.len && xf_unshared(&x->in)) {
         x->has_in = false;
-        xf_upper(x->in.data, x->in.data, x->in.len);
+        weir__xf_upper(x->in.data, x->in.data, x->in.len);
         x->st.in_bytes += x->in.len;
-        return xf_out_pass(x, x->in);
+        return weir__xf_out_pass(x, x->in);
     }
     while (xf_in_left(x)) {
         uint8_t *p;
         uint32_t avail, n = xf_in_left(x);
-        int rc = xf_out_space(x, &p, &avail);
+        int rc = weir__xf_out_space(x, &p, &avail);
 
         if (rc)
             return rc;
         if (n > avail)
             n = avail;
-        xf_upper(p, xf_in_ptr(x), n);
+        weir__xf_upper(p, xf_in_ptr(x), n);
         x->in_off += n;
         x->st.in_bytes += n;
-        rc = xf_out_commit(x, n);
+        rc = weir__xf_out_commit(x, n);
         if (rc)
             return rc;
     }
-    return xf_out_emit(x);
+    return weir__xf_out_emit(x);
 }
 
 static int upper_finish(struct weir_xform *x)
 {
-    return xf_out_emit(x);
+    return weir__xf_out_emit(x);
 }
 
-const struct xf_kind xf_uppercase = {
+const struct xf_kind weir__xf_uppercase = {
     .name = "uppercase",
     .step = upper_step,
     .finish = upper_finish,

@@ -126,7 +126,7 @@ int weir_xform_create(struct weir_xform **out, const char *spec,
 
     if (!opts || !opts->pool)
         return -EINVAL;
-    rc = xf_spec_parse(spec, &kind, &level, NULL, 0);
+    rc = weir__xf_spec_parse(spec, &kind, &level, NULL, 0);
     if (rc)
         return rc;
     if (opts->member_size &&
@@ -253,7 +253,7 @@ int weir_xform_sync(struct weir_xform *x)
     x->emitted = 0;
     x->stall = 0;
     x->running = true;
-    rc = x->kind->sync ? x->kind->sync(x) : xf_out_emit(x);
+    rc = x->kind->sync ? x->kind->sync(x) : weir__xf_out_emit(x);
     x->running = false;
     /* What is still on the helper, or could not be placed, goes out
      * through weir_xform_resume, as after a step. Work on the helper does

@@ -48,8 +48,8 @@ struct xf_kind {
     void (*fini)(struct weir_xform *x);
 };
 
-extern const struct xf_kind xf_uppercase, xf_gzip, xf_gunzip, xf_zstd,
-    xf_unzstd;
+extern const struct xf_kind weir__xf_uppercase, weir__xf_gzip, weir__xf_gunzip,
+    weir__xf_zstd, weir__xf_unzstd;
 
 struct weir_xform {
     const struct xf_kind *kind;
@@ -113,24 +113,24 @@ static inline int xf_corrupt(struct weir_xform *x, uint64_t offset)
  * `burst` buffers and the readable side is full, XF_STALL_POOL when the
  * pool is empty.
  */
-int xf_out_space(struct weir_xform *x, uint8_t **p, uint32_t *avail);
+int weir__xf_out_space(struct weir_xform *x, uint8_t **p, uint32_t *avail);
 
 /* Accounts n bytes written into the space; a full buffer is queued. 0 or
  * the enqueue's error. */
-int xf_out_commit(struct weir_xform *x, uint32_t n);
+int weir__xf_out_commit(struct weir_xform *x, uint32_t n);
 
 /* Queues the open buffer if it holds anything. 0 or -errno. */
-int xf_out_emit(struct weir_xform *x);
+int weir__xf_out_emit(struct weir_xform *x);
 
 /* Copies from src (*done bytes of len already copied, advanced here).
  * 0 when all of it is out, a stall code, or -errno. */
-int xf_out_copy(struct weir_xform *x, const uint8_t *src, size_t len,
-                size_t *done);
+int weir__xf_out_copy(struct weir_xform *x, const uint8_t *src, size_t len,
+                      size_t *done);
 
 /* Queues a chunk the transform passes on as it is (uppercase in place). */
-int xf_out_pass(struct weir_xform *x, struct weir_chunk c);
+int weir__xf_out_pass(struct weir_xform *x, struct weir_chunk c);
 
 /* ASCII a-z to A-Z from src to dst (equal, or not overlapping). */
-void xf_upper(uint8_t *dst, const uint8_t *src, size_t n);
+void weir__xf_upper(uint8_t *dst, const uint8_t *src, size_t n);
 
 #endif /* WEIR_XFORM_IMPL_H */

@@ -10,7 +10,7 @@
 
 /* 0 with *kind and *level (the kind's default when none is given), or
  * -EINVAL and a sentence in why (n bytes, may be 0). */
-int xf_spec_parse(const char *spec, const struct xf_kind **kind, int *level,
-                  char *why, size_t n);
+int weir__xf_spec_parse(const char *spec, const struct xf_kind **kind,
+                        int *level, char *why, size_t n);
 
 #endif /* WEIR_XFORM_SPEC_H */

@@ -73,7 +73,7 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
     ZSTD_outBuffer out;
     uint8_t *p;
     uint32_t avail;
-    int rc = xf_out_space(x, &p, &avail);
+    int rc = weir__xf_out_space(x, &p, &avail);
     size_t r;
 
     if (rc)
@@ -89,7 +89,7 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
         z->frame_open = true;
     x->in_off += (uint32_t)in.pos;
     x->st.in_bytes += in.pos;
-    return xf_out_commit(x, (uint32_t)out.pos);
+    return weir__xf_out_commit(x, (uint32_t)out.pos);
 }
 
 /* Finishes the frame being ended (by a sync or the stream's end): libzstd wants
@@ -137,7 +137,7 @@ static int zstd_finish(struct weir_xform *x)
         if (rc == 0)
             z->ended = true;
     }
-    return rc ? rc : xf_out_emit(x);
+    return rc ? rc : weir__xf_out_emit(x);
 }
 
 /* Ends the current frame so what came in so far can be decoded, and the
@@ -149,10 +149,10 @@ static int zstd_sync(struct weir_xform *x)
     int rc;
 
     if (!z || z->ended || !(z->frame_open || z->ending))
-        return xf_out_emit(x);
+        return weir__xf_out_emit(x);
     z->ending = true;
     rc = zs_end_frame(x, z);
-    return rc ? rc : xf_out_emit(x);
+    return rc ? rc : weir__xf_out_emit(x);
 }
 
 /* One decompress call. As gunzip's: *full when the space was filled,
@@ -164,7 +164,7 @@ static int zs_decompress_once(struct weir_xform *x, struct zs_state *z,
     ZSTD_outBuffer out;
     uint8_t *p;
     uint32_t avail;
-    int rc = xf_out_space(x, &p, &avail);
+    int rc = weir__xf_out_space(x, &p, &avail);
     size_t r;
 
     if (rc)
@@ -187,7 +187,7 @@ static int zs_decompress_once(struct weir_xform *x, struct zs_state *z,
         z->frame_open = false;
     *full = out.pos == out.size;
     *stuck = in.pos == 0 && out.pos == 0;
-    return xf_out_commit(x, (uint32_t)out.pos);
+    return weir__xf_out_commit(x, (uint32_t)out.pos);
 }
 
 static int unzstd_step(struct weir_xform *x)
@@ -198,7 +198,7 @@ static int unzstd_step(struct weir_xform *x)
 
     while (rc == 0 && !stuck && (xf_in_left(x) || full))
         rc = zs_decompress_once(x, z, &full, &stuck);
-    return rc ? rc : xf_out_emit(x);
+    return rc ? rc : weir__xf_out_emit(x);
 }
 
 static int unzstd_finish(struct weir_xform *x)
@@ -207,7 +207,7 @@ static int unzstd_finish(struct weir_xform *x)
 
     if (z && z->frame_open)
         return xf_corrupt(x, z->consumed);
-    return xf_out_emit(x);
+    return weir__xf_out_emit(x);
 }
 
 static void zs_fini(struct weir_xform *x)
@@ -221,7 +221,7 @@ static void zs_fini(struct weir_xform *x)
     free(z);
 }
 
-const struct xf_kind xf_zstd = {
+const struct xf_kind weir__xf_zstd = {
     .name = "zstd",
     .min_level = 1,
     .max_level = 19,
@@ -232,7 +232,7 @@ const struct xf_kind xf_zstd = {
     .fini = zs_fini,
 };
 
-const struct xf_kind xf_unzstd = {
+const struct xf_kind weir__xf_unzstd = {
     .name = "unzstd",
     .step = unzstd_step,
     .finish = unzstd_finish,

@@ -34,6 +34,10 @@
 #include "weir/loop.h"
 #include "weir/pool.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_channel;
 
 /* Runs on the side's own loop: "try again" (data, end, credit, cancel). */
@@ -112,5 +116,9 @@ struct weir_channel_stats {
 /* Either side's thread, while it has not closed or canceled. A snapshot:
  * the other side's counters may lag by one batch. */
 void weir_channel_stats(struct weir_channel *ch, struct weir_channel_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_CHANNEL_H */

@@ -19,6 +19,10 @@
 #include "weir/readable.h"
 #include "weir/writable.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_chan_tx;
 struct weir_chan_rx;
 
@@ -41,5 +45,9 @@ void weir_chan_tx_destroy(struct weir_chan_tx *tx);
 /* Consumer. Destroys the readable (not locked any more) and cancels the
  * channel, its last call. */
 void weir_chan_rx_destroy(struct weir_chan_rx *rx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_CHANNEL_STREAM_H */

@@ -42,6 +42,10 @@
 #include "weir/readable.h"
 #include "weir/writable.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_endpoint;
 
 /* What a socket sink or a followed file tells its owner, for logging. */
@@ -130,5 +134,9 @@ void weir_endpoint_stop(struct weir_endpoint *ep);
 
 /* Owner. See "Lifetime" above. Safe inside the stream's callbacks. */
 void weir_endpoint_destroy(struct weir_endpoint *ep);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_ENDPOINT_H */

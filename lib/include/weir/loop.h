@@ -52,6 +52,10 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_loop;
 struct weir_op;
 
@@ -275,5 +279,9 @@ int weir_loop_timer_start(struct weir_loop *loop, struct weir_timer *t,
 /* Owner. Stops a pending timer: its callback gets -ECANCELED unless it had
  * fired already. Returns 0, -EBUSY, or -ENOENT when not pending. */
 int weir_loop_timer_stop(struct weir_loop *loop, struct weir_timer *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_LOOP_H */

@@ -27,6 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_pool;
 
 #define WEIR_POOL_DEFAULT_BUF_SIZE (64u * 1024u)
@@ -150,5 +154,9 @@ size_t weir_pool_buf_size(const struct weir_pool *p);
 /* Any thread. The region holding every buffer, for io_uring fixed-buffer
  * registration: buffer i starts at region + i * buf_size. */
 void *weir_pool_region(const struct weir_pool *p, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_POOL_H */

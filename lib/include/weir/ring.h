@@ -43,6 +43,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WEIR_CACHELINE 64
 
 /* Largest capacity: distances between free-running uint32_t indices stay
@@ -343,5 +347,9 @@ static inline uint32_t weir_ring_pop_burst(struct weir_ring *r, void **items,
     weir_spsc_release(&r->idx, got);
     return got;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_RING_H */

@@ -20,6 +20,10 @@
 #include "weir/loop.h"
 #include "weir/stream_types.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_splice;
 
 struct weir_splice_options {
@@ -53,5 +57,9 @@ uint64_t weir_splice_bytes(const struct weir_splice *sp);
 /* Stops (if running; done is not called after this) and frees the stage
  * once the kernel has finished with it. Safe inside done. */
 void weir_splice_destroy(struct weir_splice *sp);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_SPLICE_H */

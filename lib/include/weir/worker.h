@@ -17,6 +17,10 @@
 #include "weir/loop.h"
 #include "weir/pool.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_workers;
 
 struct weir_workers_options {
@@ -61,5 +65,9 @@ void weir_workers_post(struct weir_workers *w, unsigned i, struct weir_task *t);
 
 /* Any thread. The calling worker's pool, or NULL off the workers. */
 struct weir_pool *weir_worker_pool(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_WORKER_H */

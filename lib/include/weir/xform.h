@@ -75,6 +75,10 @@
 
 #include "weir/transform.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_loop;
 struct weir_xform;
 
@@ -186,5 +190,9 @@ int weir_xform_sync(struct weir_xform *x);
 int weir_xform_error(const struct weir_xform *x, uint64_t *offset);
 
 void weir_xform_stats(const struct weir_xform *x, struct weir_xform_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_XFORM_H */

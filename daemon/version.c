@@ -16,11 +16,13 @@ void version_print(FILE *f)
     fprintf(f, "weir %s\n", WEIR_VERSION);
     /* liburing has version macros from 2.4 on; Debian 12's 2.3 has none. */
 #ifdef IO_URING_VERSION_MAJOR
-    fprintf(f, "engine: io_uring (liburing %d.%d)\n", IO_URING_VERSION_MAJOR,
-            IO_URING_VERSION_MINOR);
+    fprintf(f, "engines: io_uring (liburing %d.%d), epoll; ",
+            IO_URING_VERSION_MAJOR, IO_URING_VERSION_MINOR);
 #else
-    fprintf(f, "engine: io_uring (liburing %s)\n", WEIR_LIBURING_VERSION);
+    fprintf(f, "engines: io_uring (liburing %s), epoll; ",
+            WEIR_LIBURING_VERSION);
 #endif
+    fprintf(f, "engine = auto runs io_uring where the kernel allows it\n");
     fprintf(f, "transforms: uppercase, gzip (libdeflate %s), gunzip (zlib %s",
             LIBDEFLATE_VERSION_STRING, ZLIB_VERSION);
     if (strcmp(zlib_run, ZLIB_VERSION) != 0)

@@ -17,6 +17,7 @@
 
 #include "sys/log.h"
 #include "conf/value.h"
+#include "weir/loop.h"
 
 /* Defaults and limits; config/weir.conf.md quotes them. The chunk size
  * is the fastest measured for file -> tcp (bench/results/placement.md). */
@@ -131,6 +132,8 @@ struct weir_pipeline {
 struct weir_daemon_conf {
     unsigned workers; /* 0 = auto: one per online CPU */
     struct conf_loc workers_loc;
+    enum weir_engine engine; /* AUTO: io_uring, else epoll (weir/loop.h) */
+    struct conf_loc engine_loc;
     enum log_level log_level;
     struct conf_loc log_level_loc;
     uint64_t drain_timeout_ms; /* a stop's and a reload's drain */

@@ -124,6 +124,18 @@ static void key_workers(struct parser *p, const char *value)
         d->workers = (unsigned)n;
 }
 
+static void key_engine(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+
+    if (first_time(p, &d->engine_loc, "engine") &&
+        weir_engine_parse(value, &d->engine) < 0)
+        PARSE_ERROR(p,
+                    "engine: '%s' is not an engine: use auto, io_uring or "
+                    "epoll",
+                    value);
+}
+
 static void key_log_level(struct parser *p, const char *value)
 {
     struct weir_daemon_conf *d = &p->conf->daemon;
@@ -178,6 +190,7 @@ static void key_metrics(struct parser *p, const char *value)
 
 const struct key_def config_keys[] = {
     {SECTION_DAEMON, "workers", false, key_workers},
+    {SECTION_DAEMON, "engine", false, key_engine},
     {SECTION_DAEMON, "log_level", false, key_log_level},
     {SECTION_DAEMON, "drain_timeout", false, key_drain_timeout},
     {SECTION_DAEMON, "metrics", false, key_metrics},

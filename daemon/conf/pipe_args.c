@@ -29,6 +29,8 @@ void pipe_args_usage(FILE *f)
             "  -f, --follow               keep reading a file as it grows\n"
             "  -w, --workers N            worker threads (default: one per "
             "CPU)\n"
+            "      --engine E             auto, io_uring or epoll (default "
+            "auto)\n"
             "  -h, --help                 this text\n"
             "\n"
             "Exit status: 64 for a malformed command, 78 for a bad value\n"
@@ -87,7 +89,7 @@ static void set_size(struct pipe_parse *pp, const char *v, uint64_t min,
 }
 
 /* Long-only options get values above any character. */
-enum { OPT_HWM = 256, OPT_CHUNK };
+enum { OPT_HWM = 256, OPT_CHUNK, OPT_ENGINE };
 
 static const struct option pipe_options[] = {
     {"transform", required_argument, NULL, 't'},
@@ -95,6 +97,7 @@ static const struct option pipe_options[] = {
     {"chunk-size", required_argument, NULL, OPT_CHUNK},
     {"follow", no_argument, NULL, 'f'},
     {"workers", required_argument, NULL, 'w'},
+    {"engine", required_argument, NULL, OPT_ENGINE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -142,6 +145,14 @@ static void apply_option(struct pipe_parse *pp, int ch, unsigned arg)
     case 'f':
         pl->follow = true;
         pl->follow_loc = loc;
+        break;
+    case OPT_ENGINE:
+        if (weir_engine_parse(optarg, &pp->conf->daemon.engine) < 0)
+            config_error(&pp->diag, &loc,
+                         "engine: '%s' is not an engine: use auto, io_uring "
+                         "or epoll",
+                         optarg);
+        pp->conf->daemon.engine_loc = loc;
         break;
     }
 }

@@ -405,6 +405,7 @@ static int workers_start(struct run *r)
 
     wo.count = n;
     wo.buf_size = r->bufsz;
+    wo.engine = r->conf->daemon.engine;
     /* Up to 1 GiB of buffer address space per worker; pages are committed
      * only as buffers are first used. */
     wo.pool_buffers = (uint32_t)((1ull << 30) / r->bufsz);
@@ -414,6 +415,7 @@ static int workers_start(struct run *r)
     if (rc)
         return rc;
     lo.slot = n;
+    lo.engine = r->conf->daemon.engine;
     rc = weir_loop_create(&r->main, &lo);
     if (rc) {
         weir_workers_stop(r->cx.workers);

@@ -38,10 +38,11 @@ static int status_send(struct run *r)
 
     r->status_bytes = b;
     r->status_ns = now;
-    return notify_status("%s%u pipeline%s, %u live stream%s, %.1f MB/s",
+    return notify_status("%s%u pipeline%s, %u live stream%s, %.1f MB/s, on %s",
                          r->stopping ? "stopping: " : "", npl,
                          npl == 1 ? "" : "s", nlive, nlive == 1 ? "" : "s",
-                         rate / 1e6);
+                         rate / 1e6,
+                         weir_engine_name(weir_loop_engine(r->main)));
 }
 
 static void status_tick(struct weir_op *op, int res, uint32_t flags)

@@ -129,6 +129,10 @@ struct bad_case {
  * data.txt exists; relative paths resolve against that directory.
  */
 static const struct bad_case bad_cases[] = {
+    {"bad_engine",
+     "[daemon]\nengine = kqueue\n" OK_PIPELINE,
+     {2},
+     "engine: 'kqueue' is not an engine"},
     {"unknown_section",
      "[pipeline a]\nsource = file:data.txt\nsink = null\n"
      "[pipelines b]\n",
@@ -782,7 +786,8 @@ static void test_version(void **state)
     run_weir(argv, r);
     expect_exit(r, 0);
     assert_int_equal(strncmp(r->out, "weir ", 5), 0);
-    assert_non_null(strstr(r->out, "engine: io_uring (liburing "));
+    assert_non_null(strstr(r->out, "engines: io_uring (liburing "));
+    assert_non_null(strstr(r->out, ", epoll; "));
     copy = strdup(versions);
     assert_non_null(copy);
     for (item = strtok_r(copy, ";", &save); item != NULL;

@@ -184,6 +184,42 @@ static void test_io_uring_asked_for(void **state)
     h_expect_log(&w, "seccomp", WAIT);
 }
 
+/* The engine a config or the command line asks for is the one that runs,
+ * and the startup line says so; io_uring asked for where it is refused
+ * is an exit 69, not some other engine. */
+static void test_engine_chosen(void **state)
+{
+    uint16_t port = h_free_port(false);
+    char conf[300], log[300], src[300], hex[65];
+    struct h_weir w;
+    int fd;
+
+    (void)state;
+    unsetenv("WEIR_ENGINE");
+    snprintf(conf, sizeof(conf), "%s/chosen.conf", dir);
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\nengine = epoll\n"
+                 "[pipeline big]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, port);
+    snprintf(log, sizeof(log), "%s/chosen.log", dir);
+    unlink(log);
+    h_spawn(&w, (char *const[]){"weir", "-c", conf, NULL}, log);
+    h_expect_log(&w, "engine: epoll (asked for)", WAIT);
+    fd = h_connect(false, port, NULL, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
+    assert_string_equal(hex, big_hex);
+    close(fd);
+    expect_exit(&w, 0, true);
+
+    snprintf(src, sizeof(src), "file:%s", small);
+    spawn_denied(
+        &w, "pipe_asked",
+        (char *const[]){"pipe", "--engine", "io_uring", src, "null", NULL});
+    expect_exit(&w, 69, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +227,7 @@ int main(void)
         cmocka_unit_test_teardown(test_daemon_on_epoll, h_teardown),
         cmocka_unit_test_teardown(test_pipe_tcp_to_file_on_epoll, h_teardown),
         cmocka_unit_test_teardown(test_io_uring_asked_for, h_teardown),
+        cmocka_unit_test_teardown(test_engine_chosen, h_teardown),
     };
     int rc;
 

@@ -1,5 +1,7 @@
 /*
- * address.c - see address.h.
+ * address.c - see address.h. The whole address grammar (kinds, options,
+ * socat's spellings) stays in one file past the usual size, because every
+ * part of it reads the same two tables, kinds[] and options[].
  */
 #include "conf/address.h"
 

@@ -213,6 +213,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
                                         : p->high_water_mark,
         .own_fd = true,
         .counter = &h->s->bytes_out, /* every client's, for the status */
+        .linger_ns = STREAM_LINGER_NS,
     };
     /* The branch holds one chunk past the sink's own queue, as a tee'd
      * sink of any other pipeline does. */

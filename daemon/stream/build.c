@@ -100,6 +100,7 @@ static bool try_splice(struct half *h)
     if (s->sp->client_sink) {
         sock = s->sink_fd;
         o.max_length = s->cx->place.splice_serve_max;
+        o.linger_ns = STREAM_LINGER_NS;
     } else {
         o.connect_addr = (const struct sockaddr *)&s->sp->res[0].addr;
         o.connect_addrlen = s->sp->res[0].addrlen;
@@ -210,6 +211,10 @@ void half_stop_task(struct weir_task *t)
     if (!h->finished && h->src &&
         !(s->src_regular && !(p->follow || p->source->follow)))
         weir_endpoint_stop(h->src);
+    /* Sinks close without waiting for their peers now. */
+    for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
+        if (h->sinks[i])
+            weir_endpoint_stop(h->sinks[i]);
     weir_loop_post(s->cx->main, &s->stop_ack);
 }
 

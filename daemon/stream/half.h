@@ -147,6 +147,11 @@ int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
                         uint64_t *blocked_ns);
 #define SINK_WATCH_NS (250ull * 1000 * 1000)
 
+/* How long a served client's connection may stay after the last byte, for
+ * the client to read it before weir closes (weir_endpoint_options's
+ * linger_ns; nginx's lingering_timeout is the same). */
+#define STREAM_LINGER_NS (5ull * 1000 * 1000 * 1000)
+
 /* relay.c: the proxy's reverse direction. */
 int relay_open(struct stream *s);   /* main thread */
 void relay_free(struct stream *s);  /* main thread */

@@ -57,6 +57,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     if (s->sp->client_sink) {
         fd = s->sink_fd;
         s->sink_fd = -1;
+        o.linger_ns = STREAM_LINGER_NS;
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
     }
     if (s->relay) {

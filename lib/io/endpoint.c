@@ -193,6 +193,12 @@ void weir_endpoint_destroy(struct weir_endpoint *ep)
 
 void weir_endpoint_stop(struct weir_endpoint *ep)
 {
+    if (!ep->destroyed && !ep->rs) {
+        /* A sink: it closes without lingering from now on. */
+        ep->stopping = true;
+        weir__ep_linger_stop(ep);
+        return;
+    }
     if (ep->destroyed || ep->ended || !ep->rs)
         return;
     ep->stopping = true;

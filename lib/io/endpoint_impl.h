@@ -62,6 +62,8 @@ struct weir_endpoint {
 
     uint32_t inflight;
     bool destroyed, reaping, stopping, ended;
+    bool lingering;    /* fd sink: its close waits for the peer's end */
+    uint64_t lingered; /* bytes the peer sent meanwhile, dropped */
     struct weir_reap reap;
     struct weir_timer timer; /* retries, follow polls, backoff */
     void (*on_timer)(struct weir_endpoint *ep);
@@ -134,6 +136,8 @@ int weir__ep_sink_write(struct weir_writable *ws, void *ctx,
                         struct weir_chunk c);
 int weir__ep_sink_submit(struct weir_endpoint *ep);
 void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags);
+/* An fd sink's lingering close ends now (weir_endpoint_stop). */
+void weir__ep_linger_stop(struct weir_endpoint *ep);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */

@@ -129,15 +129,84 @@ int weir__ep_sink_write(struct weir_writable *ws, void *ctx,
     return weir__ep_sink_writev(ws, ctx, &c, 1);
 }
 
+/*
+ * Lingering close. Closing a socket whose receive queue holds bytes the
+ * peer sent makes the kernel reset the connection, and a reset throws away
+ * what the peer has not read yet: a client that sent a request (curl, a
+ * health check) would lose the tail of the file. So after the last byte
+ * the sending side is shut down and what the peer still sends is read and
+ * dropped (at most LINGER_MAX) until it closes, or linger_ns have passed.
+ */
+#define LINGER_MAX (1u << 20)
+
+/* What lingering reads: nobody looks at it, so one per worker does. */
+static _Thread_local uint8_t linger_scratch[16384];
+
+static void linger_end(struct weir_endpoint *ep)
+{
+    if (!ep->lingering)
+        return;
+    ep->lingering = false;
+    if (ep->timer.op.pending)
+        weir_loop_timer_stop(ep->loop, &ep->timer);
+    if (ep->rd_op.pending)
+        weir_loop_cancel(ep->loop, &ep->rd_op);
+    if (ep->ws)
+        weir_writable_close_done(ep->ws, 0);
+}
+
+static int linger_recv(struct weir_endpoint *ep);
+
+static void linger_read_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, rd_op);
+
+    (void)flags;
+    if (weir__ep_op_done(ep) || !ep->lingering)
+        return;
+    if (res > 0 && (ep->lingered += (uint64_t)res) < LINGER_MAX &&
+        linger_recv(ep) == 0)
+        return;
+    linger_end(ep); /* the peer closed, failed or sent too much */
+}
+
+static int linger_recv(struct weir_endpoint *ep)
+{
+    int rc;
+
+    ep->rd_op.fn = linger_read_done;
+    rc = weir_loop_recv(ep->loop, &ep->rd_op, ep->fd, linger_scratch,
+                        sizeof(linger_scratch), 0);
+    if (rc == 0)
+        ep_op_started(ep);
+    return rc;
+}
+
+static void linger_timeout(struct weir_endpoint *ep)
+{
+    linger_end(ep);
+}
+
+void weir__ep_linger_stop(struct weir_endpoint *ep)
+{
+    linger_end(ep);
+}
+
 static int sink_close(struct weir_writable *ws, void *ctx)
 {
     struct weir_endpoint *ep = ctx;
 
     (void)ws;
     /* The peer sees the end after the data; the fd closes on destroy. */
-    if (ep->is_socket && ep->fd >= 0)
-        shutdown(ep->fd, SHUT_WR);
-    return 0;
+    if (!ep->is_socket || ep->fd < 0)
+        return 0;
+    shutdown(ep->fd, SHUT_WR);
+    if (ep->o.linger_ns == 0 || ep->stopping || linger_recv(ep) != 0)
+        return 0;
+    ep->lingering = true;
+    if (weir__ep_timer(ep, ep->o.linger_ns, linger_timeout) != 0)
+        weir_loop_cancel(ep->loop, &ep->rd_op); /* no bound: no linger */
+    return WEIR_PENDING;
 }
 
 const struct weir_sink_ops weir__ep_fd_sink_ops = {

@@ -38,6 +38,9 @@ struct weir_splice {
     weir_done_cb done;
     void *ctx;
     bool finished, destroyed, reaping;
+    bool lingering;    /* sent; waiting for the peer's end (sp_finish) */
+    uint64_t lingered; /* bytes it sent meanwhile, dropped */
+    struct weir_timer linger;
     struct weir_reap reap;
 };
 
@@ -68,13 +71,89 @@ static void sp_maybe_reap(struct weir_splice *sp)
     }
 }
 
+/* A lingering close, as the endpoints' fd sink does (endpoint_sink.c):
+ * closing with the peer's bytes unread would reset the connection and
+ * lose what it has not read yet. */
+#define LINGER_MAX (1u << 20)
+static _Thread_local uint8_t linger_scratch[16384];
+
+static void sp_linger_end(struct weir_splice *sp)
+{
+    if (!sp->lingering)
+        return;
+    sp->lingering = false;
+    if (sp->linger.op.pending)
+        weir_loop_timer_stop(sp->loop, &sp->linger);
+    if (sp->in_op.pending)
+        weir_loop_cancel(sp->loop, &sp->in_op);
+    if (!sp->destroyed)
+        sp->done(sp->ctx, 0);
+}
+
+static int sp_linger_recv(struct weir_splice *sp);
+
+static void sp_linger_read(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_splice *sp = SP_OF(op, in_op);
+
+    (void)flags;
+    sp->pending--;
+    if (sp->destroyed) {
+        sp_maybe_reap(sp);
+        return;
+    }
+    if (!sp->lingering)
+        return;
+    if (res > 0 && (sp->lingered += (uint64_t)res) < LINGER_MAX &&
+        sp_linger_recv(sp) == 0)
+        return;
+    sp_linger_end(sp);
+}
+
+static int sp_linger_recv(struct weir_splice *sp)
+{
+    int rc;
+
+    sp->in_op.fn = sp_linger_read;
+    rc = weir_loop_recv(sp->loop, &sp->in_op, sp->sock_fd, linger_scratch,
+                        sizeof(linger_scratch), 0);
+    if (rc == 0)
+        sp->pending++;
+    return rc;
+}
+
+static void sp_linger_timeout(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_splice *sp = SP_OF(op, linger.op);
+
+    (void)flags;
+    sp->pending--;
+    if (sp->destroyed) {
+        sp_maybe_reap(sp);
+        return;
+    }
+    if (res != -ECANCELED)
+        sp_linger_end(sp);
+}
+
 static void sp_finish(struct weir_splice *sp, int rc)
 {
     if (sp->finished)
         return;
     sp->finished = true;
-    if (rc == 0)
+    if (rc == 0) {
         shutdown(sp->sock_fd, SHUT_WR);
+        if (sp->o.linger_ns && !sp->destroyed && sp_linger_recv(sp) == 0) {
+            sp->lingering = true;
+            sp->linger.op.fn = sp_linger_timeout;
+            if (weir_loop_timer_start(sp->loop, &sp->linger, sp->o.linger_ns) ==
+                0)
+                sp->pending++;
+            else
+                weir_loop_cancel(sp->loop, &sp->in_op); /* no bound */
+            return;
+        }
+    }
     if (!sp->destroyed)
         sp->done(sp->ctx, rc);
 }
@@ -281,6 +360,8 @@ void weir_splice_destroy(struct weir_splice *sp)
     if (sp->destroyed)
         return;
     sp->destroyed = true;
+    if (sp->linger.op.pending)
+        weir_loop_timer_stop(sp->loop, &sp->linger);
     if (sp->in_op.pending)
         weir_loop_cancel(sp->loop, &sp->in_op);
     if (sp->out_op.pending)

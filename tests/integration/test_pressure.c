@@ -3,7 +3,8 @@
  * connections it cannot accept wait in the backlog while accepts pause
  * (one warning for the episode, not one per failed accept, and no core
  * spinning on the failures), and once fds are free again the waiting
- * and the new clients are served whole.
+ * and the new clients are served whole. And a client that sends
+ * something is never reset out of the tail it has not read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,11 +99,56 @@ static void test_accepts_pause_when_fds_run_out(void **state)
     h_expect_exit(&w, 0, true, WAIT);
 }
 
+/* A client that sends a request (as curl or a health check does) and
+ * reads only later: weir's close must not reset the connection and throw
+ * away the tail the client has not read yet. Both send paths: the splice
+ * stage (a small file) and the stream path (a big one). */
+static void talking_client(size_t size)
+{
+    static const char req[] = "GET / HTTP/1.0\r\nHost: weir\r\n\r\n";
+    char file[256], hex[65], got[65];
+    struct h_weir w;
+    uint16_t port = h_free_port(false);
+    int fd;
+
+    h_path(file, sizeof(file), "talked.bin");
+    h_make_file(file, size, 11, hex);
+    h_start_conf(&w, "talk", H_CONF_FRESH_LOG,
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 file, port);
+    for (int i = 0; i < 4; i++) {
+        fd = h_connect(false, port, NULL, WAIT);
+        assert_true(fd >= 0);
+        assert_true(h_write_all(fd, req, sizeof(req) - 1));
+        /* Long enough for weir to have written its last byte. */
+        h_sleep_ms(300);
+        assert_int_equal(h_drain(fd, got, UINT64_MAX, WAIT), (int64_t)size);
+        assert_string_equal(got, hex);
+        close(fd);
+    }
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
+static void test_talking_client_small(void **state)
+{
+    (void)state;
+    talking_client(1u << 20);
+}
+
+static void test_talking_client_big(void **state)
+{
+    (void)state;
+    talking_client(FILE_SIZE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_accepts_pause_when_fds_run_out,
                                   h_teardown),
+        cmocka_unit_test_teardown(test_talking_client_small, h_teardown),
+        cmocka_unit_test_teardown(test_talking_client_big, h_teardown),
     };
     int rc;
 

@@ -78,6 +78,12 @@ struct weir_endpoint_options {
     weir_endpoint_event_fn on_event; /* file source; may be NULL */
     void *event_arg;
     bool own_fd; /* close the fd on destroy (sources and fd sinks) */
+    /* An fd sink on a socket: after the last byte its close shuts the
+     * sending side down and reads (and drops) what the peer still sends,
+     * up to 1 MiB, until the peer closes or linger_ns have passed, so
+     * that closing never resets a connection whose peer has not read
+     * everything yet (a client that sent a request). 0: close at once. */
+    uint64_t linger_ns;
     /* Statistics: bytes delivered (sinks) or read (sources) are added here
      * when not NULL, relaxed: another thread may sample it. */
     _Atomic uint64_t *counter;
@@ -129,7 +135,8 @@ struct weir_writable *weir_endpoint_writable(struct weir_endpoint *ep);
 uint64_t weir_endpoint_bytes(const struct weir_endpoint *ep);
 
 /* Owner. A source ends its stream cleanly (close, not error) as soon as
- * the reads in flight have been delivered: what was read still flows. */
+ * the reads in flight have been delivered: what was read still flows. A
+ * sink that lingers (linger_ns) stops lingering. */
 void weir_endpoint_stop(struct weir_endpoint *ep);
 
 /* Owner. See "Lifetime" above. Safe inside the stream's callbacks. */

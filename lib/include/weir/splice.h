@@ -32,6 +32,10 @@ struct weir_splice_options {
     uint32_t pipe_size;        /* bytes per splice pair; 0: 1 MiB */
     uint64_t max_length;       /* a longer range: -EFBIG; 0: no limit */
     _Atomic uint64_t *counter; /* bytes sent are added here (relaxed) */
+    /* After the range: read and drop what the peer sends, until it closes
+     * or linger_ns passed, before done runs (weir_endpoint_options's
+     * linger_ns says why). 0: done at once. */
+    uint64_t linger_ns;
     /* When sock_fd is -1: connect to this address first (once). */
     const struct sockaddr *connect_addr;
     socklen_t connect_addrlen;

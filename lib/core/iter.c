@@ -1,5 +1,6 @@
 /*
- * iter.c - the iterator loop over a readable stream (for-await in C).
+ * iter.c - the iterator over a readable stream: the loop (for-await in C)
+ * and next/return for code that drives it by hand.
  *
  * The loop reads synchronously for as long as chunks are there; when a read
  * parks, the loop resumes from the read's callback. A callback that fires
@@ -13,11 +14,22 @@
 
 static void iter_read_cb(void *ctx, int rc, struct weir_chunk chunk);
 
-/* Ends the loop: the stream is left unlocked. */
+/* Ends the iteration: the stream is left unlocked. */
 static int iter_finish(struct weir_iter *it, int rc)
 {
     weir_reader_release(&it->reader);
     return rc == WEIR_DONE ? 0 : rc;
+}
+
+/* Stops early: cancels unless told not to. */
+static int iter_stop(struct weir_iter *it, int reason)
+{
+    int rc = 0;
+
+    if (!(it->flags & WEIR_ITER_PREVENT_CANCEL))
+        rc = weir_reader_cancel(&it->reader, reason);
+    weir_reader_release(&it->reader);
+    return rc;
 }
 
 /* Hands one chunk to `each`; true when the loop must stop. */
@@ -25,11 +37,11 @@ static bool iter_each(struct weir_iter *it, struct weir_chunk chunk)
 {
     if (it->each(it->ctx, chunk) == 0)
         return false;
-    weir_reader_cancel(&it->reader, -ECANCELED);
+    iter_stop(it, -ECANCELED);
     return true;
 }
 
-static int iter_loop(struct weir_iter *it)
+static int iter_run_loop(struct weir_iter *it)
 {
     struct weir_chunk chunk;
     int rc;
@@ -37,7 +49,7 @@ static int iter_loop(struct weir_iter *it)
     while ((rc = weir_reader_read_as_(&it->reader, &chunk, iter_read_cb, it,
                                       true)) == 0) {
         if (iter_each(it, chunk))
-            return iter_finish(it, 0);
+            return 0;
     }
     if (rc == WEIR_PENDING)
         return rc;
@@ -50,26 +62,92 @@ static void iter_read_cb(void *ctx, int rc, struct weir_chunk chunk)
 
     if (rc == 0) {
         if (iter_each(it, chunk))
-            rc = iter_finish(it, 0);
+            rc = 0;
         else
-            rc = iter_loop(it);
+            rc = iter_run_loop(it);
         if (rc == WEIR_PENDING)
             return;
     } else {
         rc = iter_finish(it, rc);
     }
-    it->done(it->ctx, rc);
+    if (it->done)
+        it->done(it->ctx, rc);
 }
 
-int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
-                  weir_iter_each_fn each, weir_done_cb done, void *ctx)
+int weir_iter_open(struct weir_iter *it, struct weir_readable *rs,
+                   unsigned flags)
 {
     int rc = weir_reader_acquire(&it->reader, rs);
 
     if (rc)
         return rc;
+    it->each = NULL;
+    it->done = NULL;
+    it->ctx = NULL;
+    it->next_cb = NULL;
+    it->next_ctx = NULL;
+    it->flags = flags;
+    return 0;
+}
+
+int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
+                   weir_done_cb done, void *ctx)
+{
+    if (!each || !it->reader.stream)
+        return -EINVAL;
     it->each = each;
     it->done = done;
     it->ctx = ctx;
-    return iter_loop(it);
+    return iter_run_loop(it);
+}
+
+int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
+                  weir_iter_each_fn each, weir_done_cb done, void *ctx)
+{
+    int rc;
+
+    if (!each)
+        return -EINVAL;
+    rc = weir_iter_open(it, rs, 0);
+    if (rc)
+        return rc;
+    return weir_iter_loop(it, each, done, ctx);
+}
+
+static void iter_next_cb(void *ctx, int rc, struct weir_chunk chunk)
+{
+    struct weir_iter *it = ctx;
+    weir_read_cb cb = it->next_cb;
+
+    it->next_cb = NULL;
+    if (rc != 0)
+        weir_reader_release(&it->reader);
+    cb(it->next_ctx, rc, chunk);
+}
+
+int weir_iter_next(struct weir_iter *it, struct weir_chunk *out,
+                   weir_read_cb cb, void *ctx)
+{
+    int rc;
+
+    if (!it->reader.stream)
+        return WEIR_DONE;
+    if (it->next_cb)
+        return -EBUSY;
+    it->next_cb = cb ? cb : NULL;
+    it->next_ctx = ctx;
+    rc = weir_reader_read(&it->reader, out, cb ? iter_next_cb : NULL, it);
+    if (rc == WEIR_PENDING)
+        return rc;
+    it->next_cb = NULL;
+    if (rc != 0 && rc != -EINVAL)
+        weir_reader_release(&it->reader);
+    return rc;
+}
+
+int weir_iter_return(struct weir_iter *it, int reason)
+{
+    if (!it->reader.stream)
+        return 0;
+    return iter_stop(it, reason);
 }

@@ -127,7 +127,10 @@ rs_pull_loop(struct weir_readable *rs)
             return;
         rs->pulling = false;
         if (__builtin_expect(rc < 0, 0)) {
-            rs_error_now(rs, rc);
+            /* A source that errored the stream itself and then returned
+             * an error keeps its first error. */
+            if (rs->state == RS_READABLE)
+                rs_error_now(rs, rc);
             return;
         }
     } while (rs->pull_again && rs_should_pull(rs));
@@ -272,9 +275,10 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
     rs_hold(rs);
     if (rc != WEIR_PENDING) {
         rs->pulling = false;
-        if (rc < 0)
-            rs_error_now(rs, rc);
-        else if (!rs->doomed && rs->pull_again && rs_should_pull(rs))
+        if (rc < 0) {
+            if (rs->state == RS_READABLE)
+                rs_error_now(rs, rc);
+        } else if (!rs->doomed && rs->pull_again && rs_should_pull(rs))
             rs_pull_loop(rs);
     }
     rs_put(rs);
@@ -415,7 +419,7 @@ int weir_readable_create(struct weir_readable **out,
         rs->started = true;
         rs_update_can_pull(rs);
         rs_pull_if_needed(rs);
-    } else if (rc < 0) {
+    } else if (rc < 0 && rs->state == RS_READABLE) {
         rs_error_now(rs, rc);
     }
     rs_put(rs);
@@ -465,10 +469,13 @@ void weir_reader_release(struct weir_reader *r)
 static int rs_park(struct weir_readable *rs, const struct weir_read_req_ *q,
                    bool front)
 {
-    struct weir_read_req_ *slot =
-        front ? weir_q_unshift(&rs->reads, REQ_SZ, READS_FIRST)
-              : weir_q_push(&rs->reads, REQ_SZ, READS_FIRST);
+    struct weir_read_req_ *slot;
 
+    /* A read that has to wait needs a callback to answer it. */
+    if (!q->cb)
+        return -EINVAL;
+    slot = front ? weir_q_unshift(&rs->reads, REQ_SZ, READS_FIRST)
+                 : weir_q_push(&rs->reads, REQ_SZ, READS_FIRST);
     if (!slot)
         return -ENOMEM;
     *slot = *q;
@@ -564,12 +571,13 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
         return 0;
     }
     if (rs->close_requested) {
-        /* Closing, and the rest of the queue is short of min: the stream
-         * closes now and the read ends with the bytes there were. */
-        out->len = (uint32_t)q.filled;
-        rs_close_now(rs);
+        /* Closing, and the rest of the queue is short of min: the read
+         * can never be satisfied, and the spec errors the stream (its
+         * TypeError) rather than end the read short. */
+        out->len = 0;
+        rs_error_now(rs, -EINVAL);
         rs_put(rs);
-        return WEIR_DONE;
+        return -EINVAL;
     }
     rs->sync_req = q;
     rc = rs_read_slow(rs);
@@ -634,6 +642,7 @@ int weir_readable_byob_respond(struct weir_readable *rs, size_t n)
 int weir_reader_cancel(struct weir_reader *r, int reason)
 {
     struct weir_readable *rs = r->stream;
+    int rc = 0;
 
     if (!rs)
         return -EINVAL;
@@ -645,7 +654,7 @@ int weir_reader_cancel(struct weir_reader *r, int reason)
     rs_close_now(rs);
     rs_drop_queue(rs);
     if (rs->ops && rs->ops->cancel)
-        rs->ops->cancel(rs, rs->ctx, reason);
+        rc = rs->ops->cancel(rs, rs->ctx, reason);
     rs_put(rs);
-    return 0;
+    return rc < 0 ? rc : 0;
 }

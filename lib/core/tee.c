@@ -125,6 +125,8 @@ static void tee_free(struct weir_tee *t)
 {
     for (unsigned i = 0; i < t->n; i++)
         slot_clear(t, i);
+    if (t->reader.stream)
+        t->reader.stream->watch = (struct weir_watch){0};
     weir_reader_release(&t->reader);
     if (t->live)
         weir_core_free(t->b);
@@ -385,6 +387,30 @@ static void tee_handle(struct weir_tee *t, int rc, struct weir_chunk chunk)
 
 static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk);
 
+/*
+ * The source changed state. The tee reads only while the block rule lets
+ * it, so a source that errors (or closes with nothing queued) while a
+ * branch is full would otherwise go unseen until that branch drains:
+ * meanwhile the branches would serve chunks of a stream that failed. An
+ * error reaches the branches at once, as in the spec's tee (their queues
+ * are dropped); a close, once its queue is read, unless a read in progress
+ * will report it itself.
+ */
+static void tee_source_event(void *ctx)
+{
+    struct weir_tee *t = ctx;
+    struct weir_readable *rs = t->reader.stream;
+
+    if (!rs || t->ended)
+        return;
+    tee_hold(t);
+    if (rs->state == RS_ERRORED)
+        tee_end(t, rs->err);
+    else if (rs->state == RS_CLOSED && !t->reading)
+        tee_end(t, WEIR_DONE);
+    tee_put(t);
+}
+
 static void tee_read(struct weir_tee *t)
 {
     struct weir_chunk chunk;
@@ -431,7 +457,7 @@ static int tee_pull(struct weir_readable *rs, void *ctx)
     return 0;
 }
 
-static void tee_cancel(struct weir_readable *rs, void *ctx, int reason)
+static int tee_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct tee_branch *b = ctx;
     struct weir_tee *t = b->tee;
@@ -444,6 +470,7 @@ static void tee_cancel(struct weir_readable *rs, void *ctx, int reason)
     if (t->gone < t->nused || t->live)
         tee_read(t);
     tee_put(t);
+    return 0;
 }
 
 static const struct weir_source_ops tee_branch_ops = {
@@ -530,6 +557,7 @@ static struct weir_tee *tee_alloc(struct weir_readable *src, unsigned cap,
     if (!live)
         t->nb = cap;
     weir_reader_acquire(&t->reader, src);
+    src->watch = (struct weir_watch){tee_source_event, t};
     return t;
 }
 

@@ -508,11 +508,18 @@ int weir_writer_close(struct weir_writer *w, weir_done_cb cb, void *ctx)
 
     if (!ws)
         return -EINVAL;
-    if (ws->state == WS_ERRORED || ws->state == WS_ERRORING)
+    if (ws->state == WS_ERRORED)
         return ws->err;
     if (ws->state == WS_CLOSED || ws->close_requested)
         return -EINVAL;
     ws->close_requested = true;
+    if (ws->state == WS_ERRORING) {
+        /* Fails with the error once the sink is idle, after the writes
+         * before it (the spec's close request of an erroring stream). */
+        ws->close_cb = cb;
+        ws->close_ctx = ctx;
+        return WEIR_PENDING;
+    }
     /* A writer waiting for room would wait forever: let it go. */
     ws_hold(ws);
     ws_fire_ready(ws, 0);

@@ -115,8 +115,11 @@ int weir_writer_ready(struct weir_writer *w, weir_done_cb cb, void *ctx);
 
 /*
  * Closes: queued writes finish, then the sink's close runs. 0 when all of
- * that finished now; WEIR_PENDING and cb(ctx, rc) later; -EINVAL when
- * already closing or closed; the error of an errored stream.
+ * that finished now; WEIR_PENDING and cb(ctx, rc) later (cb may be NULL);
+ * -EINVAL when already closing or closed, or for a released writer; the
+ * error of an errored stream. On a stream still erroring (its error waits
+ * for the write at the sink) the close is pending and fails with the error
+ * after the writes queued before it.
  */
 int weir_writer_close(struct weir_writer *w, weir_done_cb cb, void *ctx);
 

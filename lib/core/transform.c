@@ -174,11 +174,12 @@ static int tf_source_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct weir_transform *tf = ctx;
     int rc = tf_call_cancel(tf, reason);
-    int err = 0;
 
     (void)rs;
-    if (weir_writable_errored(tf->ws, &err) && rc == 0)
-        rc = err;
+    /* Errored (not merely erroring, which an abort still settling is):
+     * the cancel reports the writable side's error. */
+    if (tf->ws->state == WS_ERRORED && rc == 0)
+        rc = tf->ws->err;
     else
         weir_writable_error(tf->ws, rc < 0 ? rc : reason);
     /* The held write will never run: drop it and settle it. */

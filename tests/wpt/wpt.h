@@ -333,4 +333,83 @@ static inline int ws_err(const struct weir_writable *ws)
     return weir_writable_errored(ws, &e) ? e : 0;
 }
 
+/*
+ * The recording transformer: logs "transform:DATA", "flush", "cancel:R";
+ * by default passes each chunk through (the identity) and answers from
+ * the *_rc fields, or from a hook.
+ */
+struct rtf {
+    struct weir_transform *tf;
+    struct evlog ev;
+    int start_rc, transform_rc, flush_rc, cancel_rc;
+    int transforms, flushes, cancels, cancel_reason;
+    int (*on_start)(struct rtf *t);
+    int (*on_transform)(struct rtf *t, struct weir_chunk c);
+    int (*on_flush)(struct rtf *t);
+    int (*on_cancel)(struct rtf *t, int reason);
+    int n; /* free for hooks */
+};
+
+static inline int rtf_start(struct weir_transform *tf, void *ctx)
+{
+    struct rtf *t = ctx;
+
+    t->tf = tf;
+    return t->on_start ? t->on_start(t) : t->start_rc;
+}
+
+static inline int rtf_transform(struct weir_transform *tf, void *ctx,
+                                struct weir_chunk c)
+{
+    struct rtf *t = ctx;
+
+    t->tf = tf;
+    t->transforms++;
+    ev_add(&t->ev, "transform:%.*s", (int)c.len, (const char *)c.data);
+    if (t->on_transform)
+        return t->on_transform(t, c);
+    weir_transform_enqueue(tf, c);
+    return t->transform_rc;
+}
+
+static inline int rtf_flush(struct weir_transform *tf, void *ctx)
+{
+    struct rtf *t = ctx;
+
+    t->tf = tf;
+    t->flushes++;
+    ev_add(&t->ev, "flush");
+    return t->on_flush ? t->on_flush(t) : t->flush_rc;
+}
+
+static inline int rtf_cancel(struct weir_transform *tf, void *ctx, int reason)
+{
+    struct rtf *t = ctx;
+
+    t->tf = tf;
+    t->cancels++;
+    t->cancel_reason = reason;
+    ev_add(&t->ev, "cancel:%d", reason);
+    return t->on_cancel ? t->on_cancel(t, reason) : t->cancel_rc;
+}
+
+/* With a start (so the transformer's start runs) and without. */
+__attribute__((unused)) static const struct weir_transformer_ops rtf_ops = {
+    .start = rtf_start,
+    .transform = rtf_transform,
+    .flush = rtf_flush,
+    .cancel = rtf_cancel};
+
+/* A transform with the spec's strategies (writable hwm 1, readable
+ * rhwm), recording into t. */
+static inline struct weir_transform *rtf_make(struct rtf *t, size_t whwm,
+                                              size_t rhwm)
+{
+    struct weir_transform_options o = {.writable = {.hwm = whwm},
+                                       .readable = {.hwm = rhwm}};
+
+    assert_int_equal(weir_transform_create(&t->tf, &rtf_ops, t, &o), 0);
+    return t->tf;
+}
+
 #endif /* WEIR_TESTS_WPT_H */

@@ -63,6 +63,9 @@ struct weir_tee {
      * drops what it reads; it never cancels the source for want of
      * branches. */
     bool live, ended;
+    /* The source ended during a read of the tee's own (WEIR_DONE or its
+     * error): acted on once that read's chunk is handed out. */
+    int end_rc;
     weir_tee_end_fn *on_end;
     void *end_ctx;
     /* A live tee's branches: b[i] is slot i's, tee_vacant while free. */
@@ -208,13 +211,16 @@ static bool tee_may_read(const struct weir_tee *t)
     return t->live ? may_read_k(t, true) : may_read_k(t, false);
 }
 
-static void branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
+/* The branch left; the last to leave cancels the source, and gets the
+ * cancel's result. */
+static int branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
 {
     if (b->gone)
-        return;
+        return 0;
     b->gone = true;
     if (++t->gone == t->nused && !t->live)
-        weir_reader_cancel(&t->reader, reason);
+        return weir_reader_cancel(&t->reader, reason);
+    return 0;
 }
 
 /* What branch b does with the next chunk: take it (true) or not. */
@@ -387,6 +393,8 @@ static void tee_handle(struct weir_tee *t, int rc, struct weir_chunk chunk)
 
 static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk);
 
+static void tee_end(struct weir_tee *t, int rc);
+
 /*
  * The source changed state. The tee reads only while the block rule lets
  * it, so a source that errors (or closes with nothing queued) while a
@@ -403,12 +411,26 @@ static void tee_source_event(void *ctx)
 
     if (!rs || t->ended)
         return;
+    if (t->reading) {
+        /* A read of ours is under way: its chunk, if it got one, was
+         * read before the end and goes out first, as in the spec, where
+         * the read's answer comes before the end is seen. */
+        t->end_rc = rs->state == RS_ERRORED ? rs->err : WEIR_DONE;
+        return;
+    }
     tee_hold(t);
-    if (rs->state == RS_ERRORED)
-        tee_end(t, rs->err);
-    else if (rs->state == RS_CLOSED && !t->reading)
-        tee_end(t, WEIR_DONE);
+    tee_end(t, rs->state == RS_ERRORED ? rs->err : WEIR_DONE);
     tee_put(t);
+}
+
+/* Acts on an end the watch saw during a read (see tee_source_event). */
+static void tee_end_pending(struct weir_tee *t)
+{
+    int rc = t->end_rc;
+
+    t->end_rc = 0;
+    if (!t->ended)
+        tee_end(t, rc);
 }
 
 static void tee_read(struct weir_tee *t)
@@ -428,6 +450,10 @@ static void tee_read(struct weir_tee *t)
             return;
         tee_handle(t, rc, chunk);
         t->reading = false;
+        if (__builtin_expect(t->end_rc != 0, 0)) {
+            tee_end_pending(t);
+            return;
+        }
         if (!(t->read_again || t->live) || rc != 0)
             return;
     }
@@ -440,7 +466,9 @@ static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk)
     tee_hold(t);
     tee_handle(t, rc, chunk);
     t->reading = false;
-    if (rc == 0 && (t->read_again || t->live))
+    if (t->end_rc != 0)
+        tee_end_pending(t);
+    else if (rc == 0 && (t->read_again || t->live))
         tee_read(t);
     tee_put(t);
 }
@@ -462,15 +490,17 @@ static int tee_cancel(struct weir_readable *rs, void *ctx, int reason)
     struct tee_branch *b = ctx;
     struct weir_tee *t = b->tee;
 
+    int rc;
+
     (void)rs;
     tee_hold(t);
-    branch_gone(t, b, reason);
+    rc = branch_gone(t, b, reason);
     /* The branch that left may have been the one holding the others
      * back. */
     if (t->gone < t->nused || t->live)
         tee_read(t);
     tee_put(t);
-    return 0;
+    return rc;
 }
 
 static const struct weir_source_ops tee_branch_ops = {

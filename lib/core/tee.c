@@ -623,8 +623,11 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
 int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
                          const struct weir_tee_live_options *o)
 {
+    static const struct weir_tee_live_options defaults = {0};
     struct weir_tee *t;
 
+    if (!o)
+        o = &defaults;
     if (src->locked)
         return -EBUSY;
     t = tee_alloc(src, o->cap ? o->cap : UINT_MAX, true);

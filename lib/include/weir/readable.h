@@ -128,7 +128,7 @@ struct weir_reader {
 int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs);
 
 /* Unlocks. Reads still parked fail with -ECANCELED (their callbacks run
- * now). */
+ * now). Nothing for a reader already released. */
 void weir_reader_release(struct weir_reader *r);
 
 /* weir_reader_read, an inline function, is defined at the end of this
@@ -209,7 +209,7 @@ int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
  * The next chunk, as weir_reader_read (cb may be NULL only when the read
  * cannot park: -EINVAL then). When the iteration ends, WEIR_DONE or the
  * stream's error, now or through cb, the iterator releases the stream, and
- * later calls return WEIR_DONE.
+ * later calls return WEIR_DONE. -EBUSY while an earlier next waits.
  */
 int weir_iter_next(struct weir_iter *it, struct weir_chunk *out,
                    weir_read_cb cb, void *ctx);
@@ -395,8 +395,9 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
 
 /*
  * Reads one chunk. 0 and *out set (the caller's chunk now); WEIR_DONE when
- * the stream is closed; the stream's error; -EINVAL for a released reader;
- * -ENOMEM when parking failed; or WEIR_PENDING and cb(ctx, ...) later.
+ * the stream is closed; the stream's error; -EINVAL for a released reader,
+ * or for a read that would park with cb NULL; -ENOMEM when parking failed;
+ * or WEIR_PENDING and cb(ctx, ...) later.
  * Inline: a queued chunk is taken here, and the source asked for more if
  * the queue fell below its mark.
  */

@@ -108,8 +108,10 @@ void weir_writer_release(struct weir_writer *w);
 /*
  * Waits for backpressure to lift. 0 when the desired size is > 0 now (or
  * the stream is closing or closed); the error; or WEIR_PENDING and cb(ctx,
- * rc) once the desired size turns positive or the stream errors. One
- * waiter at a time: a second call replaces the first's callback.
+ * rc) once the desired size turns positive or the stream errors (cb may be
+ * NULL). One waiter at a time: a second call replaces the first's
+ * callback. The wait belongs to the writer: releasing it ends the wait
+ * with -ECANCELED.
  */
 int weir_writer_ready(struct weir_writer *w, weir_done_cb cb, void *ctx);
 

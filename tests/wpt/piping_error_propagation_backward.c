@@ -313,6 +313,35 @@ static void last_write_closed_prevent(void **state)
     last_write(P_CANCEL);
 }
 
+/* The same with the last write failing later: the pipe is draining its
+ * writes before closing when the failure comes, and must report it
+ * rather than close the sink. */
+static int write_c_pending(struct rsink *k, struct weir_chunk c)
+{
+    (void)k;
+    return chunk_is(c, "c") ? WEIR_PENDING : 0;
+}
+
+static void last_write_later(void **state)
+{
+    struct rsrc s = {.on_start = start_enqueue, .user = (void *)abc, .n = 1};
+    struct rsink k = {.on_write = write_c_pending};
+    struct weir_readable *rs = rsrc_make(&s, 3, false);
+    struct weir_writable *ws = rsink_new(&k);
+    struct done d = {0};
+
+    (void)state;
+    pipe_go(rs, ws, 0, &d);
+    assert_int_equal(d.calls, 0);
+    weir_writable_write_done(ws, E1);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.rc, E1);
+    assert_string_equal(s.nopull.s, "");
+    assert_string_equal(k.ev.s, "write:a write:b write:c");
+    assert_int_equal(ws_err(ws), E1);
+    finish(rs, ws);
+}
+
 /* The destination was aborted before the pipe. */
 static void before_abort(bool cancel_fails, unsigned prevent)
 {
@@ -431,6 +460,10 @@ int main(void)
         T(last_write_closed,
           "becomes errored after piping due to last write; source is "
           "closed; preventCancel omitted (but cancel is never called)"),
+        T(last_write_later,
+          "becomes errored after piping due to last write; source is "
+          "closed; preventCancel omitted (but cancel is never called) (the "
+          "write fails later)"),
         T(last_write_closed_prevent,
           "becomes errored after piping due to last write; source is "
           "closed; preventCancel = true"),

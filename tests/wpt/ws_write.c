@@ -112,6 +112,35 @@ static void rejected_clears_queue(void **state)
     fx_close(&f);
 }
 
+/* The same, with the first write's callback writing again: the stream is
+ * errored when the callback runs, so the new write is refused and the
+ * failed sink gets nothing more. */
+static struct weir_writer *again_writer;
+static int again_rc;
+
+static void write_again_cb(void *ctx, int rc)
+{
+    (void)ctx;
+    assert_int_equal(rc, E1);
+    again_rc = weir_writer_write(again_writer, S("c"), NULL, NULL);
+}
+
+static void rejected_callback_writes_again(void **state)
+{
+    struct fx f = {.k = {.write_rc = WEIR_PENDING}};
+
+    (void)state;
+    fx_open(&f, 4);
+    again_writer = &f.w;
+    weir_writer_write(&f.w, S("a"), write_again_cb, NULL);
+    weir_writer_write(&f.w, S("b"), NULL, NULL);
+    weir_writable_write_done(f.ws, E1);
+    assert_int_equal(again_rc, E1);
+    assert_int_equal(f.k.writes, 1);
+    assert_string_equal(f.k.ev.s, "write:a");
+    fx_close(&f);
+}
+
 /* F: "when sink's write throws an error, the stream should become errored
  * and the promise should reject" */
 static void write_throws(void **state)
@@ -205,6 +234,9 @@ int main(void)
         WPT(rejected_clears_queue,
             "when write returns a rejected promise, queued writes and close "
             "should be cleared"),
+        WPT(rejected_callback_writes_again,
+            "when write returns a rejected promise, queued writes and close "
+            "should be cleared (a write callback writes again)"),
         WPT(write_throws, "when sink's write throws an error, the stream "
                           "should become errored and the promise should "
                           "reject"),

@@ -632,6 +632,256 @@ static void error_then_abort_inflight_close(void **state)
     fx_close(&f);
 }
 
+/* F: "releaseLock() while aborting should reject the original closed
+ * promise" */
+static void release_while_aborting(void **state)
+{
+    struct fx f = {.k = {.write_rc = WEIR_PENDING}};
+    struct done wd = {0}, ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    write(&f, "a", &wd);
+    weir_writer_abort(&f.w, E1, done_cb, &ad);
+    weir_writer_release(&f.w);
+    weir_writable_write_done(f.ws, 0);
+    assert_int_equal(wd.rc, 0);
+    assert_int_equal(ad.calls, 1);
+    assert_int_equal(ad.rc, 0);
+    weir_writable_destroy(f.ws);
+}
+
+/* F: "sink abort() should not be called until sink start() is done" */
+static void abort_waits_for_start(void **state)
+{
+    struct fx f = {.k = {.start_rc = WEIR_PENDING}};
+    struct done ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_writer_abort(&f.w, E1, done_cb, &ad), WEIR_PENDING);
+    assert_string_equal(f.k.ev.s, "");
+    weir_writable_start_done(f.ws, 0);
+    assert_int_equal(ad.rc, 0);
+    assert_string_equal(f.k.ev.s, "abort:-1001");
+    fx_close(&f);
+}
+
+/* F: "if start attempts to error the controller after abort() has been
+ * called, then it should lose" */
+static void start_error_loses(void **state)
+{
+    struct fx f = {.k = {.start_rc = WEIR_PENDING}};
+    struct done ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    weir_writer_abort(&f.w, E1, done_cb, &ad);
+    weir_writable_error(f.ws, E2);
+    weir_writable_start_done(f.ws, 0);
+    assert_int_equal(ad.rc, 0);
+    assert_string_equal(f.k.ev.s, "abort:-1001");
+    assert_int_equal(ws_err(f.ws), E1);
+    fx_close(&f);
+}
+
+/* F: "stream abort() promise should still resolve if sink start()
+ * rejects" */
+static void abort_resolves_start_rejects(void **state)
+{
+    struct fx f = {.k = {.start_rc = WEIR_PENDING}};
+    struct done ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    weir_writer_abort(&f.w, E1, done_cb, &ad);
+    weir_writable_start_done(f.ws, E2);
+    assert_int_equal(ad.calls, 1);
+    assert_int_equal(ad.rc, 0);
+    assert_string_equal(f.k.ev.s, "abort:-1001");
+    fx_close(&f);
+}
+
+/* F: "writer abort() during sink start() should replace the writer.ready
+ * promise synchronously" */
+static void abort_replaces_ready(void **state)
+{
+    struct fx f = {.k = {.start_rc = WEIR_PENDING}};
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_writer_ready(&f.w, NULL, NULL), 0);
+    weir_writer_abort(&f.w, E1, NULL, NULL);
+    assert_int_equal(weir_writer_ready(&f.w, NULL, NULL), E1);
+    weir_writable_start_done(f.ws, 0);
+    fx_close(&f);
+}
+
+/* F: "promises returned from other writer methods should be rejected when
+ * writer abort() happens during sink start()" */
+static void others_rejected_during_start(void **state)
+{
+    struct fx f = {.k = {.start_rc = WEIR_PENDING}};
+    struct done w1 = {0}, w2 = {0}, ad = {0}, cd = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    w1.order = w2.order = ad.order = cd.order = &f.order;
+    write(&f, "1", &w1);
+    weir_writer_abort(&f.w, E1, done_cb, &ad);
+    assert_int_equal(write(&f, "2", &w2), E1);
+    done_cb(&w2, E1); /* its result, in the order it came */
+    assert_int_equal(weir_writer_close(&f.w, done_cb, &cd), WEIR_PENDING);
+    weir_writable_start_done(f.ws, 0);
+    assert_int_equal(w1.rc, E1);
+    assert_int_equal(ad.rc, 0);
+    assert_int_equal(cd.rc, E1);
+    /* write2, write1, abort, close */
+    assert_true(w2.at < w1.at && w1.at < ad.at && ad.at < cd.at);
+    assert_string_equal(f.k.ev.s, "abort:-1001");
+    fx_close(&f);
+}
+
+/* F: "abort() should succeed despite rejection from write" */
+static void abort_despite_write_rejection(void **state)
+{
+    struct fx f = {.k = {.write_rc = WEIR_PENDING}};
+    struct done wd = {0}, ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    write(&f, "a", &wd);
+    weir_writer_abort(&f.w, E1, done_cb, &ad);
+    weir_writable_error(f.ws, E1);
+    weir_writable_write_done(f.ws, E2);
+    assert_int_equal(wd.rc, E2);
+    assert_int_equal(ad.rc, 0);
+    fx_close(&f);
+}
+
+/* F: "abort() should be rejected with the rejection returned from
+ * close()" */
+static void abort_rejected_by_close(void **state)
+{
+    struct fx f = {.k = {.close_rc = WEIR_PENDING}};
+    struct done cd = {0}, ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    weir_writer_close(&f.w, done_cb, &cd);
+    weir_writer_abort(&f.w, E1, done_cb, &ad);
+    weir_writable_error(f.ws, E1);
+    weir_writable_close_done(f.ws, E2);
+    assert_int_equal(cd.rc, E2);
+    assert_int_equal(ad.rc, E2);
+    fx_close(&f);
+}
+
+/* F: "a rejecting sink.write() should not prevent sink.abort() from being
+ * called" */
+static void rejecting_write_then_abort(void **state)
+{
+    struct fx f = {.k = {.write_rc = WEIR_PENDING}};
+    struct done wd = {0}, ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    write(&f, "1", &wd);
+    weir_writer_abort(&f.w, E2, done_cb, &ad);
+    weir_writable_write_done(f.ws, E1);
+    assert_int_equal(wd.rc, E1);
+    assert_int_equal(ad.rc, 0);
+    assert_int_equal(ws_err(f.ws), E2);
+    assert_string_equal(f.k.ev.s, "write:1 abort:-1002");
+    fx_close(&f);
+}
+
+/* F: "when start errors after stream abort(), underlying sink abort()
+ * should be called anyway" */
+static void start_errors_after_abort(void **state)
+{
+    struct fx f = {.k = {.start_rc = WEIR_PENDING}};
+
+    (void)state;
+    fx_open(&f, 1);
+    weir_writer_abort(&f.w, E2, NULL, NULL);
+    weir_writable_start_done(f.ws, E1);
+    assert_string_equal(f.k.ev.s, "abort:-1002");
+    fx_close(&f);
+}
+
+/* F: "when calling abort() twice on the same stream, both should give the
+ * same promise that fulfills with undefined". Departure (one abort
+ * completion): the first finished at once, and the second finds the
+ * stream errored; both report 0. */
+static void abort_twice(void **state)
+{
+    struct fx f = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_writer_abort(&f.w, E1, NULL, NULL), 0);
+    assert_int_equal(weir_writer_abort(&f.w, E1, NULL, NULL), 0);
+    assert_int_equal(f.k.aborts, 1);
+    fx_close(&f);
+}
+
+/* F: "when calling abort() twice on the same stream, but sequentially so
+ * so there's no pending abort the second time, both should fulfill with
+ * undefined" */
+static void abort_twice_sequentially(void **state)
+{
+    struct fx f = {.k = {.write_rc = WEIR_PENDING}};
+    struct done ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    write(&f, "a", NULL);
+    weir_writer_abort(&f.w, E1, done_cb, &ad);
+    weir_writable_write_done(f.ws, 0);
+    assert_int_equal(ad.rc, 0);
+    assert_int_equal(weir_writer_abort(&f.w, E1, NULL, NULL), 0);
+    fx_close(&f);
+}
+
+/* F: "calling abort() on an errored stream should fulfill with
+ * undefined" */
+static int start_errors(struct rsink *k)
+{
+    weir_writable_error(k->ws, E1);
+    return 0;
+}
+
+static void abort_errored(void **state)
+{
+    struct fx f = {.k = {.on_start = start_errors}};
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_writer_abort(&f.w, E2, NULL, NULL), 0);
+    assert_int_equal(f.k.aborts, 0);
+    fx_close(&f);
+}
+
+/* F: "sink abort() should not be called if stream was erroring due to
+ * controller.error() before abort() was called" */
+static void no_sink_abort_when_erroring(void **state)
+{
+    struct fx f = {.k = {.write_rc = WEIR_PENDING}};
+    struct done wd = {0}, ad = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    write(&f, "chunk", &wd);
+    weir_writable_error(f.ws, E1);
+    assert_int_equal(weir_writer_abort(&f.w, E2, done_cb, &ad), WEIR_PENDING);
+    weir_writable_write_done(f.ws, 0);
+    assert_int_equal(wd.rc, 0);
+    assert_int_equal(ad.rc, E1);
+    assert_string_equal(f.k.ev.s, "write:chunk");
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -716,6 +966,44 @@ int main(void)
         WPT(error_then_abort_inflight_close,
             "controller.error(), writer.abort() while there is an in-flight "
             "close, and then finish the close"),
+        WPT(release_while_aborting, "releaseLock() while aborting should "
+                                    "reject the original closed promise"),
+        WPT(abort_waits_for_start, "sink abort() should not be called until "
+                                   "sink start() is done"),
+        WPT(start_error_loses,
+            "if start attempts to error the controller after abort() has "
+            "been called, then it should lose"),
+        WPT(abort_resolves_start_rejects, "stream abort() promise should "
+                                          "still resolve if sink start() "
+                                          "rejects"),
+        WPT(abort_replaces_ready,
+            "writer abort() during sink start() should replace the "
+            "writer.ready promise synchronously"),
+        WPT(others_rejected_during_start,
+            "promises returned from other writer methods should be rejected "
+            "when writer abort() happens during sink start()"),
+        WPT(abort_despite_write_rejection,
+            "abort() should succeed despite rejection from write"),
+        WPT(abort_rejected_by_close, "abort() should be rejected with the "
+                                     "rejection returned from close()"),
+        WPT(rejecting_write_then_abort,
+            "a rejecting sink.write() should not prevent sink.abort() from "
+            "being called"),
+        WPT(start_errors_after_abort,
+            "when start errors after stream abort(), underlying sink abort() "
+            "should be called anyway"),
+        WPT(abort_twice, "when calling abort() twice on the same stream, "
+                         "both should give the same promise that fulfills "
+                         "with undefined"),
+        WPT(abort_twice_sequentially,
+            "when calling abort() twice on the same stream, but "
+            "sequentially so so there's no pending abort the second time, "
+            "both should fulfill with undefined"),
+        WPT(abort_errored, "calling abort() on an errored stream should "
+                           "fulfill with undefined"),
+        WPT(no_sink_abort_when_erroring,
+            "sink abort() should not be called if stream was erroring due "
+            "to controller.error() before abort() was called"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,8 +61,10 @@
  *   - no element types: BYOB reads are in bytes; there are no typed views
  *     and so no element-size checks (the spec's errors for a partial
  *     element at close do not arise).
- *   - synchronous cancel: a source's and a transformer's cancel report
- *     their result when they return; there is no pending cancel.
+ *   - synchronous cancel and abort: a source's, a sink's and a
+ *     transformer's cancel or abort report their result when they return;
+ *     none can be left pending (a sink that needs time to shut down does
+ *     so after answering).
  */
 #ifndef WEIR_STREAM_TYPES_H
 #define WEIR_STREAM_TYPES_H

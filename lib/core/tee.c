@@ -66,6 +66,21 @@ struct weir_tee {
     /* The source ended during a read of the tee's own (WEIR_DONE or its
      * error): acted on once that read's chunk is handed out. */
     int end_rc;
+    /*
+     * The common shape, kept cheap: a fixed tee whose branches are all
+     * block branches and all still live (simple_ok). Then the block rule
+     * is "every branch has room", and every branch takes every chunk, so
+     * while no branch has a read parked (which a chunk would answer by
+     * callback) the tee hands chunks out without asking each branch and
+     * without a counter per branch: while `simple`, each branch's
+     * delivered counters are its stored ones plus what the tee produced
+     * since simple_base. `blocker` is the branch that last held the tee
+     * back, so that another branch's pull can be turned away with one
+     * look while that branch is still full.
+     */
+    bool simple_ok, simple;
+    unsigned blocker;
+    uint64_t simple_base, simple_base_bytes;
     weir_tee_end_fn *on_end;
     void *end_ctx;
     /* A live tee's branches: b[i] is slot i's, tee_vacant while free. */
@@ -173,18 +188,57 @@ static inline void tee_put(struct weir_tee *t)
         tee_last_put(t);
 }
 
-static bool branch_live(const struct tee_branch *b)
+static inline __attribute__((always_inline)) bool
+branch_live(const struct tee_branch *b)
 {
     return b->used && !b->gone && b->rs->state == RS_READABLE &&
            !b->rs->close_requested;
 }
 
 /* Whether the branch has room: desired size > 0, or a read waiting. */
-static bool branch_room(const struct tee_branch *b)
+static inline __attribute__((always_inline)) bool
+branch_room(const struct tee_branch *b)
 {
     const struct weir_readable *rs = b->rs;
 
     return weir_rs_reads_waiting(rs) > 0 || weir_rs_desired(rs) > 0;
+}
+
+/* Leaves the fast distribution: the per-branch counters take what they
+ * were owed. */
+static void simple_stop(struct weir_tee *t)
+{
+    if (!t->simple)
+        return;
+    t->simple = false;
+    for (unsigned i = 0; i < t->n; i++) {
+        struct tee_branch *b = &t->fixed[i];
+
+        if (!b->used)
+            continue;
+        b->delivered += t->produced - t->simple_base;
+        b->delivered_bytes += t->produced_bytes - t->simple_base_bytes;
+    }
+}
+
+/* The tee's shape changed (a branch left or came, the source ended): the
+ * fast paths no longer apply. */
+static void simple_end(struct weir_tee *t)
+{
+    simple_stop(t);
+    t->simple_ok = false;
+}
+
+/* The block rule for the simple shape: every branch has room. */
+static bool simple_may_read(struct weir_tee *t)
+{
+    for (unsigned i = 0; i < t->n; i++) {
+        if (!branch_room(&t->fixed[i])) {
+            t->blocker = i;
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The block rule: every live block branch has room, and some live branch
@@ -206,8 +260,10 @@ static TEE_SPECIALISE bool may_read_k(const struct weir_tee *t, bool live)
     return wanted || live;
 }
 
-static bool tee_may_read(const struct weir_tee *t)
+static bool tee_may_read(struct weir_tee *t)
 {
+    if (t->simple_ok)
+        return simple_may_read(t);
     return t->live ? may_read_k(t, true) : may_read_k(t, false);
 }
 
@@ -217,6 +273,7 @@ static int branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
 {
     if (b->gone)
         return 0;
+    simple_end(t);
     b->gone = true;
     if (++t->gone == t->nused && !t->live)
         return weir_reader_cancel(&t->reader, reason);
@@ -356,8 +413,51 @@ static TEE_SPECIALISE void distribute_k(struct weir_tee *t,
     }
 }
 
+/* Whether some branch has a read parked (that a chunk would answer with
+ * a callback, which may change the tee under the distribution). */
+static bool simple_parked(const struct weir_tee *t)
+{
+    for (unsigned i = 0; i < t->n; i++) {
+        const struct weir_readable *rs = t->fixed[i].rs;
+
+        if (rs->reads.tail != rs->reads.head)
+            return true;
+    }
+    return false;
+}
+
+/* The distribution of the simple shape with no read parked: every branch
+ * takes the chunk, counted once for all of them. */
+static void simple_distribute(struct weir_tee *t, struct weir_chunk chunk)
+{
+    struct weir_buf *buf = chunk.buf;
+    uint8_t *data = chunk.data;
+    uint32_t len = chunk.len;
+
+    if (!t->simple) {
+        t->simple = true;
+        t->simple_base = t->produced;
+        t->simple_base_bytes = t->produced_bytes;
+    }
+    t->produced++;
+    t->produced_bytes += len;
+    if (buf)
+        for (unsigned i = 1; i < t->n; i++)
+            weir_buf_ref(buf);
+    for (unsigned i = 0; i < t->n; i++)
+        weir_readable_enqueue(t->fixed[i].rs,
+                              (struct weir_chunk){buf, data, len});
+}
+
 static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
 {
+    if (t->simple_ok) {
+        if (!simple_parked(t)) {
+            simple_distribute(t, chunk);
+            return;
+        }
+        simple_stop(t);
+    }
     if (t->live)
         distribute_k(t, chunk, true);
     else
@@ -368,6 +468,7 @@ static void tee_end(struct weir_tee *t, int rc)
 {
     bool first = !t->ended;
 
+    simple_end(t);
     t->ended = true;
     for (unsigned i = 0; i < t->n; i++) {
         struct tee_branch *b = br(t, i);
@@ -479,6 +580,12 @@ static int tee_pull(struct weir_readable *rs, void *ctx)
     struct weir_tee *t = b->tee;
 
     (void)rs;
+    /* The branch that held the tee back last time is still full: the
+     * tee cannot read for this one, and that branch's own pull will come
+     * when it drains. */
+    if (t->simple_ok && &t->fixed[t->blocker] != b &&
+        !branch_room(&t->fixed[t->blocker]))
+        return 0;
     tee_hold(t);
     tee_read(t);
     tee_put(t);
@@ -610,6 +717,10 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
         }
         t->n = i + 1;
     }
+    t->simple_ok = true;
+    for (unsigned i = 0; i < n; i++)
+        if (t->fixed[i].policy != WEIR_TEE_BLOCK)
+            t->simple_ok = false;
     /* The branches pulled as they were created (their start finished at
      * once, as the spec's does), before the tee could serve them. */
     t->ready = true;
@@ -671,6 +782,7 @@ int weir_tee_add_branch(struct weir_tee *t,
      * been cancelled already when every branch had left. */
     if (!t->live && t->gone == t->nused && t->nused > 0)
         return -EPIPE;
+    simple_end(t);
     /* Its first pull waits for the slot to be counted (and a paused tee
      * stays paused). */
     ready = t->ready;
@@ -696,6 +808,7 @@ void weir_tee_remove_branch(struct weir_tee *t, unsigned i)
 
     if (!b || !b->used)
         return;
+    simple_end(t);
     tee_hold(t);
     if (!b->gone) {
         if (b->rs->state == RS_READABLE && !b->rs->close_requested)
@@ -735,6 +848,10 @@ void weir_tee_stats(const struct weir_tee *t, unsigned i,
     st->delivered = b->delivered;
     st->dropped = b->dropped;
     st->delivered_bytes = b->delivered_bytes;
+    if (t->simple) {
+        st->delivered += t->produced - t->simple_base;
+        st->delivered_bytes += t->produced_bytes - t->simple_base_bytes;
+    }
     st->dropped_bytes = b->dropped_bytes;
     st->disconnected = b->disconnected;
 }

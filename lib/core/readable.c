@@ -540,17 +540,82 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
     return rc;
 }
 
+/*
+ * A BYOB read handed straight to the source: the request is the
+ * synchronous one, and the pull runs here as weir_readable_maybe_pull_
+ * runs it, so a source that responds at once costs one call. Anything
+ * else (pending, pull-again, short of min, an error) continues as the
+ * general path does.
+ */
+static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
+                             size_t min, struct weir_chunk *out,
+                             weir_read_cb cb, void *ctx)
+{
+    struct weir_read_req_ *q = &rs->sync_req;
+    int rc;
+
+    q->cb = cb;
+    q->ctx = ctx;
+    q->buf = buf;
+    q->len = len;
+    q->min = min;
+    q->filled = 0;
+    rs->sync_want = true;
+    rs->pulling = true;
+    rs->pull_again = false;
+    rs->in_pull = true;
+    rc = rs->ops->pull(rs, rs->ctx);
+    if (rc == 0 && !(rs->pull_again | rs->doomed | rs->sync_want)) {
+        rs->pulling = false;
+        rs->in_pull = false;
+        *out = (struct weir_chunk){NULL, buf, (uint32_t)q->filled};
+        return 0;
+    }
+    rs->in_pull = false;
+    rs_hold(rs);
+    if (rc != WEIR_PENDING) {
+        rs->pulling = false;
+        if (rc < 0) {
+            if (rs->state == RS_READABLE)
+                rs_error_now(rs, rc);
+        } else if (!rs->doomed && rs->pull_again && rs_should_pull(rs)) {
+            rs_pull_loop(rs);
+        }
+    }
+    if (!rs->sync_want) {
+        rc = 0;
+    } else {
+        rs->sync_want = false;
+        if (rs->state == RS_CLOSED)
+            rc = WEIR_DONE;
+        else if (rs->state == RS_ERRORED)
+            rc = rs->err;
+        else
+            rc = rs_park(rs, &rs->sync_req, true);
+    }
+    *out = (struct weir_chunk){
+        NULL, buf, rc == 0 || rc == WEIR_DONE ? (uint32_t)q->filled : 0};
+    rs_put(rs);
+    return rc;
+}
+
 int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
                           size_t min, struct weir_chunk *out, weir_read_cb cb,
                           void *ctx)
 {
     struct weir_readable *rs = r->stream;
-    struct weir_read_req_ q = {
-        .cb = cb, .ctx = ctx, .buf = buf, .len = len, .min = min};
+    struct weir_read_req_ q;
     int rc;
 
     if (!rs || !rs->byte_stream || min == 0 || min > len || len > UINT32_MAX)
         return -EINVAL;
+    /* Nothing queued or waiting, and the source may be asked: this read
+     * is the source's BYOB request at once, the zero-copy way. */
+    if ((rs->sync_want | rs->pulling) == 0 && rs->can_pull &&
+        rs->queue.tail == rs->queue.head && rs->reads.tail == rs->reads.head)
+        return rs_read_byob_pull(rs, buf, len, min, out, cb, ctx);
+    q = (struct weir_read_req_){
+        .cb = cb, .ctx = ctx, .buf = buf, .len = len, .min = min};
     if (rs->state == RS_ERRORED)
         return rs->err;
     *out = (struct weir_chunk){NULL, buf, 0};
@@ -603,7 +668,18 @@ static struct weir_read_req_ *rs_byob_front(struct weir_readable *rs)
 int weir_readable_byob_request(struct weir_readable *rs, uint8_t **buf,
                                size_t *len)
 {
-    struct weir_read_req_ *q = rs_byob_front(rs);
+    struct weir_read_req_ *q;
+
+    /* Asked from inside a pull for the read in progress (the common
+     * case): that request is the oldest. */
+    if (rs->sync_want && rs->pulling && rs->sync_req.buf &&
+        rs->state == RS_READABLE) {
+        q = &rs->sync_req;
+        *buf = q->buf + q->filled;
+        *len = q->len - q->filled;
+        return 0;
+    }
+    q = rs_byob_front(rs);
 
     if (!q)
         return -ENOENT;
@@ -614,11 +690,23 @@ int weir_readable_byob_request(struct weir_readable *rs, uint8_t **buf,
 
 int weir_readable_byob_respond(struct weir_readable *rs, size_t n)
 {
-    struct weir_read_req_ *q = rs_byob_front(rs);
+    struct weir_read_req_ *q;
 
+    q = rs->sync_want && rs->sync_req.buf && rs->state == RS_READABLE
+            ? &rs->sync_req
+            : rs_byob_front(rs);
     if (!q || n > q->len - q->filled)
         return -EINVAL;
     q->filled += n;
+    if (q == &rs->sync_req && rs->pulling) {
+        /* The read in progress returns the bytes itself; a read still
+         * short of its minimum asks again when this pull returns. */
+        if (q->filled >= q->min)
+            rs->sync_want = false;
+        if (rs_should_pull(rs))
+            rs->pull_again = true;
+        return 0;
+    }
     rs_hold(rs);
     if (q->filled >= q->min) {
         if (q == &rs->sync_req) {

@@ -511,6 +511,36 @@ void weir_readable_close_now_(struct weir_readable *rs)
     rs_put(rs);
 }
 
+/*
+ * The rest of a pull that a read ran inline for its synchronous request
+ * (rc: the pull's result), as rs_read_slow would have gone on: finishes
+ * the pull (pulling again if asked), then answers the request: 0 when it
+ * was answered, WEIR_DONE, the error, or parks it. Returns holding the
+ * stream: the caller reads the request's answer, then rs_put.
+ */
+static int rs_sync_pulled(struct weir_readable *rs, int rc)
+{
+    rs->in_pull = false;
+    rs_hold(rs);
+    if (rc != WEIR_PENDING) {
+        rs->pulling = false;
+        if (rc < 0) {
+            if (rs->state == RS_READABLE)
+                rs_error_now(rs, rc);
+        } else if (!rs->doomed && rs->pull_again && rs_should_pull(rs)) {
+            rs_pull_loop(rs);
+        }
+    }
+    if (!rs->sync_want)
+        return 0;
+    rs->sync_want = false;
+    if (rs->state == RS_CLOSED)
+        return WEIR_DONE;
+    if (rs->state == RS_ERRORED)
+        return rs->err;
+    return rs_park(rs, &rs->sync_req, true);
+}
+
 /* A read that found the queue empty (or a released reader). */
 int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
                             weir_read_cb cb, void *ctx)
@@ -523,12 +553,37 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
         return rs->err;
-    rs->sync_req = (struct weir_read_req_){.cb = cb, .ctx = ctx};
     if (rs->sync_want || !weir_q_empty(&rs->reads)) {
-        /* Others wait already: take a place in line behind them. */
-        rc = rs_park(rs, &rs->sync_req, false);
+        /* Others wait already (the synchronous request among them, which
+         * this read must leave alone): take a place in line. */
+        struct weir_read_req_ q = {.cb = cb, .ctx = ctx};
+
+        rc = rs_park(rs, &q, false);
         rs_hold(rs);
         rs_pull_if_needed(rs);
+        rs_put(rs);
+        return rc;
+    }
+    rs->sync_req.cb = cb;
+    rs->sync_req.ctx = ctx;
+    rs->sync_req.buf = NULL;
+    if (rs->can_pull && !rs->pulling) {
+        /* The pull runs here, as weir_readable_maybe_pull_ runs it: a
+         * source that enqueues at once answers this read directly. */
+        rs->sync_want = true;
+        rs->pulling = true;
+        rs->pull_again = false;
+        rs->in_pull = true;
+        rc = rs->ops->pull(rs, rs->ctx);
+        if (rc == 0 && !(rs->pull_again | rs->doomed | rs->sync_want)) {
+            rs->pulling = false;
+            rs->in_pull = false;
+            weir_chunk_copy_(out, &rs->sync_req.got);
+            return 0;
+        }
+        rc = rs_sync_pulled(rs, rc);
+        if (rc == 0)
+            *out = rs->sync_req.got;
         rs_put(rs);
         return rc;
     }
@@ -571,28 +626,7 @@ static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
         *out = (struct weir_chunk){NULL, buf, (uint32_t)q->filled};
         return 0;
     }
-    rs->in_pull = false;
-    rs_hold(rs);
-    if (rc != WEIR_PENDING) {
-        rs->pulling = false;
-        if (rc < 0) {
-            if (rs->state == RS_READABLE)
-                rs_error_now(rs, rc);
-        } else if (!rs->doomed && rs->pull_again && rs_should_pull(rs)) {
-            rs_pull_loop(rs);
-        }
-    }
-    if (!rs->sync_want) {
-        rc = 0;
-    } else {
-        rs->sync_want = false;
-        if (rs->state == RS_CLOSED)
-            rc = WEIR_DONE;
-        else if (rs->state == RS_ERRORED)
-            rc = rs->err;
-        else
-            rc = rs_park(rs, &rs->sync_req, true);
-    }
+    rc = rs_sync_pulled(rs, rc);
     *out = (struct weir_chunk){
         NULL, buf, rc == 0 || rc == WEIR_DONE ? (uint32_t)q->filled : 0};
     rs_put(rs);

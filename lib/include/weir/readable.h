@@ -23,6 +23,8 @@
 #ifndef WEIR_READABLE_H
 #define WEIR_READABLE_H
 
+#include <errno.h>
+
 #include "weir/stream_types.h"
 
 struct weir_readable;
@@ -188,10 +190,10 @@ struct weir_iter {
  * (stream closed, or each stopped); the stream's error; -EBUSY when
  * locked; or WEIR_PENDING and done(ctx, rc) when it ends later (done may
  * be NULL when the caller does not need to know). each must not be NULL
- * (-EINVAL). weir_iter_open then weir_iter_loop, with no flags.
+ * (-EINVAL). weir_iter_open then weir_iter_loop, with no flags. An inline
+ * function (defined at the end of this header), so that a caller's each
+ * can be inlined into the loop.
  */
-int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
-                  weir_iter_each_fn each, weir_done_cb done, void *ctx);
 
 /*
  * The iterator without the loop, for code that cannot hand over a
@@ -201,9 +203,8 @@ int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
 int weir_iter_open(struct weir_iter *it, struct weir_readable *rs,
                    unsigned flags);
 
-/* Runs the loop over an opened iterator (weir_iter_run's results). */
-int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
-                   weir_done_cb done, void *ctx);
+/* Runs the loop over an opened iterator (weir_iter_run's results); inline,
+ * defined at the end of this header. */
 
 /*
  * The next chunk, as weir_reader_read (cb may be NULL only when the read
@@ -406,6 +407,54 @@ static inline int weir_reader_read(struct weir_reader *r,
                                    void *ctx)
 {
     return weir_reader_read_as_(r, out, cb, ctx, false);
+}
+
+/* Out-of-line halves of the iterator loop below. */
+void weir_iter_read_cb_(void *ctx, int rc, struct weir_chunk chunk);
+int weir_iter_end_(struct weir_iter *it, int rc);
+int weir_iter_stop_(struct weir_iter *it);
+
+/* The loop of weir_iter_loop; `each` and `ctx` are its own, kept apart
+ * from the iterator so that they stay in registers. */
+static inline __attribute__((always_inline)) int
+weir_iter_loop_(struct weir_iter *it, weir_iter_each_fn each, void *ctx)
+{
+    struct weir_chunk chunk;
+    int rc;
+
+    while ((rc = weir_reader_read_as_(&it->reader, &chunk, weir_iter_read_cb_,
+                                      it, false)) == 0) {
+        if (each(ctx, chunk) != 0)
+            return weir_iter_stop_(it);
+    }
+    if (rc == WEIR_PENDING)
+        return rc;
+    return weir_iter_end_(it, rc);
+}
+
+static inline int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
+                                 weir_done_cb done, void *ctx)
+{
+    if (!each || !it->reader.stream)
+        return -EINVAL;
+    it->each = each;
+    it->done = done;
+    it->ctx = ctx;
+    return weir_iter_loop_(it, each, ctx);
+}
+
+static inline int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
+                                weir_iter_each_fn each, weir_done_cb done,
+                                void *ctx)
+{
+    int rc;
+
+    if (!each)
+        return -EINVAL;
+    rc = weir_iter_open(it, rs, 0);
+    if (rc)
+        return rc;
+    return weir_iter_loop(it, each, done, ctx);
 }
 
 #endif /* WEIR_READABLE_H */

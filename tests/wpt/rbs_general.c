@@ -585,6 +585,324 @@ static void respond_too_big_value(void **state)
     weir_readable_destroy(rs);
 }
 
+static uint8_t last1[16] = {[15] = 1};
+
+static int enqueue_last1(struct rsrc *s)
+{
+    return weir_readable_enqueue(s->rs, bytes(last1, 16));
+}
+
+/* F: "ReadableStream with byte source: enqueue(), getReader(), then
+ * read(view)" */
+static void enqueue_then_view(void **state)
+{
+    struct rsrc s = {.on_start = enqueue_last1};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t b[16];
+
+    (void)state;
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 16, 1, &c, read_cb, NULL), 0);
+    assert_int_equal(c.len, 16);
+    assert_int_equal(b[15], 1);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+static void enqueue_then_cancel(bool byob)
+{
+    struct rsrc s = {.on_start = enqueue_last1, .on_pull = no_pull};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+
+    (void)byob; /* one kind of reader serves both reads in weir */
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_cancel(&r, E1), 0);
+    assert_int_equal(s.cancels, 1);
+    assert_int_equal(s.cancel_reason, E1);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: enqueue(), getReader(), then
+ * cancel() (mode = not BYOB)" */
+static void cancel_default(void **state)
+{
+    (void)state;
+    enqueue_then_cancel(false);
+}
+
+/* F: "ReadableStream with byte source: enqueue(), getReader(), then
+ * cancel() (mode = BYOB)" */
+static void cancel_byob(void **state)
+{
+    (void)state;
+    enqueue_then_cancel(true);
+}
+
+/* F: "ReadableStream with byte source: getReader(), read(view), then
+ * cancel()" */
+static void view_then_cancel(void **state)
+{
+    struct weir_readable_options o = {.byte_stream = true};
+    struct rsrc s = {0};
+    struct weir_readable *rs;
+    struct weir_reader r;
+    struct weir_chunk c;
+    struct done d = {0};
+    uint8_t b[1];
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, &rsrc_ops, &s, &o), 0);
+    weir_reader_acquire(&r, rs);
+    s.pull_rc = WEIR_PENDING;
+    assert_int_equal(weir_reader_read_byob(&r, b, 1, 1, &c, read_cb, &d),
+                     WEIR_PENDING);
+    assert_int_equal(weir_reader_cancel(&r, E1), 0);
+    assert_int_equal(d.rc, WEIR_DONE);
+    assert_int_equal(s.cancels, 1);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: cancel() with partially filled
+ * pending pull() request" (a 2-byte view answered 1 byte by enqueue, the
+ * pull still pending) */
+static int pull_one_byte_pending(struct rsrc *s)
+{
+    weir_readable_enqueue(s->rs, bytes(buf1, 1));
+    return WEIR_PENDING;
+}
+
+static void cancel_partial_pull(void **state)
+{
+    struct rsrc s = {.on_pull = pull_one_byte_pending};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    struct done d = {0};
+    uint8_t b[2];
+
+    (void)state;
+    assert_int_equal(s.pulls, 0);
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 2, 2, &c, read_cb, &d),
+                     WEIR_PENDING);
+    assert_int_equal(s.pulls, 1);
+    weir_reader_cancel(&r, E1);
+    assert_int_equal(d.rc, WEIR_DONE);
+    assert_int_equal(s.pulls, 1);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: Multiple enqueue(), getReader(),
+ * then read(view)" */
+static uint8_t v16[16] = {[15] = 123}, v8[8] = {[7] = 111};
+
+static int enqueue_two(struct rsrc *s)
+{
+    weir_readable_enqueue(s->rs, bytes(v16, 16));
+    return weir_readable_enqueue(s->rs, bytes(v8, 8));
+}
+
+static void multiple_enqueue_view(void **state)
+{
+    struct rsrc s = {.on_start = enqueue_two};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t b[24];
+
+    (void)state;
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 24, 1, &c, read_cb, NULL), 0);
+    assert_int_equal(c.len, 24);
+    assert_int_equal(b[15], 123);
+    assert_int_equal(b[23], 111);
+    assert_int_equal(s.pulls, 0);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: enqueue(), getReader(), then
+ * read(view) with a bigger view" */
+static void bigger_view(void **state)
+{
+    struct rsrc s = {.on_start = enqueue_last1};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t b[24];
+
+    (void)state;
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 24, 1, &c, read_cb, NULL), 0);
+    assert_int_equal(c.len, 16);
+    assert_int_equal(b[15], 1);
+    assert_int_equal(s.pulls, 0);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: enqueue(), getReader(), then
+ * read(view) with smaller views" */
+static uint8_t two_marks[16] = {[7] = 1, [15] = 2};
+
+static int enqueue_marks(struct rsrc *s)
+{
+    return weir_readable_enqueue(s->rs, bytes(two_marks, 16));
+}
+
+static void smaller_views(void **state)
+{
+    struct rsrc s = {.on_start = enqueue_marks};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t b[8];
+
+    (void)state;
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 8, 1, &c, read_cb, NULL), 0);
+    assert_int_equal(b[7], 1);
+    assert_int_equal(weir_reader_read_byob(&r, b, 8, 1, &c, read_cb, NULL), 0);
+    assert_int_equal(b[7], 2);
+    assert_int_equal(s.pulls, 0);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: enqueue() 1 byte, getReader(), then
+ * read(view) with Uint16Array" (a 2-byte view, min 2) */
+static uint8_t ff[1] = {0xff};
+
+static int enqueue_ff(struct rsrc *s)
+{
+    return weir_readable_enqueue(s->rs, bytes(ff, 1));
+}
+
+static int respond_aa(struct rsrc *s)
+{
+    uint8_t *p;
+    size_t n;
+
+    if (weir_readable_byob_request(s->rs, &p, &n))
+        return 0;
+    assert_int_equal(n, 1);
+    p[0] = 0xaa;
+    return weir_readable_byob_respond(s->rs, 1);
+}
+
+static void one_byte_then_u16(void **state)
+{
+    struct rsrc s = {.on_start = enqueue_ff, .on_pull = respond_aa};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t b[2];
+
+    (void)state;
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 2, 2, &c, read_cb, NULL), 0);
+    assert_int_equal(c.len, 2);
+    assert_int_equal(b[0], 0xff);
+    assert_int_equal(b[1], 0xaa);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: read(view) with Uint16Array on
+ * close()-d stream with 1 byte enqueue()-d must fail" */
+static int enqueue_ff_close(struct rsrc *s)
+{
+    weir_readable_enqueue(s->rs, bytes(ff, 1));
+    return weir_readable_close(s->rs);
+}
+
+static void u16_on_closed_one_byte(void **state)
+{
+    struct rsrc s = {.on_start = enqueue_ff_close, .on_pull = no_pull};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t b[2];
+
+    (void)state;
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 2, 2, &c, read_cb, NULL),
+                     -EINVAL);
+    assert_int_equal(rs_err(rs), -EINVAL);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: Throw if close()-ed more than
+ * once" */
+static void close_twice(void **state)
+{
+    struct weir_readable_options o = {.byte_stream = true};
+    struct weir_readable *rs;
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, NULL, NULL, &o), 0);
+    weir_readable_enqueue(rs, bytes(buf1, 1));
+    assert_int_equal(weir_readable_close(rs), 0);
+    assert_int_equal(weir_readable_close(rs), -EINVAL);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: Throw on enqueue() after close()" */
+static void enqueue_after_close(void **state)
+{
+    struct weir_readable_options o = {.byte_stream = true};
+    struct weir_readable *rs;
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, NULL, NULL, &o), 0);
+    weir_readable_enqueue(rs, bytes(buf1, 1));
+    weir_readable_close(rs);
+    assert_int_equal(weir_readable_enqueue(rs, bytes(buf1, 1)), -EINVAL);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream with byte source: read(view), then respond() and
+ * close() in pull()" */
+static int respond16_close(struct rsrc *s)
+{
+    uint8_t *p;
+    size_t n;
+
+    if (weir_readable_byob_request(s->rs, &p, &n))
+        return 0;
+    assert_int_equal(n, 16);
+    p[15] = 1;
+    weir_readable_byob_respond(s->rs, 16);
+    return weir_readable_close(s->rs);
+}
+
+static void respond_and_close(void **state)
+{
+    struct rsrc s = {.on_pull = respond16_close};
+    struct weir_readable *rs = rsrc_make(&s, 0, true);
+    struct weir_reader r;
+    struct weir_chunk c;
+    uint8_t b[16];
+
+    (void)state;
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read_byob(&r, b, 16, 1, &c, read_cb, NULL), 0);
+    assert_int_equal(c.len, 16);
+    assert_int_equal(b[15], 1);
+    assert_int_equal(weir_reader_read_byob(&r, b, 16, 1, &c, read_cb, NULL),
+                     WEIR_DONE);
+    assert_int_equal(c.len, 0);
+    weir_reader_release(&r);
+    weir_readable_destroy(rs);
+}
+
 #define T(fn, rest) WPT(fn, "ReadableStream with byte source: " rest)
 
 int main(void)
@@ -632,6 +950,28 @@ int main(void)
         T(view_then_respond, "read(view), then respond()"),
         T(respond_too_big_value,
           "read(view), then respond() with too big value"),
+        T(enqueue_then_view, "enqueue(), getReader(), then read(view)"),
+        T(cancel_default,
+          "enqueue(), getReader(), then cancel() (mode = not BYOB)"),
+        T(cancel_byob, "enqueue(), getReader(), then cancel() (mode = BYOB)"),
+        T(view_then_cancel, "getReader(), read(view), then cancel()"),
+        T(cancel_partial_pull,
+          "cancel() with partially filled pending pull() request"),
+        T(multiple_enqueue_view,
+          "Multiple enqueue(), getReader(), then read(view)"),
+        T(bigger_view,
+          "enqueue(), getReader(), then read(view) with a bigger view"),
+        T(smaller_views,
+          "enqueue(), getReader(), then read(view) with smaller views"),
+        T(one_byte_then_u16,
+          "enqueue() 1 byte, getReader(), then read(view) with Uint16Array"),
+        T(u16_on_closed_one_byte,
+          "read(view) with Uint16Array on close()-d stream with 1 byte "
+          "enqueue()-d must fail"),
+        T(close_twice, "Throw if close()-ed more than once"),
+        T(enqueue_after_close, "Throw on enqueue() after close()"),
+        T(respond_and_close,
+          "read(view), then respond() and close() in pull()"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

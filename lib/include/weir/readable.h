@@ -432,6 +432,8 @@ weir_iter_loop_(struct weir_iter *it, weir_iter_each_fn each, void *ctx)
     return weir_iter_end_(it, rc);
 }
 
+/* weir_iter_loop and weir_iter_run, as documented with the iterator
+ * above. */
 static inline int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
                                  weir_done_cb done, void *ctx)
 {

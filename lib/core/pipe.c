@@ -77,8 +77,19 @@ static void pipe_finalize(struct weir_pipe *p, int rc)
     /* A read still parked comes back now with -ECANCELED; its callback
      * sees PH_DONE and ignores it. */
     weir_reader_release(&p->reader);
-    if (!p->in_call)
+    if (!p->in_call && p->done)
         p->done(p->ctx, rc);
+}
+
+/* The abort of a shutdown finished: its failure, if any, is the pipe's
+ * result, otherwise the error that caused it. */
+static void pipe_abort_cb(void *ctx, int rc)
+{
+    struct weir_pipe *p = ctx;
+
+    pipe_hold(p);
+    pipe_finalize(p, rc < 0 ? rc : p->result);
+    pipe_put(p);
 }
 
 static void pipe_close_cb(void *ctx, int rc)
@@ -102,9 +113,15 @@ static void pipe_act(struct weir_pipe *p)
 
     p->phase = PH_ACTING;
     switch (p->action) {
-    case ACT_ABORT:
-        weir_writer_abort(&p->writer, rc);
+    case ACT_ABORT: {
+        int a = weir_writer_abort(&p->writer, rc, pipe_abort_cb, p);
+
+        if (a == WEIR_PENDING)
+            return;
+        if (a < 0)
+            rc = a;
         break;
+    }
     case ACT_CANCEL: {
         int c = weir_reader_cancel(&p->reader, rc);
 
@@ -149,7 +166,9 @@ static void pipe_shutdown(struct weir_pipe *p, uint8_t action, int rc)
     p->result = rc;
 }
 
-/* The spec's four state rules, in its order. True once shutting down. */
+/* The spec's four state rules, in its order. True once shutting down, or
+ * while the destination is erroring (its error settles once its sink is
+ * idle, and the pipe neither reads nor writes meanwhile). */
 static inline bool pipe_check(struct weir_pipe *p)
 {
     struct weir_readable *rs = src_of(p);
@@ -159,6 +178,8 @@ static inline bool pipe_check(struct weir_pipe *p)
     if ((rs->state | ws->state | ws->close_requested | ws->close_in_flight) ==
         0)
         return false;
+    if (ws->state == WS_ERRORING && rs->state != RS_ERRORED)
+        return true;
     if (rs->state == RS_ERRORED)
         pipe_shutdown(p, p->opts.prevent_abort ? ACT_NONE : ACT_ABORT, rs->err);
     else if (ws->state == WS_ERRORED)
@@ -237,8 +258,11 @@ static void pipe_run(struct weir_pipe *p)
     struct weir_chunk chunk;
     int rc;
 
-    while (p->phase == PH_RUN && !p->reading) {
-        if (pipe_check(p))
+    /* The states are checked even while a read is parked: a destination
+     * that errors or closes must end the pipe (and cancel the source)
+     * without waiting for the source to yield. */
+    while (p->phase == PH_RUN) {
+        if (pipe_check(p) || p->reading)
             return;
         if (weir_ws_desired(ws) <= 0) {
             if (weir_writer_ready(&p->writer, pipe_ready_cb, p) == WEIR_PENDING)

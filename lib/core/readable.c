@@ -127,7 +127,10 @@ rs_pull_loop(struct weir_readable *rs)
             return;
         rs->pulling = false;
         if (__builtin_expect(rc < 0, 0)) {
-            rs_error_now(rs, rc);
+            /* A source that errored the stream itself and then returned
+             * an error keeps its first error. */
+            if (rs->state == RS_READABLE)
+                rs_error_now(rs, rc);
             return;
         }
     } while (rs->pull_again && rs_should_pull(rs));
@@ -272,9 +275,10 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
     rs_hold(rs);
     if (rc != WEIR_PENDING) {
         rs->pulling = false;
-        if (rc < 0)
-            rs_error_now(rs, rc);
-        else if (!rs->doomed && rs->pull_again && rs_should_pull(rs))
+        if (rc < 0) {
+            if (rs->state == RS_READABLE)
+                rs_error_now(rs, rc);
+        } else if (!rs->doomed && rs->pull_again && rs_should_pull(rs))
             rs_pull_loop(rs);
     }
     rs_put(rs);
@@ -415,7 +419,7 @@ int weir_readable_create(struct weir_readable **out,
         rs->started = true;
         rs_update_can_pull(rs);
         rs_pull_if_needed(rs);
-    } else if (rc < 0) {
+    } else if (rc < 0 && rs->state == RS_READABLE) {
         rs_error_now(rs, rc);
     }
     rs_put(rs);
@@ -465,10 +469,13 @@ void weir_reader_release(struct weir_reader *r)
 static int rs_park(struct weir_readable *rs, const struct weir_read_req_ *q,
                    bool front)
 {
-    struct weir_read_req_ *slot =
-        front ? weir_q_unshift(&rs->reads, REQ_SZ, READS_FIRST)
-              : weir_q_push(&rs->reads, REQ_SZ, READS_FIRST);
+    struct weir_read_req_ *slot;
 
+    /* A read that has to wait needs a callback to answer it. */
+    if (!q->cb)
+        return -EINVAL;
+    slot = front ? weir_q_unshift(&rs->reads, REQ_SZ, READS_FIRST)
+                 : weir_q_push(&rs->reads, REQ_SZ, READS_FIRST);
     if (!slot)
         return -ENOMEM;
     *slot = *q;
@@ -504,6 +511,36 @@ void weir_readable_close_now_(struct weir_readable *rs)
     rs_put(rs);
 }
 
+/*
+ * The rest of a pull that a read ran inline for its synchronous request
+ * (rc: the pull's result), as rs_read_slow would have gone on: finishes
+ * the pull (pulling again if asked), then answers the request: 0 when it
+ * was answered, WEIR_DONE, the error, or parks it. Returns holding the
+ * stream: the caller reads the request's answer, then rs_put.
+ */
+static int rs_sync_pulled(struct weir_readable *rs, int rc)
+{
+    rs->in_pull = false;
+    rs_hold(rs);
+    if (rc != WEIR_PENDING) {
+        rs->pulling = false;
+        if (rc < 0) {
+            if (rs->state == RS_READABLE)
+                rs_error_now(rs, rc);
+        } else if (!rs->doomed && rs->pull_again && rs_should_pull(rs)) {
+            rs_pull_loop(rs);
+        }
+    }
+    if (!rs->sync_want)
+        return 0;
+    rs->sync_want = false;
+    if (rs->state == RS_CLOSED)
+        return WEIR_DONE;
+    if (rs->state == RS_ERRORED)
+        return rs->err;
+    return rs_park(rs, &rs->sync_req, true);
+}
+
 /* A read that found the queue empty (or a released reader). */
 int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
                             weir_read_cb cb, void *ctx)
@@ -516,12 +553,37 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
         return rs->err;
-    rs->sync_req = (struct weir_read_req_){.cb = cb, .ctx = ctx};
     if (rs->sync_want || !weir_q_empty(&rs->reads)) {
-        /* Others wait already: take a place in line behind them. */
-        rc = rs_park(rs, &rs->sync_req, false);
+        /* Others wait already (the synchronous request among them, which
+         * this read must leave alone): take a place in line. */
+        struct weir_read_req_ q = {.cb = cb, .ctx = ctx};
+
+        rc = rs_park(rs, &q, false);
         rs_hold(rs);
         rs_pull_if_needed(rs);
+        rs_put(rs);
+        return rc;
+    }
+    rs->sync_req.cb = cb;
+    rs->sync_req.ctx = ctx;
+    rs->sync_req.buf = NULL;
+    if (rs->can_pull && !rs->pulling) {
+        /* The pull runs here, as weir_readable_maybe_pull_ runs it: a
+         * source that enqueues at once answers this read directly. */
+        rs->sync_want = true;
+        rs->pulling = true;
+        rs->pull_again = false;
+        rs->in_pull = true;
+        rc = rs->ops->pull(rs, rs->ctx);
+        if (rc == 0 && !(rs->pull_again | rs->doomed | rs->sync_want)) {
+            rs->pulling = false;
+            rs->in_pull = false;
+            weir_chunk_copy_(out, &rs->sync_req.got);
+            return 0;
+        }
+        rc = rs_sync_pulled(rs, rc);
+        if (rc == 0)
+            *out = rs->sync_req.got;
         rs_put(rs);
         return rc;
     }
@@ -533,17 +595,61 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
     return rc;
 }
 
+/*
+ * A BYOB read handed straight to the source: the request is the
+ * synchronous one, and the pull runs here as weir_readable_maybe_pull_
+ * runs it, so a source that responds at once costs one call. Anything
+ * else (pending, pull-again, short of min, an error) continues as the
+ * general path does.
+ */
+static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
+                             size_t min, struct weir_chunk *out,
+                             weir_read_cb cb, void *ctx)
+{
+    struct weir_read_req_ *q = &rs->sync_req;
+    int rc;
+
+    q->cb = cb;
+    q->ctx = ctx;
+    q->buf = buf;
+    q->len = len;
+    q->min = min;
+    q->filled = 0;
+    rs->sync_want = true;
+    rs->pulling = true;
+    rs->pull_again = false;
+    rs->in_pull = true;
+    rc = rs->ops->pull(rs, rs->ctx);
+    if (rc == 0 && !(rs->pull_again | rs->doomed | rs->sync_want)) {
+        rs->pulling = false;
+        rs->in_pull = false;
+        *out = (struct weir_chunk){NULL, buf, (uint32_t)q->filled};
+        return 0;
+    }
+    rc = rs_sync_pulled(rs, rc);
+    *out = (struct weir_chunk){
+        NULL, buf, rc == 0 || rc == WEIR_DONE ? (uint32_t)q->filled : 0};
+    rs_put(rs);
+    return rc;
+}
+
 int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
                           size_t min, struct weir_chunk *out, weir_read_cb cb,
                           void *ctx)
 {
     struct weir_readable *rs = r->stream;
-    struct weir_read_req_ q = {
-        .cb = cb, .ctx = ctx, .buf = buf, .len = len, .min = min};
+    struct weir_read_req_ q;
     int rc;
 
     if (!rs || !rs->byte_stream || min == 0 || min > len || len > UINT32_MAX)
         return -EINVAL;
+    /* Nothing queued or waiting, and the source may be asked: this read
+     * is the source's BYOB request at once, the zero-copy way. */
+    if ((rs->sync_want | rs->pulling) == 0 && rs->can_pull &&
+        rs->queue.tail == rs->queue.head && rs->reads.tail == rs->reads.head)
+        return rs_read_byob_pull(rs, buf, len, min, out, cb, ctx);
+    q = (struct weir_read_req_){
+        .cb = cb, .ctx = ctx, .buf = buf, .len = len, .min = min};
     if (rs->state == RS_ERRORED)
         return rs->err;
     *out = (struct weir_chunk){NULL, buf, 0};
@@ -564,12 +670,13 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
         return 0;
     }
     if (rs->close_requested) {
-        /* Closing, and the rest of the queue is short of min: the stream
-         * closes now and the read ends with the bytes there were. */
-        out->len = (uint32_t)q.filled;
-        rs_close_now(rs);
+        /* Closing, and the rest of the queue is short of min: the read
+         * can never be satisfied, and the spec errors the stream (its
+         * TypeError) rather than end the read short. */
+        out->len = 0;
+        rs_error_now(rs, -EINVAL);
         rs_put(rs);
-        return WEIR_DONE;
+        return -EINVAL;
     }
     rs->sync_req = q;
     rc = rs_read_slow(rs);
@@ -595,7 +702,18 @@ static struct weir_read_req_ *rs_byob_front(struct weir_readable *rs)
 int weir_readable_byob_request(struct weir_readable *rs, uint8_t **buf,
                                size_t *len)
 {
-    struct weir_read_req_ *q = rs_byob_front(rs);
+    struct weir_read_req_ *q;
+
+    /* Asked from inside a pull for the read in progress (the common
+     * case): that request is the oldest. */
+    if (rs->sync_want && rs->pulling && rs->sync_req.buf &&
+        rs->state == RS_READABLE) {
+        q = &rs->sync_req;
+        *buf = q->buf + q->filled;
+        *len = q->len - q->filled;
+        return 0;
+    }
+    q = rs_byob_front(rs);
 
     if (!q)
         return -ENOENT;
@@ -606,11 +724,23 @@ int weir_readable_byob_request(struct weir_readable *rs, uint8_t **buf,
 
 int weir_readable_byob_respond(struct weir_readable *rs, size_t n)
 {
-    struct weir_read_req_ *q = rs_byob_front(rs);
+    struct weir_read_req_ *q;
 
+    q = rs->sync_want && rs->sync_req.buf && rs->state == RS_READABLE
+            ? &rs->sync_req
+            : rs_byob_front(rs);
     if (!q || n > q->len - q->filled)
         return -EINVAL;
     q->filled += n;
+    if (q == &rs->sync_req && rs->pulling) {
+        /* The read in progress returns the bytes itself; a read still
+         * short of its minimum asks again when this pull returns. */
+        if (q->filled >= q->min)
+            rs->sync_want = false;
+        if (rs_should_pull(rs))
+            rs->pull_again = true;
+        return 0;
+    }
     rs_hold(rs);
     if (q->filled >= q->min) {
         if (q == &rs->sync_req) {
@@ -634,6 +764,7 @@ int weir_readable_byob_respond(struct weir_readable *rs, size_t n)
 int weir_reader_cancel(struct weir_reader *r, int reason)
 {
     struct weir_readable *rs = r->stream;
+    int rc = 0;
 
     if (!rs)
         return -EINVAL;
@@ -645,7 +776,7 @@ int weir_reader_cancel(struct weir_reader *r, int reason)
     rs_close_now(rs);
     rs_drop_queue(rs);
     if (rs->ops && rs->ops->cancel)
-        rs->ops->cancel(rs, rs->ctx, reason);
+        rc = rs->ops->cancel(rs, rs->ctx, reason);
     rs_put(rs);
-    return 0;
+    return rc < 0 ? rc : 0;
 }

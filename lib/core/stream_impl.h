@@ -16,6 +16,7 @@
 #define WS_WRITABLE WEIR_WS_WRITABLE_
 #define WS_CLOSED   WEIR_WS_CLOSED_
 #define WS_ERRORED  WEIR_WS_ERRORED_
+#define WS_ERRORING WEIR_WS_ERRORING_
 #define write_req   weir_write_req_
 
 static inline int64_t weir_rs_desired(const struct weir_readable *rs)

@@ -63,6 +63,24 @@ struct weir_tee {
      * drops what it reads; it never cancels the source for want of
      * branches. */
     bool live, ended;
+    /* The source ended during a read of the tee's own (WEIR_DONE or its
+     * error): acted on once that read's chunk is handed out. */
+    int end_rc;
+    /*
+     * The common shape, kept cheap: a fixed tee whose branches are all
+     * block branches and all still live (simple_ok). Then the block rule
+     * is "every branch has room", and every branch takes every chunk, so
+     * while no branch has a read parked (which a chunk would answer by
+     * callback) the tee hands chunks out without asking each branch and
+     * without a counter per branch: while `simple`, each branch's
+     * delivered counters are its stored ones plus what the tee produced
+     * since simple_base. `blocker` is the branch that last held the tee
+     * back, so that another branch's pull can be turned away with one
+     * look while that branch is still full.
+     */
+    bool simple_ok, simple;
+    unsigned blocker;
+    uint64_t simple_base, simple_base_bytes;
     weir_tee_end_fn *on_end;
     void *end_ctx;
     /* A live tee's branches: b[i] is slot i's, tee_vacant while free. */
@@ -125,6 +143,8 @@ static void tee_free(struct weir_tee *t)
 {
     for (unsigned i = 0; i < t->n; i++)
         slot_clear(t, i);
+    if (t->reader.stream)
+        t->reader.stream->watch = (struct weir_watch){0};
     weir_reader_release(&t->reader);
     if (t->live)
         weir_core_free(t->b);
@@ -168,18 +188,57 @@ static inline void tee_put(struct weir_tee *t)
         tee_last_put(t);
 }
 
-static bool branch_live(const struct tee_branch *b)
+static inline __attribute__((always_inline)) bool
+branch_live(const struct tee_branch *b)
 {
     return b->used && !b->gone && b->rs->state == RS_READABLE &&
            !b->rs->close_requested;
 }
 
 /* Whether the branch has room: desired size > 0, or a read waiting. */
-static bool branch_room(const struct tee_branch *b)
+static inline __attribute__((always_inline)) bool
+branch_room(const struct tee_branch *b)
 {
     const struct weir_readable *rs = b->rs;
 
     return weir_rs_reads_waiting(rs) > 0 || weir_rs_desired(rs) > 0;
+}
+
+/* Leaves the fast distribution: the per-branch counters take what they
+ * were owed. */
+static void simple_stop(struct weir_tee *t)
+{
+    if (!t->simple)
+        return;
+    t->simple = false;
+    for (unsigned i = 0; i < t->n; i++) {
+        struct tee_branch *b = &t->fixed[i];
+
+        if (!b->used)
+            continue;
+        b->delivered += t->produced - t->simple_base;
+        b->delivered_bytes += t->produced_bytes - t->simple_base_bytes;
+    }
+}
+
+/* The tee's shape changed (a branch left or came, the source ended): the
+ * fast paths no longer apply. */
+static void simple_end(struct weir_tee *t)
+{
+    simple_stop(t);
+    t->simple_ok = false;
+}
+
+/* The block rule for the simple shape: every branch has room. */
+static bool simple_may_read(struct weir_tee *t)
+{
+    for (unsigned i = 0; i < t->n; i++) {
+        if (!branch_room(&t->fixed[i])) {
+            t->blocker = i;
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The block rule: every live block branch has room, and some live branch
@@ -201,18 +260,24 @@ static TEE_SPECIALISE bool may_read_k(const struct weir_tee *t, bool live)
     return wanted || live;
 }
 
-static bool tee_may_read(const struct weir_tee *t)
+static bool tee_may_read(struct weir_tee *t)
 {
+    if (t->simple_ok)
+        return simple_may_read(t);
     return t->live ? may_read_k(t, true) : may_read_k(t, false);
 }
 
-static void branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
+/* The branch left; the last to leave cancels the source, and gets the
+ * cancel's result. */
+static int branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
 {
     if (b->gone)
-        return;
+        return 0;
+    simple_end(t);
     b->gone = true;
     if (++t->gone == t->nused && !t->live)
-        weir_reader_cancel(&t->reader, reason);
+        return weir_reader_cancel(&t->reader, reason);
+    return 0;
 }
 
 /* What branch b does with the next chunk: take it (true) or not. */
@@ -348,8 +413,51 @@ static TEE_SPECIALISE void distribute_k(struct weir_tee *t,
     }
 }
 
+/* Whether some branch has a read parked (that a chunk would answer with
+ * a callback, which may change the tee under the distribution). */
+static bool simple_parked(const struct weir_tee *t)
+{
+    for (unsigned i = 0; i < t->n; i++) {
+        const struct weir_readable *rs = t->fixed[i].rs;
+
+        if (rs->reads.tail != rs->reads.head)
+            return true;
+    }
+    return false;
+}
+
+/* The distribution of the simple shape with no read parked: every branch
+ * takes the chunk, counted once for all of them. */
+static void simple_distribute(struct weir_tee *t, struct weir_chunk chunk)
+{
+    struct weir_buf *buf = chunk.buf;
+    uint8_t *data = chunk.data;
+    uint32_t len = chunk.len;
+
+    if (!t->simple) {
+        t->simple = true;
+        t->simple_base = t->produced;
+        t->simple_base_bytes = t->produced_bytes;
+    }
+    t->produced++;
+    t->produced_bytes += len;
+    if (buf)
+        for (unsigned i = 1; i < t->n; i++)
+            weir_buf_ref(buf);
+    for (unsigned i = 0; i < t->n; i++)
+        weir_readable_enqueue(t->fixed[i].rs,
+                              (struct weir_chunk){buf, data, len});
+}
+
 static void tee_distribute(struct weir_tee *t, struct weir_chunk chunk)
 {
+    if (t->simple_ok) {
+        if (!simple_parked(t)) {
+            simple_distribute(t, chunk);
+            return;
+        }
+        simple_stop(t);
+    }
     if (t->live)
         distribute_k(t, chunk, true);
     else
@@ -360,6 +468,7 @@ static void tee_end(struct weir_tee *t, int rc)
 {
     bool first = !t->ended;
 
+    simple_end(t);
     t->ended = true;
     for (unsigned i = 0; i < t->n; i++) {
         struct tee_branch *b = br(t, i);
@@ -385,6 +494,46 @@ static void tee_handle(struct weir_tee *t, int rc, struct weir_chunk chunk)
 
 static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk);
 
+static void tee_end(struct weir_tee *t, int rc);
+
+/*
+ * The source changed state. The tee reads only while the block rule lets
+ * it, so a source that errors (or closes with nothing queued) while a
+ * branch is full would otherwise go unseen until that branch drains:
+ * meanwhile the branches would serve chunks of a stream that failed. An
+ * error reaches the branches at once, as in the spec's tee (their queues
+ * are dropped); a close, once its queue is read, unless a read in progress
+ * will report it itself.
+ */
+static void tee_source_event(void *ctx)
+{
+    struct weir_tee *t = ctx;
+    struct weir_readable *rs = t->reader.stream;
+
+    if (!rs || t->ended)
+        return;
+    if (t->reading) {
+        /* A read of ours is under way: its chunk, if it got one, was
+         * read before the end and goes out first, as in the spec, where
+         * the read's answer comes before the end is seen. */
+        t->end_rc = rs->state == RS_ERRORED ? rs->err : WEIR_DONE;
+        return;
+    }
+    tee_hold(t);
+    tee_end(t, rs->state == RS_ERRORED ? rs->err : WEIR_DONE);
+    tee_put(t);
+}
+
+/* Acts on an end the watch saw during a read (see tee_source_event). */
+static void tee_end_pending(struct weir_tee *t)
+{
+    int rc = t->end_rc;
+
+    t->end_rc = 0;
+    if (!t->ended)
+        tee_end(t, rc);
+}
+
 static void tee_read(struct weir_tee *t)
 {
     struct weir_chunk chunk;
@@ -402,6 +551,10 @@ static void tee_read(struct weir_tee *t)
             return;
         tee_handle(t, rc, chunk);
         t->reading = false;
+        if (__builtin_expect(t->end_rc != 0, 0)) {
+            tee_end_pending(t);
+            return;
+        }
         if (!(t->read_again || t->live) || rc != 0)
             return;
     }
@@ -414,7 +567,9 @@ static void tee_read_cb(void *ctx, int rc, struct weir_chunk chunk)
     tee_hold(t);
     tee_handle(t, rc, chunk);
     t->reading = false;
-    if (rc == 0 && (t->read_again || t->live))
+    if (t->end_rc != 0)
+        tee_end_pending(t);
+    else if (rc == 0 && (t->read_again || t->live))
         tee_read(t);
     tee_put(t);
 }
@@ -425,25 +580,34 @@ static int tee_pull(struct weir_readable *rs, void *ctx)
     struct weir_tee *t = b->tee;
 
     (void)rs;
+    /* The branch that held the tee back last time is still full: the
+     * tee cannot read for this one, and that branch's own pull will come
+     * when it drains. */
+    if (t->simple_ok && &t->fixed[t->blocker] != b &&
+        !branch_room(&t->fixed[t->blocker]))
+        return 0;
     tee_hold(t);
     tee_read(t);
     tee_put(t);
     return 0;
 }
 
-static void tee_cancel(struct weir_readable *rs, void *ctx, int reason)
+static int tee_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct tee_branch *b = ctx;
     struct weir_tee *t = b->tee;
 
+    int rc;
+
     (void)rs;
     tee_hold(t);
-    branch_gone(t, b, reason);
+    rc = branch_gone(t, b, reason);
     /* The branch that left may have been the one holding the others
      * back. */
     if (t->gone < t->nused || t->live)
         tee_read(t);
     tee_put(t);
+    return rc;
 }
 
 static const struct weir_source_ops tee_branch_ops = {
@@ -530,6 +694,7 @@ static struct weir_tee *tee_alloc(struct weir_readable *src, unsigned cap,
     if (!live)
         t->nb = cap;
     weir_reader_acquire(&t->reader, src);
+    src->watch = (struct weir_watch){tee_source_event, t};
     return t;
 }
 
@@ -552,6 +717,10 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
         }
         t->n = i + 1;
     }
+    t->simple_ok = true;
+    for (unsigned i = 0; i < n; i++)
+        if (t->fixed[i].policy != WEIR_TEE_BLOCK)
+            t->simple_ok = false;
     /* The branches pulled as they were created (their start finished at
      * once, as the spec's does), before the tee could serve them. */
     t->ready = true;
@@ -565,8 +734,11 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
 int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
                          const struct weir_tee_live_options *o)
 {
+    static const struct weir_tee_live_options defaults = {0};
     struct weir_tee *t;
 
+    if (!o)
+        o = &defaults;
     if (src->locked)
         return -EBUSY;
     t = tee_alloc(src, o->cap ? o->cap : UINT_MAX, true);
@@ -610,6 +782,7 @@ int weir_tee_add_branch(struct weir_tee *t,
      * been cancelled already when every branch had left. */
     if (!t->live && t->gone == t->nused && t->nused > 0)
         return -EPIPE;
+    simple_end(t);
     /* Its first pull waits for the slot to be counted (and a paused tee
      * stays paused). */
     ready = t->ready;
@@ -635,6 +808,7 @@ void weir_tee_remove_branch(struct weir_tee *t, unsigned i)
 
     if (!b || !b->used)
         return;
+    simple_end(t);
     tee_hold(t);
     if (!b->gone) {
         if (b->rs->state == RS_READABLE && !b->rs->close_requested)
@@ -674,6 +848,10 @@ void weir_tee_stats(const struct weir_tee *t, unsigned i,
     st->delivered = b->delivered;
     st->dropped = b->dropped;
     st->delivered_bytes = b->delivered_bytes;
+    if (t->simple) {
+        st->delivered += t->produced - t->simple_base;
+        st->delivered_bytes += t->produced_bytes - t->simple_base_bytes;
+    }
     st->dropped_bytes = b->dropped_bytes;
     st->disconnected = b->disconnected;
 }

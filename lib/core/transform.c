@@ -14,7 +14,7 @@
 #include "alloc.h"
 #include "stream_impl.h"
 
-enum { OP_NONE, OP_TRANSFORM, OP_FLUSH };
+enum { OP_NONE, OP_TRANSFORM, OP_FLUSH, OP_START };
 
 struct weir_transform {
     struct weir_readable *rs;
@@ -25,6 +25,9 @@ struct weir_transform {
     unsigned slot;
     uint8_t op; /* the transformer's outstanding operation */
     bool backpressure, has_pending;
+    /* The transformer's flush or cancel has been called: the spec's
+     * finishPromise, after which neither is called again. */
+    bool finishing;
 };
 
 /* The spec's ReadableStreamDefaultControllerHasBackpressure. */
@@ -63,6 +66,17 @@ static int tf_perform(struct weir_transform *tf, struct weir_chunk chunk)
     return rc;
 }
 
+/* Settles the write held back by backpressure, without running it, with
+ * err (the spec's TransformStreamUnblockWrite, seen from the write). */
+static void tf_drop_held(struct weir_transform *tf, int err)
+{
+    if (!tf->has_pending)
+        return;
+    tf->has_pending = false;
+    weir_chunk_unref(&tf->pending, tf->slot);
+    weir_writable_write_done(tf->ws, err);
+}
+
 static int tf_sink_write(struct weir_writable *ws, void *ctx,
                          struct weir_chunk chunk)
 {
@@ -84,6 +98,10 @@ static int tf_finish_flush(struct weir_transform *tf, int rc)
         weir_readable_error(tf->rs, rc);
         return rc;
     }
+    /* The flush errored the transform itself: the close fails with that
+     * error (the spec's check of the readable side after flush). */
+    if (tf->rs->state == RS_ERRORED)
+        return tf->rs->err;
     if (!tf->rs->close_requested && tf->rs->state == RS_READABLE)
         weir_readable_close(tf->rs);
     return 0;
@@ -95,6 +113,9 @@ static int tf_sink_close(struct weir_writable *ws, void *ctx)
     int rc = 0;
 
     (void)ws;
+    if (tf->finishing)
+        return tf->rs->state == RS_ERRORED ? tf->rs->err : 0;
+    tf->finishing = true;
     if (tf->ops && tf->ops->flush) {
         tf->op = OP_FLUSH;
         rc = tf->ops->flush(tf, tf->ctx);
@@ -104,12 +125,27 @@ static int tf_sink_close(struct weir_writable *ws, void *ctx)
     return tf_finish_flush(tf, rc);
 }
 
-static void tf_sink_abort(struct weir_writable *ws, void *ctx, int reason)
+/* The transformer's cancel, once, for a cancel or an abort. */
+static int tf_call_cancel(struct weir_transform *tf, int reason)
+{
+    if (tf->finishing)
+        return 0;
+    tf->finishing = true;
+    if (tf->ops && tf->ops->cancel)
+        return tf->ops->cancel(tf, tf->ctx, reason);
+    return 0;
+}
+
+static int tf_sink_abort(struct weir_writable *ws, void *ctx, int reason)
 {
     struct weir_transform *tf = ctx;
+    int rc = tf_call_cancel(tf, reason);
 
     (void)ws;
-    weir_readable_error(tf->rs, reason);
+    if (tf->rs->state == RS_ERRORED)
+        return rc < 0 ? rc : tf->rs->err;
+    weir_readable_error(tf->rs, rc < 0 ? rc : reason);
+    return rc < 0 ? rc : 0;
 }
 
 static int tf_source_pull(struct weir_readable *rs, void *ctx)
@@ -121,6 +157,12 @@ static int tf_source_pull(struct weir_readable *rs, void *ctx)
     tf->backpressure = false;
     if (!tf->has_pending)
         return 0;
+    if (tf->ws->state != WS_WRITABLE) {
+        /* Aborted or errored while the write was held: it fails with
+         * the writable side's error and is never transformed. */
+        tf_drop_held(tf, tf->ws->err);
+        return 0;
+    }
     tf->has_pending = false;
     rc = tf_perform(tf, tf->pending);
     if (rc != WEIR_PENDING)
@@ -128,20 +170,37 @@ static int tf_source_pull(struct weir_readable *rs, void *ctx)
     return 0;
 }
 
-static void tf_source_cancel(struct weir_readable *rs, void *ctx, int reason)
+static int tf_source_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct weir_transform *tf = ctx;
+    int rc = tf_call_cancel(tf, reason);
 
     (void)rs;
-    if (tf->ops && tf->ops->cancel)
-        tf->ops->cancel(tf, tf->ctx, reason);
-    weir_writable_error(tf->ws, reason);
-    if (tf->has_pending) {
-        /* The held write will never run: drop it and settle it. */
-        tf->has_pending = false;
-        weir_chunk_unref(&tf->pending, tf->slot);
-        weir_writable_write_done(tf->ws, reason);
-    }
+    /* Errored (not merely erroring, which an abort still settling is):
+     * the cancel reports the writable side's error. */
+    if (tf->ws->state == WS_ERRORED && rc == 0)
+        rc = tf->ws->err;
+    else
+        weir_writable_error(tf->ws, rc < 0 ? rc : reason);
+    /* The held write will never run: drop it and settle it. */
+    tf_drop_held(tf, tf->ws->err);
+    return rc;
+}
+
+/* Both sides wait for the transformer's start (the spec's
+ * startPromise). */
+static int tf_side_start_rs(struct weir_readable *rs, void *ctx)
+{
+    (void)rs;
+    (void)ctx;
+    return WEIR_PENDING;
+}
+
+static int tf_side_start_ws(struct weir_writable *ws, void *ctx)
+{
+    (void)ws;
+    (void)ctx;
+    return WEIR_PENDING;
 }
 
 static const struct weir_sink_ops tf_sink_ops = {
@@ -155,6 +214,28 @@ static const struct weir_source_ops tf_source_ops = {
     .cancel = tf_source_cancel,
 };
 
+static const struct weir_sink_ops tf_sink_ops_started = {
+    .start = tf_side_start_ws,
+    .write = tf_sink_write,
+    .close = tf_sink_close,
+    .abort = tf_sink_abort,
+};
+
+static const struct weir_source_ops tf_source_ops_started = {
+    .start = tf_side_start_rs,
+    .pull = tf_source_pull,
+    .cancel = tf_source_cancel,
+};
+
+/* The transformer's start finished with rc: both sides start (or
+ * error). */
+static void tf_start_done(struct weir_transform *tf, int rc)
+{
+    tf->op = OP_NONE;
+    weir_readable_start_done(tf->rs, rc);
+    weir_writable_start_done(tf->ws, rc);
+}
+
 int weir_transform_create(struct weir_transform **out,
                           const struct weir_transformer_ops *ops, void *ctx,
                           const struct weir_transform_options *opts)
@@ -162,6 +243,7 @@ int weir_transform_create(struct weir_transform **out,
     struct weir_transform *tf = weir_core_zalloc(sizeof(*tf));
     struct weir_writable_options wo = {.strategy = {.hwm = 1}};
     struct weir_readable_options ro = {.strategy = {.hwm = 0}};
+    bool start = ops && ops->start;
     int rc;
 
     if (!tf)
@@ -174,15 +256,23 @@ int weir_transform_create(struct weir_transform **out,
     tf->ops = ops;
     tf->ctx = ctx;
     tf->backpressure = true;
-    rc = weir_readable_create(&tf->rs, &tf_source_ops, tf, &ro);
+    rc = weir_readable_create(
+        &tf->rs, start ? &tf_source_ops_started : &tf_source_ops, tf, &ro);
     if (rc == 0)
-        rc = weir_writable_create(&tf->ws, &tf_sink_ops, tf, &wo);
+        rc = weir_writable_create(
+            &tf->ws, start ? &tf_sink_ops_started : &tf_sink_ops, tf, &wo);
     if (rc) {
         weir_readable_destroy(tf->rs);
         weir_core_free(tf);
         return rc;
     }
     *out = tf;
+    if (start) {
+        tf->op = OP_START;
+        rc = ops->start(tf, ctx);
+        if (rc != WEIR_PENDING)
+            tf_start_done(tf, rc);
+    }
     return 0;
 }
 
@@ -212,7 +302,9 @@ void weir_transform_done(struct weir_transform *tf, int rc)
     uint8_t op = tf->op;
 
     tf->op = OP_NONE;
-    if (op == OP_TRANSFORM) {
+    if (op == OP_START) {
+        tf_start_done(tf, rc);
+    } else if (op == OP_TRANSFORM) {
         if (rc < 0)
             weir_readable_error(tf->rs, rc);
         weir_writable_write_done(tf->ws, rc);
@@ -225,6 +317,9 @@ void weir_transform_error(struct weir_transform *tf, int err)
 {
     weir_readable_error(tf->rs, err);
     weir_writable_error(tf->ws, err);
+    /* A write held back by backpressure settles with the error now
+     * rather than waiting for a read that cannot come. */
+    tf_drop_held(tf, tf->ws->err);
 }
 
 void weir_transform_terminate(struct weir_transform *tf)
@@ -232,6 +327,7 @@ void weir_transform_terminate(struct weir_transform *tf)
     if (!tf->rs->close_requested && tf->rs->state == RS_READABLE)
         weir_readable_close(tf->rs);
     weir_writable_error(tf->ws, -EPIPE);
+    tf_drop_held(tf, tf->ws->err);
 }
 
 int64_t weir_transform_desired_size(const struct weir_transform *tf)

@@ -71,51 +71,120 @@ static void ws_fire_close(struct weir_writable *ws, int rc)
     cb(ws->close_ctx, rc);
 }
 
+/* Catches an abort that settles inside weir_writer_abort itself. */
+static void ws_abort_sync_cb(void *ctx, int rc)
+{
+    struct weir_writable *ws = ctx;
+
+    ws->abort_rc = rc;
+}
+
+static void ws_fire_abort(struct weir_writable *ws, int rc)
+{
+    weir_done_cb cb = ws->abort_cb;
+
+    ws->abort_pending = false;
+    if (!cb)
+        return;
+    ws->abort_cb = NULL;
+    cb(ws->abort_ctx, rc);
+}
+
 static void ws_notify(struct weir_writable *ws)
 {
     if (ws->watch.fn)
         ws->watch.fn(ws->watch.ctx);
 }
 
-static void ws_error_now(struct weir_writable *ws, int err)
+/* Whether the sink has an operation outstanding (the spec's
+ * HasOperationMarkedInFlight). */
+static inline bool ws_busy_sink(const struct weir_writable *ws)
 {
-    uint32_t keep = ws->queue.head + ws->in_flight;
+    return ws->in_flight || ws->close_in_flight;
+}
+
+/*
+ * The spec's FinishErroring: the stream is errored now. The writes not yet
+ * at the sink fail in the order they were made, then an abort waiting for
+ * the sink runs the sink's abort, then the close request fails. Called
+ * once no operation is at the sink and the sink has started.
+ */
+static void ws_finish_erroring(struct weir_writable *ws)
+{
+    int err = ws->err;
+    int rc;
 
     ws->state = WS_ERRORED;
-    ws->err = err;
-    /* Writes not yet at the sink fail now; the in-flight ones fail or
-     * succeed when the sink reports. */
-    while (ws->queue.tail != keep) {
-        struct write_req r = *(struct write_req *)weir_q_at(&ws->queue, REQ_SZ,
-                                                            --ws->queue.tail);
+    while (!weir_q_empty(&ws->queue)) {
+        struct write_req r =
+            *(struct write_req *)weir_q_pop(&ws->queue, REQ_SZ);
 
         ws->queued -= ws_weight(ws, &r.chunk);
         weir_chunk_unref(&r.chunk, ws->slot);
         if (r.cb)
             r.cb(r.ctx, err);
     }
-    ws_fire_ready(ws, err);
+    if (ws->abort_pending) {
+        if (ws->abort_on_sink) {
+            rc = ws->ops && ws->ops->abort
+                     ? ws->ops->abort(ws, ws->ctx, ws->abort_reason)
+                     : 0;
+            ws_fire_abort(ws, rc < 0 ? rc : 0);
+        } else {
+            /* The stream was erroring already when the abort came: the
+             * sink is not told, the abort reports the stored error. */
+            ws_fire_abort(ws, err);
+        }
+    }
     ws_fire_close(ws, err);
     ws_notify(ws);
 }
 
-/* The sink's abort, once nothing is in flight. */
-static void ws_run_abort(struct weir_writable *ws)
+/*
+ * The spec's StartErroring: records err, fails the ready wait at once, and
+ * finishes erroring now if the sink is idle, otherwise when its operation
+ * settles. Writes made from here on fail with err.
+ */
+static void ws_start_erroring(struct weir_writable *ws, int err)
 {
-    ws->abort_pending = false;
-    if (ws->ops && ws->ops->abort)
-        ws->ops->abort(ws, ws->ctx, ws->abort_reason);
+    ws->state = WS_ERRORING;
+    ws->err = err;
+    ws_fire_ready(ws, err);
+    if (ws->started && !ws_busy_sink(ws))
+        ws_finish_erroring(ws);
+    else
+        ws_notify(ws);
+}
+
+/* The spec's DealWithRejection: an operation of the sink failed. */
+static void ws_deal_with_rejection(struct weir_writable *ws, int err)
+{
+    if (ws->state == WS_WRITABLE)
+        ws_start_erroring(ws, err);
+    else if (ws->state == WS_ERRORING && !ws_busy_sink(ws))
+        ws_finish_erroring(ws);
 }
 
 static void ws_close_complete(struct weir_writable *ws, int rc)
 {
     ws->close_in_flight = false;
     if (rc < 0) {
-        ws_error_now(ws, rc);
+        ws_fire_close(ws, rc);
+        /* An abort that waited for the close fails with the close's
+         * error (the spec's FinishInFlightCloseWithError). */
+        if (ws->abort_pending)
+            ws_fire_abort(ws, rc);
+        ws_deal_with_rejection(ws, rc);
         return;
     }
+    /* A close that succeeds wins over an error or abort that arrived
+     * while it was at the sink: the stream is closed, and a waiting
+     * abort succeeds without reaching the sink. */
     ws->state = WS_CLOSED;
+    ws->err = 0;
     ws_fire_close(ws, 0);
+    if (ws->abort_pending)
+        ws_fire_abort(ws, 0);
     ws_notify(ws);
 }
 
@@ -132,7 +201,9 @@ static int ws_do_close(struct weir_writable *ws)
 }
 
 /*
- * The sink finished the in-flight batch with rc. Each entry leaves the
+ * The sink finished the in-flight batch with rc. A failure errors the
+ * stream before any callback runs, so a callback that writes again is
+ * refused instead of reaching a sink that failed. Each entry leaves the
  * in-flight count as it is popped, before its callback runs: a callback
  * that writes again must see the rest of the batch still at the sink, or
  * ws_advance would hand those chunks over a second time. After the last
@@ -143,7 +214,14 @@ static void ws_complete(struct weir_writable *ws, int rc)
 {
     bool was_full = ws_desired(ws) <= 0;
     uint32_t n = ws->in_flight;
+    bool failed = rc < 0 && ws->state == WS_WRITABLE;
 
+    if (failed) {
+        /* Erroring, with the ready wait still to fail after the write
+         * callbacks (the spec's order). */
+        ws->state = WS_ERRORING;
+        ws->err = rc;
+    }
     while (n--) {
         struct write_req r =
             *(struct write_req *)weir_q_pop(&ws->queue, REQ_SZ);
@@ -153,17 +231,16 @@ static void ws_complete(struct weir_writable *ws, int rc)
         if (r.cb)
             r.cb(r.ctx, rc);
     }
-    if (ws->abort_pending) {
-        ws_run_abort(ws);
+    if (failed)
+        ws_fire_ready(ws, rc);
+    if (ws->state == WS_ERRORING) {
+        if (!ws_busy_sink(ws))
+            ws_finish_erroring(ws);
         return;
     }
     if (ws->state != WS_WRITABLE)
         return;
-    if (rc < 0) {
-        ws_error_now(ws, rc);
-        return;
-    }
-    if (was_full && ws_desired(ws) > 0)
+    if (was_full && ws_desired(ws) > 0 && !ws->close_requested)
         ws_fire_ready(ws, 0);
 }
 
@@ -191,13 +268,19 @@ static int ws_issue(struct weir_writable *ws)
     return 0;
 }
 
-/* Hands queued work to the sink while it is idle and finishing at once. */
+/* Hands queued work to the sink while it is idle and finishing at once
+ * (the spec's AdvanceQueueIfNeeded, as a loop). */
 static void ws_advance(struct weir_writable *ws)
 {
-    while (ws->started && ws->state == WS_WRITABLE && !ws->in_flight &&
-           !ws->close_in_flight) {
+    while (ws->started && !ws_busy_sink(ws)) {
         int rc;
 
+        if (ws->state == WS_ERRORING) {
+            ws_finish_erroring(ws);
+            return;
+        }
+        if (ws->state != WS_WRITABLE)
+            return;
         if (weir_q_empty(&ws->queue)) {
             if (ws->close_requested)
                 ws_do_close(ws);
@@ -237,12 +320,8 @@ int weir_writable_create(struct weir_writable **out,
     }
     ws_hold(ws);
     rc = ops->start(ws, ctx);
-    if (rc < 0)
-        ws_error_now(ws, rc);
-    else if (rc == 0) {
-        ws->started = true;
-        ws->direct = ws->ops && ws->ops->write;
-    }
+    if (rc != WEIR_PENDING)
+        weir_writable_start_done(ws, rc);
     ws_put(ws);
     return 0;
 }
@@ -263,18 +342,17 @@ void weir_writable_error(struct weir_writable *ws, int err)
     if (ws->state != WS_WRITABLE)
         return;
     ws_hold(ws);
-    ws_error_now(ws, err);
+    ws_start_erroring(ws, err);
     ws_put(ws);
 }
 
 void weir_writable_start_done(struct weir_writable *ws, int rc)
 {
     ws_hold(ws);
+    ws->started = true;
     if (rc < 0) {
-        if (ws->state == WS_WRITABLE)
-            ws_error_now(ws, rc);
+        ws_deal_with_rejection(ws, rc);
     } else {
-        ws->started = true;
         ws->direct = ws->ops && ws->ops->write;
         ws_advance(ws);
     }
@@ -298,7 +376,7 @@ void weir_writable_close_done(struct weir_writable *ws, int rc)
 
 int64_t weir_writable_desired_size(const struct weir_writable *ws)
 {
-    if (ws->state == WS_ERRORED)
+    if (ws->state == WS_ERRORED || ws->state == WS_ERRORING)
         return WEIR_DESIRED_NONE;
     if (ws->state == WS_CLOSED)
         return 0;
@@ -324,7 +402,7 @@ bool weir_writable_closed(const struct weir_writable *ws)
 
 bool weir_writable_errored(const struct weir_writable *ws, int *err)
 {
-    if (ws->state != WS_ERRORED)
+    if (ws->state != WS_ERRORED && ws->state != WS_ERRORING)
         return false;
     if (err)
         *err = ws->err;
@@ -342,10 +420,17 @@ int weir_writer_acquire(struct weir_writer *w, struct weir_writable *ws)
 
 void weir_writer_release(struct weir_writer *w)
 {
-    if (!w->stream)
+    struct weir_writable *ws = w->stream;
+
+    if (!ws)
         return;
-    w->stream->locked = false;
+    ws->locked = false;
     w->stream = NULL;
+    /* The ready wait was the writer's: it ends with the writer. Writes
+     * and a close already made are the stream's and settle as usual. */
+    ws_hold(ws);
+    ws_fire_ready(ws, -ECANCELED);
+    ws_put(ws);
 }
 
 /* The sink answered a direct write with rc other than 0. */
@@ -379,7 +464,7 @@ int weir_writer_write_slow_(struct weir_writable *ws, struct weir_chunk chunk,
 
     if (!ws || ws->state != WS_WRITABLE || ws->close_requested) {
         weir_chunk_unref(&chunk, ws ? ws->slot : 0);
-        if (ws && ws->state == WS_ERRORED)
+        if (ws && (ws->state == WS_ERRORED || ws->state == WS_ERRORING))
             return ws->err;
         return -EINVAL;
     }
@@ -407,7 +492,7 @@ int weir_writer_ready(struct weir_writer *w, weir_done_cb cb, void *ctx)
 
     if (!ws)
         return -EINVAL;
-    if (ws->state == WS_ERRORED)
+    if (ws->state == WS_ERRORED || ws->state == WS_ERRORING)
         return ws->err;
     if (ws->state == WS_CLOSED || ws->close_requested || ws_desired(ws) > 0)
         return 0;
@@ -428,6 +513,13 @@ int weir_writer_close(struct weir_writer *w, weir_done_cb cb, void *ctx)
     if (ws->state == WS_CLOSED || ws->close_requested)
         return -EINVAL;
     ws->close_requested = true;
+    if (ws->state == WS_ERRORING) {
+        /* Fails with the error once the sink is idle, after the writes
+         * before it (the spec's close request of an erroring stream). */
+        ws->close_cb = cb;
+        ws->close_ctx = ctx;
+        return WEIR_PENDING;
+    }
     /* A writer waiting for room would wait forever: let it go. */
     ws_hold(ws);
     ws_fire_ready(ws, 0);
@@ -447,22 +539,41 @@ int weir_writer_close(struct weir_writer *w, weir_done_cb cb, void *ctx)
     return WEIR_PENDING;
 }
 
-int weir_writer_abort(struct weir_writer *w, int reason)
+int weir_writer_abort(struct weir_writer *w, int reason, weir_done_cb cb,
+                      void *ctx)
 {
     struct weir_writable *ws = w->stream;
+    bool already;
 
     if (!ws)
         return -EINVAL;
-    if (ws->state != WS_WRITABLE || ws->close_in_flight)
+    if (ws->state == WS_CLOSED || ws->state == WS_ERRORED)
         return 0;
+    if (ws->abort_pending)
+        return -EALREADY;
+    already = ws->state == WS_ERRORING;
     ws_hold(ws);
-    ws->abort_reason = reason;
     ws->abort_pending = true;
-    ws_error_now(ws, reason);
-    if (!ws->in_flight)
-        ws_run_abort(ws);
+    ws->abort_on_sink = !already;
+    ws->abort_reason = reason;
+    ws->abort_cb = NULL;
+    ws->abort_rc = WEIR_PENDING;
+    /* Until the abort settles, its result lands in abort_rc (a record of
+     * the synchronous case); after this call returns, in the callback. */
+    ws->abort_ctx = ws;
+    ws->abort_cb = ws_abort_sync_cb;
+    if (!already)
+        ws_start_erroring(ws, reason);
+    else if (!ws_busy_sink(ws) && ws->started)
+        ws_finish_erroring(ws);
+    if (ws->abort_rc == WEIR_PENDING) {
+        ws->abort_cb = cb;
+        ws->abort_ctx = ctx;
+        ws_put(ws);
+        return WEIR_PENDING;
+    }
     ws_put(ws);
-    return 0;
+    return ws->abort_rc;
 }
 
 int64_t weir_writer_desired_size(const struct weir_writer *w)

@@ -115,7 +115,7 @@ static int tx_close(struct weir_writable *ws, void *ctx)
     return 0;
 }
 
-static void tx_abort(struct weir_writable *ws, void *ctx, int reason)
+static int tx_abort(struct weir_writable *ws, void *ctx, int reason)
 {
     struct weir_chan_tx *tx = ctx;
 
@@ -125,6 +125,7 @@ static void tx_abort(struct weir_writable *ws, void *ctx, int reason)
         tx->closed = true;
         weir_channel_close(tx->ch, reason < 0 ? reason : -ECANCELED);
     }
+    return 0;
 }
 
 static void tx_on_writable(struct weir_channel *ch, void *arg)
@@ -220,7 +221,7 @@ static int rx_pull(struct weir_readable *rs, void *ctx)
     return 0;
 }
 
-static void rx_cancel(struct weir_readable *rs, void *ctx, int reason)
+static int rx_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct weir_chan_rx *rx = ctx;
 
@@ -230,6 +231,7 @@ static void rx_cancel(struct weir_readable *rs, void *ctx, int reason)
         rx->done = true;
         weir_channel_cancel(rx->ch);
     }
+    return 0;
 }
 
 static void rx_on_readable(struct weir_channel *ch, void *arg)

@@ -90,7 +90,7 @@ static int fdsrc_pull(struct weir_readable *rs, void *ctx)
     return 0;
 }
 
-static void fdsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
+static int fdsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct weir_endpoint *ep = ctx;
 
@@ -101,6 +101,7 @@ static void fdsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
         weir_loop_cancel(ep->loop, &ep->rd_op);
     if (ep->timer.op.pending)
         weir_loop_timer_stop(ep->loop, &ep->timer);
+    return 0;
 }
 
 static const struct weir_source_ops fdsrc_ops = {

@@ -275,7 +275,7 @@ static int fsrc_pull(struct weir_readable *rs, void *ctx)
     return 0;
 }
 
-static void fsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
+static int fsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct weir_endpoint *ep = ctx;
 
@@ -284,6 +284,7 @@ static void fsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
     ep->ended = true;
     if (ep->timer.op.pending)
         weir_loop_timer_stop(ep->loop, &ep->timer);
+    return 0;
 }
 
 static const struct weir_source_ops fsrc_ops = {

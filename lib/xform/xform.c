@@ -93,7 +93,7 @@ static int xf_flush(struct weir_transform *tf, void *ctx)
     return xf_run(x);
 }
 
-static void xf_cancel(struct weir_transform *tf, void *ctx, int reason)
+static int xf_cancel(struct weir_transform *tf, void *ctx, int reason)
 {
     struct weir_xform *x = ctx;
 
@@ -101,13 +101,14 @@ static void xf_cancel(struct weir_transform *tf, void *ctx, int reason)
     if (x->op == XF_OP_NONE && !x->running)
         x->stall = 0; /* output left over has no reader now */
     if (x->running || x->op == XF_OP_NONE)
-        return;
+        return 0;
     /* Parked: nobody will resume work whose output has no reader.
      * Settle the core's write now, with the reason. */
     x->stall = 0;
     x->op = XF_OP_NONE;
     xf_drop_input(x);
     weir_transform_done(tf, reason);
+    return 0;
 }
 
 static const struct weir_transformer_ops xf_ops = {

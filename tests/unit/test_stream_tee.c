@@ -185,6 +185,46 @@ static void block_never_drops_and_bounds_every_branch(void **state)
     weir_readable_destroy(rs);
 }
 
+/* The counters of a block tee in lockstep (the tee's fast path, which
+ * counts a chunk once for every branch) stay exact when a branch leaves
+ * midway and the tee goes back to counting per branch. */
+static void lockstep_counters_survive_a_branch_leaving(void **state)
+{
+    struct src s = {.total = 100, .per_pull = 1};
+    struct weir_readable *rs = make_src(&s, 1);
+    struct weir_tee *t = make_tee(rs, 2, WEIR_TEE_BLOCK, WEIR_TEE_BLOCK, 1);
+    struct weir_reader r0, r1;
+    struct weir_tee_stats st0, st1;
+    struct weir_chunk c;
+    uint32_t got = 0;
+
+    (void)state;
+    assert_int_equal(weir_reader_acquire(&r0, weir_tee_branch(t, 0)), 0);
+    assert_int_equal(weir_reader_acquire(&r1, weir_tee_branch(t, 1)), 0);
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(weir_reader_read(&r0, &c, read_cb, NULL), 0);
+        assert_int_equal(weir_reader_read(&r1, &c, read_cb, NULL), 0);
+        got++;
+    }
+    /* Both branches hold chunk 41: counted while the fast path ran. */
+    weir_tee_stats(t, 0, &st0);
+    assert_int_equal(st0.delivered, 41);
+    assert_int_equal(weir_reader_cancel(&r0, -ECANCELED), 0);
+    while (weir_reader_read(&r1, &c, read_cb, NULL) == 0)
+        got++;
+    assert_int_equal(got, 100);
+    weir_tee_stats(t, 0, &st0);
+    weir_tee_stats(t, 1, &st1);
+    assert_int_equal(st0.delivered, 41);
+    assert_int_equal(st1.delivered, 100);
+    assert_int_equal(st0.dropped + st1.dropped, 0);
+    assert_int_equal(weir_tee_produced(t), 100);
+    weir_reader_release(&r0);
+    weir_reader_release(&r1);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
 static void drop_policy_accounts_for_every_chunk(void **state,
                                                  enum weir_tee_policy p)
 {
@@ -789,6 +829,7 @@ int main(void)
         cmocka_unit_test(live_tee_branch_removed_inside_a_callback),
         cmocka_unit_test(
             live_tee_paused_keeps_the_first_chunk_for_its_branches),
+        cmocka_unit_test(lockstep_counters_survive_a_branch_leaving),
     };
 
     pattern_init();

@@ -96,13 +96,14 @@ static inline void src_finish_pull(struct src *s)
     weir_readable_pull_done(s->rs, 0);
 }
 
-static inline void src_cancel(struct weir_readable *rs, void *ctx, int reason)
+static inline int src_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
     struct src *s = ctx;
 
     (void)rs;
     s->cancels++;
     s->cancel_reason = reason;
+    return 0;
 }
 
 __attribute__((unused)) static const struct weir_source_ops src_ops = {
@@ -199,7 +200,7 @@ static inline int sink_close(struct weir_writable *ws, void *ctx)
     return 0;
 }
 
-static inline void sink_abort(struct weir_writable *ws, void *ctx, int reason)
+static inline int sink_abort(struct weir_writable *ws, void *ctx, int reason)
 {
     struct sink *s = ctx;
 
@@ -207,6 +208,7 @@ static inline void sink_abort(struct weir_writable *ws, void *ctx, int reason)
     s->aborts++;
     s->abort_reason = reason;
     s->writes_done_at_abort = s->writes_done;
+    return 0;
 }
 
 __attribute__((unused)) static const struct weir_sink_ops sink_ops = {

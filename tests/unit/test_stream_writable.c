@@ -137,7 +137,7 @@ static void errors_after_close_and_double_close(void **state)
     assert_int_equal(weir_writer_close(&w, done_cb, NULL), 0);
     assert_int_equal(weir_writer_close(&w, done_cb, NULL), -EINVAL);
     assert_int_equal(weir_writer_write(&w, chunk_nr(0), NULL, NULL), -EINVAL);
-    assert_int_equal(weir_writer_abort(&w, -EIO), 0);
+    assert_int_equal(weir_writer_abort(&w, -EIO, NULL, NULL), 0);
     assert_int_equal(k.aborts, 0);
     assert_int_equal(k.closes, 1);
     assert_int_equal(k.chunks, 0);
@@ -175,17 +175,24 @@ static void abort_waits_for_write_in_flight(void **state)
     struct sink k = {.async = true};
     struct weir_writable *ws = make(&k, &sink_ops, 8);
     struct weir_writer w;
-    struct done d1 = {0}, d2 = {0};
+    struct done d1 = {0}, d2 = {0}, ab = {0};
 
     (void)state;
     assert_int_equal(weir_writer_acquire(&w, ws), 0);
     weir_writer_write(&w, chunk_nr(0), done_cb, &d1);
     weir_writer_write(&w, chunk_nr(1), done_cb, &d2);
-    assert_int_equal(weir_writer_abort(&w, -ECONNRESET), 0);
-    /* The queued write fails now; the sink's abort waits. */
-    assert_int_equal(d2.rc, -ECONNRESET);
+    assert_int_equal(weir_writer_abort(&w, -ECONNRESET, done_cb, &ab),
+                     WEIR_PENDING);
+    /* New writes fail now; the queued one and the sink's abort wait for
+     * the write at the sink (the spec's FinishErroring). */
+    assert_int_equal(weir_writer_write(&w, chunk_nr(2), NULL, NULL),
+                     -ECONNRESET);
+    assert_int_equal(d2.calls, 0);
     assert_int_equal(k.aborts, 0);
     sink_finish(&k);
+    assert_int_equal(d2.rc, -ECONNRESET);
+    assert_int_equal(ab.calls, 1);
+    assert_int_equal(ab.rc, 0);
     assert_int_equal(d1.calls, 1);
     assert_int_equal(k.aborts, 1);
     assert_int_equal(k.abort_reason, -ECONNRESET);

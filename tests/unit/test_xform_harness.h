@@ -159,14 +159,15 @@ static inline int file_sink_close(struct weir_writable *ws, void *ctx)
     return 0;
 }
 
-static inline void file_sink_abort(struct weir_writable *ws, void *ctx,
-                                   int reason)
+static inline int file_sink_abort(struct weir_writable *ws, void *ctx,
+                                  int reason)
 {
     struct file_sink *k = ctx;
 
     (void)ws;
     (void)reason;
     k->aborts++;
+    return 0;
 }
 
 static const struct weir_sink_ops file_sink_ops = {

@@ -14,6 +14,12 @@
  *   3. source closed: close the destination (unless prevent_close);
  *   4. destination closing or closed: cancel the source with -EPIPE
  *      (unless prevent_cancel).
+ * The states are watched whether or not a read is waiting on the source:
+ * a destination that errors or closes ends a pipe whose source is idle.
+ * A destination still erroring (its error waits for a write at its sink)
+ * is waited for: the pipe neither reads nor writes until it has errored.
+ * When the action is an abort or a cancel that fails, the pipe reports
+ * that failure instead of the error it acted on.
  * Before acting, it waits until every chunk it has read has been written
  * (when the destination can still take writes). Then it unlocks both
  * streams and reports: 0 after a close, otherwise the error it acted on.
@@ -35,8 +41,8 @@ struct weir_pipe_options {
  * Pipes `src` into `dst`, locking both. `opts` may be NULL (all false).
  * Returns the pipe's result when it finished at once (0 or -errno, and
  * done is not called), -EBUSY when either stream is locked, -ENOMEM, or
- * WEIR_PENDING and done(ctx, rc) when it finishes. The pipe's state is
- * allocated here and freed when it finishes.
+ * WEIR_PENDING and done(ctx, rc) when it finishes (done may be NULL). The
+ * pipe's state is allocated here and freed when it finishes.
  */
 int weir_pipe_to(struct weir_readable *src, struct weir_writable *dst,
                  const struct weir_pipe_options *opts, weir_done_cb done,

@@ -23,6 +23,8 @@
 #ifndef WEIR_READABLE_H
 #define WEIR_READABLE_H
 
+#include <errno.h>
+
 #include "weir/stream_types.h"
 
 struct weir_readable;
@@ -35,8 +37,10 @@ struct weir_source_ops {
     /* Asks for more: enqueue now or later. 0, WEIR_PENDING (then call
      * weir_readable_pull_done) or -errno (errors the stream). */
     int (*pull)(struct weir_readable *rs, void *ctx);
-    /* The consumer cancelled with `reason`; the queue is already gone. */
-    void (*cancel)(struct weir_readable *rs, void *ctx, int reason);
+    /* The consumer cancelled with `reason`; the queue is already gone
+     * and the stream closed. 0, or -errno to report that the cancel
+     * failed (weir_reader_cancel returns it). */
+    int (*cancel)(struct weir_readable *rs, void *ctx, int reason);
 };
 
 struct weir_readable_options {
@@ -126,7 +130,7 @@ struct weir_reader {
 int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs);
 
 /* Unlocks. Reads still parked fail with -ECANCELED (their callbacks run
- * now). */
+ * now). Nothing for a reader already released. */
 void weir_reader_release(struct weir_reader *r);
 
 /* weir_reader_read, an inline function, is defined at the end of this
@@ -136,10 +140,13 @@ void weir_reader_release(struct weir_reader *r);
  * BYOB read: copies queued bytes into the caller's `buf` (len bytes) until
  * at least `min` (1 <= min <= len) are there. 0 with *out = {NULL, buf,
  * filled}, filled in [min, len]; WEIR_DONE when the stream closed, *out
- * holding what was filled before the close (possibly nothing); the error;
- * -EINVAL (not a byte stream, bad min, released reader); or WEIR_PENDING
- * and cb later with the same meanings. `buf` is the stream's to write until
- * the read completes.
+ * holding what was filled before the close (possibly nothing, and
+ * possibly fewer than min when the close came while the read waited); the
+ * error; -EINVAL (not a byte stream, bad min, released reader, or NULL cb
+ * for a read that would park; and when the stream is closing with fewer
+ * than min bytes queued, which errors the stream with -EINVAL, as the
+ * spec does); or WEIR_PENDING and cb later with the same meanings. `buf`
+ * is the stream's to write until the read completes.
  */
 int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
                           size_t min, struct weir_chunk *out, weir_read_cb cb,
@@ -148,7 +155,8 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
 /*
  * Cancels the stream with `reason` (< 0): it closes, waiting reads finish
  * with WEIR_DONE, queued chunks are dropped, the source's cancel runs.
- * 0 (also when already closed), or the error of an errored stream.
+ * 0 (also when already closed), the source's cancel error, the error of
+ * an errored stream, or -EINVAL for a released reader.
  */
 int weir_reader_cancel(struct weir_reader *r, int reason);
 
@@ -156,25 +164,66 @@ int weir_reader_cancel(struct weir_reader *r, int reason);
  * The iterator loop, the C form of `for await (const chunk of stream)`:
  * calls each(ctx, chunk) for every chunk, in order, handing it over. each
  * returns 0 to go on or anything else to stop; stopping cancels the stream
- * (-ECANCELED), like breaking out of the loop. The caller keeps the
- * struct alive until the loop ends; it allocates nothing.
+ * (-ECANCELED), like breaking out of the loop, unless the iterator was
+ * opened with WEIR_ITER_PREVENT_CANCEL (then the stream is only released).
+ * The caller keeps the struct alive until the loop ends; it allocates
+ * nothing.
  */
 typedef int (*weir_iter_each_fn)(void *ctx, struct weir_chunk chunk);
+
+/* weir_iter_open flag: ending early releases the stream without
+ * cancelling it (the spec's preventCancel). */
+#define WEIR_ITER_PREVENT_CANCEL 1u
 
 struct weir_iter {
     struct weir_reader reader;
     weir_iter_each_fn each;
     weir_done_cb done;
     void *ctx;
+    weir_read_cb next_cb; /* weir_iter_next's callback while it waits */
+    void *next_ctx;
+    unsigned flags;
 };
 
 /*
  * Runs the loop over `rs` (locking it). 0 when the loop ended at once
  * (stream closed, or each stopped); the stream's error; -EBUSY when
- * locked; or WEIR_PENDING and done(ctx, rc) when it ends later.
+ * locked; or WEIR_PENDING and done(ctx, rc) when it ends later (done may
+ * be NULL when the caller does not need to know). each must not be NULL
+ * (-EINVAL). weir_iter_open then weir_iter_loop, with no flags. An inline
+ * function (defined at the end of this header), so that a caller's each
+ * can be inlined into the loop.
  */
-int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
-                  weir_iter_each_fn each, weir_done_cb done, void *ctx);
+
+/*
+ * The iterator without the loop, for code that cannot hand over a
+ * callback per chunk (the spec's next() and return()). Open locks `rs`
+ * (flags: 0 or WEIR_ITER_PREVENT_CANCEL): 0 or -EBUSY.
+ */
+int weir_iter_open(struct weir_iter *it, struct weir_readable *rs,
+                   unsigned flags);
+
+/* Runs the loop over an opened iterator (weir_iter_run's results); inline,
+ * defined at the end of this header. */
+
+/*
+ * The next chunk, as weir_reader_read (cb may be NULL only when the read
+ * cannot park: -EINVAL then). When the iteration ends, WEIR_DONE or the
+ * stream's error, now or through cb, the iterator releases the stream, and
+ * later calls return WEIR_DONE. -EBUSY while an earlier next waits.
+ */
+int weir_iter_next(struct weir_iter *it, struct weir_chunk *out,
+                   weir_read_cb cb, void *ctx);
+
+/*
+ * Ends the iteration early (the spec's return()): cancels the stream with
+ * `reason` (< 0) unless the iterator was opened with
+ * WEIR_ITER_PREVENT_CANCEL, then releases it. A next still waiting ends
+ * first: WEIR_DONE after the cancel, -ECANCELED without it. 0, or the
+ * cancel's error (also the error of a stream that had errored); 0 when the
+ * iteration had ended already.
+ */
+int weir_iter_return(struct weir_iter *it, int reason);
 
 /*
  * Layout of a readable stream, public only for the inline fast paths below
@@ -347,8 +396,9 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
 
 /*
  * Reads one chunk. 0 and *out set (the caller's chunk now); WEIR_DONE when
- * the stream is closed; the stream's error; -EINVAL for a released reader;
- * -ENOMEM when parking failed; or WEIR_PENDING and cb(ctx, ...) later.
+ * the stream is closed; the stream's error; -EINVAL for a released reader,
+ * or for a read that would park with cb NULL; -ENOMEM when parking failed;
+ * or WEIR_PENDING and cb(ctx, ...) later.
  * Inline: a queued chunk is taken here, and the source asked for more if
  * the queue fell below its mark.
  */
@@ -357,6 +407,56 @@ static inline int weir_reader_read(struct weir_reader *r,
                                    void *ctx)
 {
     return weir_reader_read_as_(r, out, cb, ctx, false);
+}
+
+/* Out-of-line halves of the iterator loop below. */
+void weir_iter_read_cb_(void *ctx, int rc, struct weir_chunk chunk);
+int weir_iter_end_(struct weir_iter *it, int rc);
+int weir_iter_stop_(struct weir_iter *it);
+
+/* The loop of weir_iter_loop; `each` and `ctx` are its own, kept apart
+ * from the iterator so that they stay in registers. */
+static inline __attribute__((always_inline)) int
+weir_iter_loop_(struct weir_iter *it, weir_iter_each_fn each, void *ctx)
+{
+    struct weir_chunk chunk;
+    int rc;
+
+    while ((rc = weir_reader_read_as_(&it->reader, &chunk, weir_iter_read_cb_,
+                                      it, false)) == 0) {
+        if (each(ctx, chunk) != 0)
+            return weir_iter_stop_(it);
+    }
+    if (rc == WEIR_PENDING)
+        return rc;
+    return weir_iter_end_(it, rc);
+}
+
+/* weir_iter_loop and weir_iter_run, as documented with the iterator
+ * above. */
+static inline int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
+                                 weir_done_cb done, void *ctx)
+{
+    if (!each || !it->reader.stream)
+        return -EINVAL;
+    it->each = each;
+    it->done = done;
+    it->ctx = ctx;
+    return weir_iter_loop_(it, each, ctx);
+}
+
+static inline int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
+                                weir_iter_each_fn each, weir_done_cb done,
+                                void *ctx)
+{
+    int rc;
+
+    if (!each)
+        return -EINVAL;
+    rc = weir_iter_open(it, rs, 0);
+    if (rc)
+        return rc;
+    return weir_iter_loop(it, each, done, ctx);
 }
 
 #endif /* WEIR_READABLE_H */

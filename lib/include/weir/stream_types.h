@@ -25,6 +25,46 @@
  * must drop it with weir_chunk_unref or pass it on. A stream drops the
  * chunks it discards (cancel, error, drop policies) with weir_chunk_unref
  * on its thread slot.
+ *
+ * Callbacks that may be NULL: a completion callback (weir_done_cb) of a
+ * write, close, abort, ready wait or pipe may be NULL when the caller does
+ * not need the result; every member of a source, sink or transformer ops
+ * table may be NULL (each header says what a missing one means), and so
+ * may the table itself. A read's callback may be NULL only if the read
+ * cannot park: a read that would have to wait with no callback returns
+ * -EINVAL. An iterator's each may not be NULL (-EINVAL).
+ *
+ * Departures from the WHATWG Streams Standard, each on purpose, and the
+ * only ones (tests/wpt asserts weir's behaviour for each, by these names):
+ *   - tee block policy: a tee's default branch policy reads the source
+ *     only while every branch has room, so the slowest branch governs;
+ *     the spec's tee follows the fastest and lets the slow branch's queue
+ *     grow without bound (whatwg/streams #1233). Branches may choose drop
+ *     or disconnect policies instead (weir/tee.h).
+ *   - tee cancel reason: C has no array of reasons; the source is
+ *     cancelled once, when the last branch cancels, with that branch's
+ *     reason, and only that branch's cancel reports the source cancel's
+ *     result.
+ *   - creation does not fail for start: a start that fails (at once or
+ *     later) errors the stream; weir_*_create still returns 0 and the
+ *     stream, since the caller owns it either way.
+ *   - errors in place of TypeError: an operation on a stream that has
+ *     already errored returns the stream's stored error rather than a type
+ *     error; other misuse (closed, closing, released, locked) is -EINVAL or
+ *     -EBUSY, a terminated transform's writable side errors with -EPIPE,
+ *     and a pipe into a closed destination fails with -EPIPE.
+ *   - one abort completion: a second weir_writer_abort while the first is
+ *     pending returns -EALREADY (the spec returns the first's promise);
+ *     one after the first settled finds the stream errored and returns 0.
+ *   - iterator return: a second weir_iter_return returns 0 (the
+ *     iteration has ended) rather than failing.
+ *   - no element types: BYOB reads are in bytes; there are no typed views
+ *     and so no element-size checks (the spec's errors for a partial
+ *     element at close do not arise).
+ *   - synchronous cancel and abort: a source's, a sink's and a
+ *     transformer's cancel or abort report their result when they return;
+ *     none can be left pending (a sink that needs time to shut down does
+ *     so after answering).
  */
 #ifndef WEIR_STREAM_TYPES_H
 #define WEIR_STREAM_TYPES_H

@@ -4,8 +4,9 @@
  *
  * All functions: the stream's thread only (weir/stream_types.h).
  *
- * Why not the spec's tee: the WHATWG tee reads the source as fast as the
- * fastest branch asks, so a slow branch's queue grows without bound
+ * Why not the spec's tee (the "tee block policy" and "tee cancel reason"
+ * departures of weir/stream_types.h): the WHATWG tee reads the source as
+ * fast as the fastest branch asks, so a slow branch's queue grows without bound
  * (whatwg/streams #1233 and friends). Here each branch chooses:
  *   WEIR_TEE_BLOCK        (default) the slowest governs: the source is read
  *                         only when every live block branch has room
@@ -18,7 +19,11 @@
  *   WEIR_TEE_DISCONNECT   a full branch errors with -ENOBUFS and leaves.
  * Chunks are shared, not copied: each branch that takes a chunk holds one
  * reference to its buffer. The source is cancelled only when every branch
- * has cancelled (or disconnected), with the last reason.
+ * has cancelled (or disconnected), with the last reason; that last
+ * branch's cancel returns the source cancel's result. The tee watches its
+ * source even while the block rule keeps it from reading: a source error
+ * reaches every branch at once (dropping what they hold), a close once
+ * the source's queue has been read.
  */
 #ifndef WEIR_TEE_H
 #define WEIR_TEE_H
@@ -90,7 +95,8 @@ struct weir_tee_live_options {
  * source back. Branches come and go with weir_tee_add_branch and
  * weir_tee_remove_branch; the source is never cancelled for want of
  * branches (stop it through its own endpoint). on_end is told when the
- * source ends. Returns 0, -EBUSY when src is locked, -ENOMEM.
+ * source ends. `o` NULL means all defaults (no cap, no on_end, not
+ * paused). Returns 0, -EBUSY when src is locked, -ENOMEM.
  */
 int weir_tee_create_live(struct weir_tee **out, struct weir_readable *src,
                          const struct weir_tee_live_options *o);

@@ -41,8 +41,11 @@ struct weir_sink_ops {
     /* Every write has finished; no more will come. 0, WEIR_PENDING (then
      * call weir_writable_close_done) or -errno. */
     int (*close)(struct weir_writable *ws, void *ctx);
-    /* The producer aborted with `reason`; no write is outstanding. */
-    void (*abort)(struct weir_writable *ws, void *ctx, int reason);
+    /* The producer aborted with `reason`; no write or close is
+     * outstanding, and none will come. 0, or -errno to report that the
+     * abort failed (weir_writer_abort's completion gets it; the stream is
+     * errored with `reason` either way). */
+    int (*abort)(struct weir_writable *ws, void *ctx, int reason);
 };
 
 struct weir_writable_options {
@@ -64,8 +67,11 @@ int weir_writable_create(struct weir_writable **out,
  * callbacks (marked, freed on the way out). */
 void weir_writable_destroy(struct weir_writable *ws);
 
-/* Controller. Errors the stream (the sink found a fault): queued writes
- * fail with err. No effect unless writable. */
+/* Controller. Errors the stream (the sink found a fault) with err: a
+ * ready wait fails at once; once the sink has no write or close
+ * outstanding, the queued writes fail with err, in order, and then the
+ * close. A close already at the sink wins if it succeeds (the stream ends
+ * closed). No effect unless writable. */
 void weir_writable_error(struct weir_writable *ws, int err);
 
 /* Sink. Finishes a start, write(v) or close that returned WEIR_PENDING:
@@ -92,7 +98,8 @@ struct weir_writer {
 /* Locks `ws` to `w`. 0, or -EBUSY. */
 int weir_writer_acquire(struct weir_writer *w, struct weir_writable *ws);
 
-/* Unlocks; queued writes stay queued. */
+/* Unlocks; queued writes and a close stay the stream's and settle as
+ * usual. A ready wait of this writer ends now with -ECANCELED. */
 void weir_writer_release(struct weir_writer *w);
 
 /* weir_writer_write, an inline function, is defined at the end of this
@@ -101,24 +108,39 @@ void weir_writer_release(struct weir_writer *w);
 /*
  * Waits for backpressure to lift. 0 when the desired size is > 0 now (or
  * the stream is closing or closed); the error; or WEIR_PENDING and cb(ctx,
- * rc) once the desired size turns positive or the stream errors. One
- * waiter at a time: a second call replaces the first's callback.
+ * rc) once the desired size turns positive or the stream errors (cb may be
+ * NULL). One waiter at a time: a second call replaces the first's
+ * callback. The wait belongs to the writer: releasing it ends the wait
+ * with -ECANCELED.
  */
 int weir_writer_ready(struct weir_writer *w, weir_done_cb cb, void *ctx);
 
 /*
  * Closes: queued writes finish, then the sink's close runs. 0 when all of
- * that finished now; WEIR_PENDING and cb(ctx, rc) later; -EINVAL when
- * already closing or closed; the error of an errored stream.
+ * that finished now; WEIR_PENDING and cb(ctx, rc) later (cb may be NULL);
+ * -EINVAL when already closing or closed, or for a released writer; the
+ * error of an errored stream. On a stream still erroring (its error waits
+ * for the write at the sink) the close is pending and fails with the error
+ * after the writes queued before it.
  */
 int weir_writer_close(struct weir_writer *w, weir_done_cb cb, void *ctx);
 
 /*
- * Aborts with `reason` (< 0): the stream errors with it at once, queued
- * writes fail with it, and the sink's abort runs as soon as no write is in
- * flight. 0 (also when already closed or errored).
+ * Aborts with `reason` (< 0): the stream errors with it (writes and a
+ * ready wait fail with it from now on), and once no write or close is at
+ * the sink, the queued writes fail with it, the sink's abort runs and the
+ * close fails with it. Returns the abort's result when it finished now: 0
+ * (also for a stream already closed or errored) or the sink's abort error;
+ * WEIR_PENDING and cb(ctx, rc) later (cb may be NULL); -EALREADY while an
+ * earlier abort is still pending; -EINVAL for a released writer.
+ * A close already at the sink decides instead: if it succeeds the stream
+ * ends closed and the abort reports 0 without calling the sink's abort; if
+ * it fails the abort reports the close's error. A stream already erroring
+ * (its error waits for a write at the sink) keeps its error, and the abort
+ * reports that error without calling the sink's abort.
  */
-int weir_writer_abort(struct weir_writer *w, int reason);
+int weir_writer_abort(struct weir_writer *w, int reason, weir_done_cb cb,
+                      void *ctx);
 
 /* The stream's desired size (see weir_writable_desired_size). */
 int64_t weir_writer_desired_size(const struct weir_writer *w);
@@ -127,7 +149,12 @@ int64_t weir_writer_desired_size(const struct weir_writer *w);
  * Layout of a writable stream, public only for the inline fast path below
  * (see "Layout details" in weir/stream_types.h): not API.
  */
-enum { WEIR_WS_WRITABLE_, WEIR_WS_CLOSED_, WEIR_WS_ERRORED_ };
+enum {
+    WEIR_WS_WRITABLE_,
+    WEIR_WS_CLOSED_,
+    WEIR_WS_ERRORED_,
+    WEIR_WS_ERRORING_ /* errored, settling once the sink is idle */
+};
 
 struct weir_write_req_ {
     struct weir_chunk chunk;
@@ -149,10 +176,12 @@ struct weir_writable {
     bool weigh_bytes, started, close_in_flight;
     bool abort_pending, locked, doomed;
     struct weir_watch watch;
-    weir_done_cb ready_cb, close_cb;
-    void *ready_ctx, *close_ctx;
+    bool abort_on_sink; /* the pending abort calls the sink's abort */
+    weir_done_cb ready_cb, close_cb, abort_cb;
+    void *ready_ctx, *close_ctx, *abort_ctx;
     int err;
-    int abort_reason; /* an abort waiting for the in-flight write */
+    int abort_reason; /* an abort waiting for the sink to be idle */
+    int abort_rc;
     unsigned slot;
     uint32_t busy;
 };

@@ -31,6 +31,10 @@
 #include "weir/transform.h"
 #include "weir/writable.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_pipe_options {
     bool prevent_close;
     bool prevent_abort;
@@ -53,5 +57,9 @@ int weir_pipe_to(struct weir_readable *src, struct weir_writable *dst,
 int weir_pipe_through(struct weir_readable *src, struct weir_transform *tf,
                       const struct weir_pipe_options *opts, weir_done_cb done,
                       void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_PIPE_H */

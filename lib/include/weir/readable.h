@@ -27,6 +27,10 @@
 
 #include "weir/stream_types.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_readable;
 
 /* The underlying source. Every member may be NULL. */
@@ -458,5 +462,9 @@ static inline int weir_iter_run(struct weir_iter *it, struct weir_readable *rs,
         return rc;
     return weir_iter_loop(it, each, done, ctx);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_READABLE_H */

@@ -14,4 +14,12 @@
 #include "weir/pipe.h"
 #include "weir/tee.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* WEIR_STREAM_H */

@@ -75,6 +75,10 @@
 
 #include "weir/pool.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Positive result codes; negative ones are -errno. */
 #define WEIR_PENDING 1 /* parked: the callback reports the result later */
 #define WEIR_DONE    2 /* a read found the stream closed: no more chunks */
@@ -143,5 +147,9 @@ struct weir_watch {
     void (*fn)(void *ctx);
     void *ctx;
 };
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_STREAM_TYPES_H */

@@ -30,6 +30,10 @@
 
 #include "weir/readable.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_tee;
 
 enum weir_tee_policy {
@@ -143,5 +147,9 @@ uint64_t weir_tee_produced_bytes(const struct weir_tee *t);
 /* Frees the tee and its branches and unlocks the source (which stays the
  * caller's). Safe inside the branches' callbacks (marked and reaped). */
 void weir_tee_destroy(struct weir_tee *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_TEE_H */

@@ -19,6 +19,10 @@
 #include "weir/readable.h"
 #include "weir/writable.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_transform;
 
 /* The transformer. Every member may be NULL; a NULL transform passes each
@@ -85,5 +89,9 @@ void weir_transform_terminate(struct weir_transform *tf);
 
 /* The readable side's desired size. */
 int64_t weir_transform_desired_size(const struct weir_transform *tf);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_TRANSFORM_H */

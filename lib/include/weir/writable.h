@@ -19,6 +19,10 @@
 
 #include "weir/stream_types.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct weir_writable;
 
 /* Most chunks handed to one writev call. */
@@ -215,5 +219,9 @@ static inline int weir_writer_write(struct weir_writer *w,
     }
     return weir_writer_write_slow_(ws, chunk, cb, ctx);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEIR_WRITABLE_H */

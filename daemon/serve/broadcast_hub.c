@@ -241,7 +241,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
         .hwm = c->addr->high_water_mark ? c->addr->high_water_mark
                                         : p->high_water_mark,
         .own_fd = true,
-        .counter = &h->s->bytes_out, /* every client's, for the status */
+        .counter = stream_sink_counter(h->s, c->sink),
     };
     /* The branch holds one chunk past the sink's own queue, as a tee'd
      * sink of any other pipeline does. */

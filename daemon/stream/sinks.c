@@ -48,7 +48,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         .chunk_size = (uint32_t)p->chunk_size,
         .hwm = a->high_water_mark ? a->high_water_mark : p->high_water_mark,
         .own_fd = true,
-        .counter = i == 0 ? &s->bytes_out : NULL,
+        .counter = stream_sink_counter(s, i),
     };
     int fd;
 

@@ -148,7 +148,23 @@ struct stream {
     bool quiet;
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
+    _Atomic uint64_t *sink_out; /* [nsinks]: sink i's for i > 0 */
 };
+
+/* Any thread: the bytes sink i has delivered so far. Relaxed: a
+ * statistic; it pairs with the sinks' relaxed adds and orders nothing. */
+static inline uint64_t stream_sink_out(const struct stream *s, unsigned i)
+{
+    return atomic_load_explicit(i == 0 ? &s->bytes_out : &s->sink_out[i],
+                                memory_order_relaxed);
+}
+
+/* Where sink i's endpoint adds what it delivers. */
+static inline _Atomic uint64_t *stream_sink_counter(struct stream *s,
+                                                    unsigned i)
+{
+    return i == 0 ? &s->bytes_out : &s->sink_out[i];
+}
 
 /*
  * A stream of sp's pipeline. src_fd: an accepted connection as the

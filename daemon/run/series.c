@@ -1,0 +1,518 @@
+/*
+ * series.c - the numbers /metrics serves, in the Prometheus text
+ * exposition format (version 0.0.4).
+ *
+ * A counter is what the streams that ended added up (kept here by
+ * pipeline name and sink, across reloads) plus what the live streams'
+ * relaxed counters say at the scrape. Both run on the main thread: a
+ * stream's numbers move into the totals in the same step that marks it
+ * ended (done_seen), and the scan skips ended streams, so a counter never
+ * goes back. The workers are never asked anything: reading costs them
+ * nothing.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/run_impl.h"
+#include "weir/worker.h"
+
+enum err_kind { ERR_SOURCE, ERR_SINK, ERR_CLIENT, ERR_TRANSFORM, ERR_KINDS };
+
+static const char *const err_kind_name[ERR_KINDS] = {
+    "source",
+    "sink",
+    "client",
+    "transform",
+};
+
+struct sink_num {
+    char *name; /* the sink's address as written */
+    uint64_t delivered, dropped, blocked_ns;
+};
+
+struct pl_num {
+    char *name;
+    uint64_t read, streams, accepted, refused;
+    uint64_t errors[ERR_KINDS];
+    /* Gauges: only in a scrape's snapshot. */
+    uint64_t active, clients;
+    struct sink_num *sinks;
+    size_t nsinks;
+};
+
+struct series {
+    struct pl_num *pls;
+    size_t npls;
+};
+
+struct series *series_new(void)
+{
+    return calloc(1, sizeof(struct series));
+}
+
+static void pls_free(struct pl_num *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < v[i].nsinks; j++)
+            free(v[i].sinks[j].name);
+        free(v[i].sinks);
+        free(v[i].name);
+    }
+    free(v);
+}
+
+void series_free(struct series *t)
+{
+    if (!t)
+        return;
+    pls_free(t->pls, t->npls);
+    free(t);
+}
+
+/* The entry for name, made if missing; NULL when out of memory. */
+static struct pl_num *pl_of(struct series *t, const char *name)
+{
+    struct pl_num *v;
+
+    for (size_t i = 0; i < t->npls; i++)
+        if (strcmp(t->pls[i].name, name) == 0)
+            return &t->pls[i];
+    v = realloc(t->pls, (t->npls + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    t->pls = v;
+    v = &t->pls[t->npls];
+    *v = (struct pl_num){.name = strdup(name)};
+    if (!v->name)
+        return NULL;
+    t->npls++;
+    return v;
+}
+
+static struct sink_num *sink_of(struct pl_num *pn, const char *name)
+{
+    struct sink_num *v;
+
+    for (size_t i = 0; i < pn->nsinks; i++)
+        if (strcmp(pn->sinks[i].name, name) == 0)
+            return &pn->sinks[i];
+    v = realloc(pn->sinks, (pn->nsinks + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    pn->sinks = v;
+    v = &pn->sinks[pn->nsinks];
+    *v = (struct sink_num){.name = strdup(name)};
+    if (!v->name)
+        return NULL;
+    pn->nsinks++;
+    return v;
+}
+
+/* A failed pipe that is not a cancel (the other side's end). */
+static bool failed(int rc)
+{
+    return rc < 0 && rc != -ECANCELED;
+}
+
+/* The splice stage moves a file to its socket without reading it into
+ * the stream: what it read is what it sent. Relaxed: a statistic (at the
+ * end, the post that brought the end ordered the workers' last adds). */
+static uint64_t bytes_read(const struct stream *s)
+{
+    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+
+    return in == 0 && s->zero_copy ? stream_sink_out(s, 0) : in;
+}
+
+void series_stream_ended(struct series *t, const struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    struct pl_num *pn = pl_of(t, p->name);
+
+    if (!pn)
+        return;
+    pn->streams++;
+    pn->read += bytes_read(s);
+    if (failed(s->src_rc))
+        pn->errors[s->peer[0] && !s->sp->client_sink ? ERR_CLIENT
+                                                     : ERR_SOURCE]++;
+    if (failed(s->xf_err))
+        pn->errors[ERR_TRANSFORM]++;
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        const struct sink_stats *st = &s->ss[i];
+        struct sink_num *sn = sink_of(pn, p->sinks[i]->text);
+
+        if (failed(s->sink_rc[i]))
+            pn->errors[s->sp->client_sink && i == 0 ? ERR_CLIENT : ERR_SINK]++;
+        if (!sn)
+            continue;
+        sn->delivered += stream_sink_out(s, i);
+        /* As the closing line counts them (report.c). */
+        sn->dropped += st->disconnected && st->produced > s->sink_bytes[i]
+                           ? st->produced - s->sink_bytes[i]
+                           : st->dropped;
+        sn->blocked_ns += st->blocked_ns;
+    }
+}
+
+void series_pipeline_gone(struct series *t, const struct pipeline *pl)
+{
+    struct pl_num *pn = pl_of(t, pl->p->name);
+
+    if (!pn)
+        return;
+    pn->accepted += pl->clients.accepted;
+    pn->refused += pl->clients.refused;
+}
+
+/* A scrape's numbers: the totals, then the live pipelines on top. */
+
+static bool snap_add(struct series *snap, const struct series *t)
+{
+    for (size_t i = 0; i < t->npls; i++) {
+        const struct pl_num *a = &t->pls[i];
+        struct pl_num *b = pl_of(snap, a->name);
+
+        if (!b)
+            return false;
+        b->read += a->read;
+        b->streams += a->streams;
+        b->accepted += a->accepted;
+        b->refused += a->refused;
+        for (int k = 0; k < ERR_KINDS; k++)
+            b->errors[k] += a->errors[k];
+        for (size_t j = 0; j < a->nsinks; j++) {
+            struct sink_num *sn = sink_of(b, a->sinks[j].name);
+
+            if (!sn)
+                return false;
+            sn->delivered += a->sinks[j].delivered;
+            sn->dropped += a->sinks[j].dropped;
+            sn->blocked_ns += a->sinks[j].blocked_ns;
+        }
+    }
+    return true;
+}
+
+struct live_scan {
+    struct pl_num *pn;
+    bool oom;
+};
+
+static void live_stream(void *arg, const struct stream *s)
+{
+    struct live_scan *ls = arg;
+    const struct weir_pipeline *p = s->sp->p;
+
+    if (s->done_seen)
+        return; /* already in the totals */
+    ls->pn->active++;
+    ls->pn->streams++;
+    ls->pn->read += bytes_read(s);
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        struct sink_num *sn = sink_of(ls->pn, p->sinks[i]->text);
+
+        if (!sn) {
+            ls->oom = true;
+            return;
+        }
+        sn->delivered += stream_sink_out(s, i);
+    }
+}
+
+static bool snap_live(struct series *snap, const struct run *r)
+{
+    const struct weir_list *pos;
+
+    for (pos = r->pls.next; pos != &r->pls; pos = pos->next) {
+        const struct pipeline *pl =
+            weir_list_entry(pos, const struct pipeline, link);
+        struct live_scan ls = {.pn = pl_of(snap, pl->p->name)};
+
+        if (!ls.pn)
+            return false;
+        /* Its sinks appear before any stream has sent a byte. */
+        for (size_t i = 0; i < pl->p->nsinks; i++)
+            if (!sink_of(ls.pn, pl->p->sinks[i]->text))
+                return false;
+        ls.pn->accepted += pl->clients.accepted;
+        ls.pn->refused += pl->clients.refused;
+        ls.pn->clients += pipeline_clients(pl);
+        pipeline_each_stream(pl, live_stream, &ls);
+        if (ls.oom)
+            return false;
+    }
+    return true;
+}
+
+/* The text, growing. */
+
+struct text {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct text *t,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (t->oom)
+        return;
+    for (;;) {
+        size_t room = t->cap - t->len;
+
+        va_start(ap, fmt);
+        n = vsnprintf(t->p ? t->p + t->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->oom = true;
+            return;
+        }
+        if ((size_t)n < room) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap * 2 : 4096;
+        while (cap - t->len <= (size_t)n)
+            cap *= 2;
+        char *np = realloc(t->p, cap);
+        if (!np) {
+            t->oom = true;
+            return;
+        }
+        t->p = np;
+        t->cap = cap;
+    }
+}
+
+/* A label value with \, " and newline escaped. */
+static void put_label(struct text *t, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\')
+            put(t, "\\\\");
+        else if (*v == '"')
+            put(t, "\\\"");
+        else if (*v == '\n')
+            put(t, "\\n");
+        else
+            put(t, "%c", *v);
+    }
+}
+
+static void family(struct text *t, const char *name, const char *type,
+                   const char *help)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample_pl(struct text *t, const char *name, const char *pl,
+                      const char *sink, uint64_t v)
+{
+    put(t, "%s{pipeline=\"", name);
+    put_label(t, pl);
+    if (sink) {
+        put(t, "\",sink=\"");
+        put_label(t, sink);
+    }
+    put(t, "\"} %llu\n", (unsigned long long)v);
+}
+
+enum pl_field {
+    F_READ,
+    F_STREAMS,
+    F_ACTIVE,
+    F_CLIENTS,
+    F_ACCEPTED,
+    F_REFUSED,
+};
+
+static uint64_t pl_field(const struct pl_num *pn, enum pl_field f)
+{
+    switch (f) {
+    case F_READ:
+        return pn->read;
+    case F_STREAMS:
+        return pn->streams;
+    case F_ACTIVE:
+        return pn->active;
+    case F_CLIENTS:
+        return pn->clients;
+    case F_ACCEPTED:
+        return pn->accepted;
+    default:
+        return pn->refused;
+    }
+}
+
+static const struct {
+    const char *name, *type, *help;
+    enum pl_field f;
+} pl_families[] = {
+    {"weir_bytes_read_total", "counter", "Bytes the pipeline's sources read.",
+     F_READ},
+    {"weir_streams_total", "counter",
+     "Streams the pipeline started (one per client in the modes that "
+     "serve clients).",
+     F_STREAMS},
+    {"weir_streams_active", "gauge", "Streams of the pipeline running now.",
+     F_ACTIVE},
+    {"weir_connected_clients", "gauge",
+     "Clients connected to the pipeline's listen addresses now.", F_CLIENTS},
+    {"weir_clients_accepted_total", "counter",
+     "Connections the pipeline's listeners took in.", F_ACCEPTED},
+    {"weir_clients_refused_total", "counter",
+     "Connections turned away (max_clients, out of memory, a broadcast "
+     "whose source has ended).",
+     F_REFUSED},
+};
+
+static void put_pipelines(struct text *t, const struct series *snap)
+{
+    for (size_t k = 0; k < sizeof(pl_families) / sizeof(pl_families[0]); k++) {
+        family(t, pl_families[k].name, pl_families[k].type,
+               pl_families[k].help);
+        for (size_t i = 0; i < snap->npls; i++)
+            sample_pl(t, pl_families[k].name, snap->pls[i].name, NULL,
+                      pl_field(&snap->pls[i], pl_families[k].f));
+    }
+    family(t, "weir_errors_total", "counter",
+           "Pipes of the pipeline's streams that failed, by the side that "
+           "failed.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (int e = 0; e < ERR_KINDS; e++) {
+            put(t, "weir_errors_total{pipeline=\"");
+            put_label(t, snap->pls[i].name);
+            put(t, "\",kind=\"%s\"} %llu\n", err_kind_name[e],
+                (unsigned long long)snap->pls[i].errors[e]);
+        }
+}
+
+static void put_sinks(struct text *t, const struct series *snap)
+{
+    family(t, "weir_bytes_delivered_total", "counter",
+           "Bytes the sink delivered (written to its file or socket).");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_bytes_delivered_total", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name,
+                      snap->pls[i].sinks[j].delivered);
+    family(t, "weir_bytes_dropped_total", "counter",
+           "Bytes the sink's on_full policy dropped (counted when a stream "
+           "ends).");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_bytes_dropped_total", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name,
+                      snap->pls[i].sinks[j].dropped);
+    family(t, "weir_blocked_seconds_total", "counter",
+           "Seconds the sink's full queue held its source back (counted when "
+           "a stream ends).");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++) {
+            put(t, "weir_blocked_seconds_total{pipeline=\"");
+            put_label(t, snap->pls[i].name);
+            put(t, "\",sink=\"");
+            put_label(t, snap->pls[i].sinks[j].name);
+            put(t, "\"} %.3f\n",
+                (double)snap->pls[i].sinks[j].blocked_ns / 1e9);
+        }
+}
+
+static unsigned long long resident_bytes(void)
+{
+    unsigned long long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return resident * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+static unsigned open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    unsigned n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+static void put_process(struct text *t, const struct run *r)
+{
+    struct weir_pool_stats st;
+    unsigned n = r->cx.nworkers;
+
+    family(t, "weir_process_resident_memory_bytes", "gauge",
+           "Resident memory of the weir process.");
+    put(t, "weir_process_resident_memory_bytes %llu\n", resident_bytes());
+    family(t, "weir_process_open_fds", "gauge",
+           "File descriptors the weir process holds open.");
+    put(t, "weir_process_open_fds %u\n", open_fds());
+    family(t, "weir_workers", "gauge", "Worker threads.");
+    put(t, "weir_workers %u\n", n);
+    family(t, "weir_pool_buffers", "gauge",
+           "Buffers of the worker's pool (address space reserved).");
+    for (unsigned i = 0; i < n; i++) {
+        weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
+        put(t, "weir_pool_buffers{worker=\"%u\"} %u\n", i, st.allocated);
+    }
+    family(t, "weir_pool_buffers_in_use", "gauge",
+           "Buffers of the worker's pool taken now.");
+    for (unsigned i = 0; i < n; i++) {
+        weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
+        put(t, "weir_pool_buffers_in_use{worker=\"%u\"} %u\n", i, st.in_use);
+    }
+    family(t, "weir_pool_buffers_peak", "gauge",
+           "The most buffers of the worker's pool taken at once.");
+    for (unsigned i = 0; i < n; i++) {
+        weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
+        put(t, "weir_pool_buffers_peak{worker=\"%u\"} %u\n", i, st.peak);
+    }
+}
+
+char *series_render(const struct run *r, size_t *len)
+{
+    struct series snap = {0};
+    struct text t = {0};
+
+    if (!snap_add(&snap, r->series) || !snap_live(&snap, r)) {
+        pls_free(snap.pls, snap.npls);
+        return NULL;
+    }
+    family(&t, "weir_build_info", "gauge",
+           "The running weir: its version and I/O engine.");
+    put(&t, "weir_build_info{version=\"%s\",engine=\"io_uring\"} 1\n",
+        WEIR_VERSION);
+    family(&t, "weir_ready", "gauge",
+           "1 once every pipeline started, 0 before and while stopping.");
+    put(&t, "weir_ready %d\n", run_ready(r));
+    family(&t, "weir_pipelines", "gauge", "Pipelines running (not draining).");
+    put(&t, "weir_pipelines %u\n", run_pipelines(r));
+    put_pipelines(&t, &snap);
+    put_sinks(&t, &snap);
+    put_process(&t, r);
+    pls_free(snap.pls, snap.npls);
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    *len = t.len;
+    return t.p;
+}

@@ -30,9 +30,16 @@ static const char *const err_kind_name[ERR_KINDS] = {
     "transform",
 };
 
+static const char *const sink_state_name[SINK_STATES] = {
+    "up",
+    "connecting",
+    "retrying",
+};
+
 struct sink_num {
     char *name; /* the sink's address as written */
-    uint64_t delivered, dropped, blocked_ns;
+    uint64_t delivered, dropped, blocked_ns, reconnects;
+    uint64_t in_state[SINK_STATES]; /* a gauge: live streams, by state */
 };
 
 struct pl_num {
@@ -157,6 +164,8 @@ void series_stream_ended(struct series *t, const struct stream *s)
                            ? st->produced - s->sink_bytes[i]
                            : st->dropped;
         sn->blocked_ns += st->blocked_ns;
+        sn->reconnects +=
+            atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
     }
 }
 
@@ -194,6 +203,7 @@ static bool snap_add(struct series *snap, const struct series *t)
             sn->delivered += a->sinks[j].delivered;
             sn->dropped += a->sinks[j].dropped;
             sn->blocked_ns += a->sinks[j].blocked_ns;
+            sn->reconnects += a->sinks[j].reconnects;
         }
     }
     return true;
@@ -221,7 +231,14 @@ static void live_stream(void *arg, const struct stream *s)
             ls->oom = true;
             return;
         }
+        uint32_t st =
+            atomic_load_explicit(&s->live[i].state, memory_order_relaxed);
+
         sn->delivered += stream_sink_out(s, i);
+        sn->reconnects +=
+            atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
+        if (st < SINK_STATES)
+            sn->in_state[st]++;
     }
 }
 
@@ -396,6 +413,30 @@ static void put_pipelines(struct text *t, const struct series *snap)
         }
 }
 
+static void put_sink_states(struct text *t, const struct series *snap)
+{
+    family(t, "weir_sink_reconnects_total", "counter",
+           "Connections the sink made again after losing one.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_sink_reconnects_total", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name,
+                      snap->pls[i].sinks[j].reconnects);
+    family(t, "weir_sink_state", "gauge",
+           "Live streams whose sink is up, connecting for the first time, "
+           "or retrying after losing its connection.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            for (int k = 0; k < SINK_STATES; k++) {
+                put(t, "weir_sink_state{pipeline=\"");
+                put_label(t, snap->pls[i].name);
+                put(t, "\",sink=\"");
+                put_label(t, snap->pls[i].sinks[j].name);
+                put(t, "\",state=\"%s\"} %llu\n", sink_state_name[k],
+                    (unsigned long long)snap->pls[i].sinks[j].in_state[k]);
+            }
+}
+
 static void put_sinks(struct text *t, const struct series *snap)
 {
     family(t, "weir_bytes_delivered_total", "counter",
@@ -507,6 +548,7 @@ char *series_render(const struct run *r, size_t *len)
     put(&t, "weir_pipelines %u\n", run_pipelines(r));
     put_pipelines(&t, &snap);
     put_sinks(&t, &snap);
+    put_sink_states(&t, &snap);
     put_process(&t, r);
     pls_free(snap.pls, snap.npls);
     if (t.oom) {

@@ -40,7 +40,7 @@ static void stream_free(struct stream *s)
     }
     free(s->sink_rc);
     free(s->sink_bytes);
-    free(s->sink_out);
+    free(s->live);
     free(s->ss);
     free(s->pc);
     free(s);
@@ -141,13 +141,13 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
         return NULL;
     s->sink_rc = calloc(n, sizeof(int));
     s->sink_bytes = calloc(n, sizeof(uint64_t));
-    s->sink_out = calloc(n, sizeof(*s->sink_out));
+    s->live = calloc(n, sizeof(*s->live));
     s->ss = calloc(n, sizeof(*s->ss));
     s->pc = calloc(n + 1 + sp->p->ntransforms, sizeof(*s->pc));
-    if (!s->sink_rc || !s->sink_bytes || !s->sink_out || !s->ss || !s->pc) {
+    if (!s->sink_rc || !s->sink_bytes || !s->live || !s->ss || !s->pc) {
         free(s->sink_rc);
         free(s->sink_bytes);
-        free(s->sink_out);
+        free(s->live);
         free(s->ss);
         free(s->pc);
         free(s);
@@ -187,8 +187,11 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     weir_task_init(&s->stop_ack, stop_ack_task);
     atomic_init(&s->bytes_in, 0);
     atomic_init(&s->bytes_out, 0);
-    for (unsigned i = 0; i < n; i++)
-        atomic_init(&s->sink_out[i], 0);
+    for (unsigned i = 0; i < n; i++) {
+        atomic_init(&s->live[i].out, 0);
+        atomic_init(&s->live[i].reconnects, 0);
+        atomic_init(&s->live[i].state, SINK_UP);
+    }
     return s;
 }
 

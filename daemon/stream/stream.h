@@ -99,6 +99,22 @@ struct sink_stats {
     bool disconnected;   /* on_full=disconnect cut it loose */
 };
 
+/* Where a sink's connection stands. */
+enum sink_state {
+    SINK_UP,         /* connected, or a kind that does not connect */
+    SINK_CONNECTING, /* not connected yet */
+    SINK_RETRYING,   /* lost its connection, connecting again */
+    SINK_STATES,
+};
+
+/* What a sink's worker tells anyone who looks while it runs. Relaxed,
+ * one writer each: statistics that order nothing. */
+struct sink_live {
+    _Atomic uint64_t out;        /* bytes delivered (sink 0's: bytes_out) */
+    _Atomic uint32_t reconnects; /* connections made again after a loss */
+    _Atomic uint32_t state;      /* enum sink_state */
+};
+
 struct stream {
     struct stream_ctx *cx;
     const struct stream_spec *sp;
@@ -148,14 +164,14 @@ struct stream {
     bool quiet;
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
-    _Atomic uint64_t *sink_out; /* [nsinks]: sink i's for i > 0 */
+    struct sink_live *live;     /* [nsinks] */
 };
 
 /* Any thread: the bytes sink i has delivered so far. Relaxed: a
  * statistic; it pairs with the sinks' relaxed adds and orders nothing. */
 static inline uint64_t stream_sink_out(const struct stream *s, unsigned i)
 {
-    return atomic_load_explicit(i == 0 ? &s->bytes_out : &s->sink_out[i],
+    return atomic_load_explicit(i == 0 ? &s->bytes_out : &s->live[i].out,
                                 memory_order_relaxed);
 }
 
@@ -163,7 +179,7 @@ static inline uint64_t stream_sink_out(const struct stream *s, unsigned i)
 static inline _Atomic uint64_t *stream_sink_counter(struct stream *s,
                                                     unsigned i)
 {
-    return i == 0 ? &s->bytes_out : &s->sink_out[i];
+    return i == 0 ? &s->bytes_out : &s->live[i].out;
 }
 
 /*

@@ -152,6 +152,8 @@ static const char *const families[] = {
     "weir_streams_total",
     "weir_streams_active",
     "weir_errors_total",
+    "weir_sink_reconnects_total",
+    "weir_sink_state",
     "weir_process_resident_memory_bytes",
     "weir_process_open_fds",
     "weir_workers",
@@ -321,7 +323,8 @@ static void test_endpoints(void **state)
     struct h_weir w;
     uint16_t mport = h_free_port(false), port = h_free_port(false);
     uint16_t bport = h_free_port(false);
-    char *req, extra[512];
+    static char bigreq[(64u << 10) + 128];
+    char extra[512];
     int fds[40], fd;
     size_t len;
     struct reply r;
@@ -341,15 +344,12 @@ static void test_endpoints(void **state)
     free(r.text);
 
     /* A 64 KiB header: over the 16 KiB a connection may use. */
-    len = 64u << 10;
-    req = malloc(len + 128);
-    assert_non_null(req);
-    len = (size_t)sprintf(req, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
-    memset(req + len, 'a', 64u << 10);
+    len =
+        (size_t)sprintf(bigreq, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(bigreq + len, 'a', 64u << 10);
     len += 64u << 10;
-    len += (size_t)sprintf(req + len, "\r\n\r\n");
-    http_raw(mport, req, len, &r);
-    free(req);
+    len += (size_t)sprintf(bigreq + len, "\r\n\r\n");
+    http_raw(mport, bigreq, len, &r);
     if (r.status != 431 && r.status != 413 && r.status != 0)
         fail_msg("oversized request: %d\n%s", r.status, r.text);
     assert_null(strstr(r.text, "weir_build_info"));
@@ -388,6 +388,88 @@ static void test_endpoints(void **state)
     expect_status(mport, "/health", 200, "ok\n");
     close(fd);
     h_expect_exit(&w, 0, false, WAIT);
+}
+
+/* ---- a connecting sink's state ---- */
+
+/* Fetches /metrics until `series` has the value want, appending a line
+ * to `grow` (when not NULL) before each try, so that a sink whose peer
+ * left finds out. */
+static void wait_sample(const struct h_weir *w, uint16_t mport,
+                        const char *series, double want, const char *grow)
+{
+    int64_t end = h_now_ms() + WAIT;
+    struct reply r;
+    double v = -1;
+
+    while (h_now_ms() < end) {
+        if (grow) {
+            FILE *f = fopen(grow, "a");
+
+            assert_non_null(f);
+            fputs("more\n", f);
+            fclose(f);
+        }
+        http_get(mport, "/metrics", &r);
+        v = sample(r.body, series);
+        free(r.text);
+        if (v == want)
+            return;
+        h_sleep_ms(50);
+    }
+    h_show_log(w);
+    fail_msg("%s: %.0f, want %.0f", series, v, want);
+}
+
+static void test_sink_state(void **state)
+{
+    struct h_weir w;
+    uint16_t mport = h_free_port(false), port = h_free_port(false);
+    char src[300], series[512], buf[6];
+    int lfd, fd;
+
+    (void)state;
+    h_path(src, sizeof(src), "follow.txt");
+    h_write_text(src, "hello\n");
+    h_start_conf(&w, "sinkstate", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\nmetrics = 127.0.0.1:%u\n\n"
+                 "[pipeline ship]\nsource = file:%s\nfollow = yes\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 mport, src, port);
+    h_expect_log(&w, "metrics: http://127.0.0.1:", WAIT);
+#define STATE(st)                                                              \
+    (snprintf(series, sizeof(series),                                          \
+              "weir_sink_state{pipeline=\"ship\",sink=\"tcp:127.0.0.1:%u\","   \
+              "state=\"" st "\"}",                                             \
+              port),                                                           \
+     series)
+    /* Nothing listens yet. */
+    wait_sample(&w, mport, STATE("connecting"), 1, NULL);
+    lfd = h_listen(false, port);
+    assert_true(lfd >= 0);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, NULL, 6, WAIT), 6);
+    wait_sample(&w, mport, STATE("up"), 1, NULL);
+    /* The collector goes away: the next writes fail, the sink retries. */
+    close(fd);
+    close(lfd);
+    wait_sample(&w, mport, STATE("retrying"), 1, src);
+    lfd = h_listen(false, port);
+    assert_true(lfd >= 0);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    assert_true(read(fd, buf, sizeof(buf)) > 0);
+    wait_sample(&w, mport, STATE("up"), 1, NULL);
+    snprintf(series, sizeof(series),
+             "weir_sink_reconnects_total{pipeline=\"ship\",sink=\"tcp:127.0.0."
+             "1:%u\"}",
+             port);
+    wait_sample(&w, mport, series, 1, NULL);
+#undef STATE
+    close(fd);
+    close(lfd);
+    h_expect_exit(&w, 0, true, WAIT);
 }
 
 /* ---- a real Prometheus ---- */
@@ -491,6 +573,7 @@ static void test_prometheus(void **state)
         fprintf(stderr, "prometheus said:\n%s\n", log ? log : "");
         free(log);
         fail_msg("no weir_bytes_delivered_total from Prometheus");
+        return;
     }
     fprintf(stderr, "GET /api/v1/query?query=weir_bytes_delivered_total:\n%s\n",
             json);
@@ -508,6 +591,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_series, h_teardown),
         cmocka_unit_test_teardown(test_endpoints, h_teardown),
+        cmocka_unit_test_teardown(test_sink_state, h_teardown),
         cmocka_unit_test_teardown(test_prometheus, h_teardown),
     };
     int rc;

@@ -136,6 +136,11 @@ static uint64_t bytes_read(const struct stream *s)
     return in == 0 && s->zero_copy ? stream_sink_out(s, 0) : in;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
 void series_stream_ended(struct series *t, const struct stream *s)
 {
     const struct weir_pipeline *p = s->sp->p;
@@ -153,17 +158,24 @@ void series_stream_ended(struct series *t, const struct stream *s)
     for (unsigned i = 0; i < s->sp->nsinks; i++) {
         const struct sink_stats *st = &s->ss[i];
         struct sink_num *sn = sink_of(pn, p->sinks[i]->text);
+        uint64_t dropped;
 
         if (failed(s->sink_rc[i]))
             pn->errors[s->sp->client_sink && i == 0 ? ERR_CLIENT : ERR_SINK]++;
         if (!sn)
             continue;
         sn->delivered += stream_sink_out(s, i);
-        /* As the closing line counts them (report.c). */
-        sn->dropped += st->disconnected && st->produced > s->sink_bytes[i]
-                           ? st->produced - s->sink_bytes[i]
-                           : st->dropped;
-        sn->blocked_ns += st->blocked_ns;
+        /* As the closing line counts them (report.c); never less than a
+         * scrape saw while it ran. */
+        dropped = st->disconnected && st->produced > s->sink_bytes[i]
+                      ? st->produced - s->sink_bytes[i]
+                      : st->dropped;
+        sn->dropped +=
+            max_u64(dropped, atomic_load_explicit(&s->live[i].dropped,
+                                                  memory_order_relaxed));
+        sn->blocked_ns +=
+            max_u64(st->blocked_ns, atomic_load_explicit(&s->live[i].blocked_ns,
+                                                         memory_order_relaxed));
         sn->reconnects +=
             atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
     }
@@ -235,6 +247,10 @@ static void live_stream(void *arg, const struct stream *s)
             atomic_load_explicit(&s->live[i].state, memory_order_relaxed);
 
         sn->delivered += stream_sink_out(s, i);
+        sn->dropped +=
+            atomic_load_explicit(&s->live[i].dropped, memory_order_relaxed);
+        sn->blocked_ns +=
+            atomic_load_explicit(&s->live[i].blocked_ns, memory_order_relaxed);
         sn->reconnects +=
             atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
         if (st < SINK_STATES)
@@ -447,16 +463,16 @@ static void put_sinks(struct text *t, const struct series *snap)
                       snap->pls[i].sinks[j].name,
                       snap->pls[i].sinks[j].delivered);
     family(t, "weir_bytes_dropped_total", "counter",
-           "Bytes the sink's on_full policy dropped (counted when a stream "
-           "ends).");
+           "Bytes the sink's on_full policy dropped, or lost when it was "
+           "disconnected.");
     for (size_t i = 0; i < snap->npls; i++)
         for (size_t j = 0; j < snap->pls[i].nsinks; j++)
             sample_pl(t, "weir_bytes_dropped_total", snap->pls[i].name,
                       snap->pls[i].sinks[j].name,
                       snap->pls[i].sinks[j].dropped);
     family(t, "weir_blocked_seconds_total", "counter",
-           "Seconds the sink's full queue held its source back (counted when "
-           "a stream ends).");
+           "Seconds the sink's full queue held its source back "
+           "(on_full=block).");
     for (size_t i = 0; i < snap->npls; i++)
         for (size_t j = 0; j < snap->pls[i].nsinks; j++) {
             put(t, "weir_blocked_seconds_total{pipeline=\"");

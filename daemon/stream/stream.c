@@ -189,6 +189,8 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     atomic_init(&s->bytes_out, 0);
     for (unsigned i = 0; i < n; i++) {
         atomic_init(&s->live[i].out, 0);
+        atomic_init(&s->live[i].blocked_ns, 0);
+        atomic_init(&s->live[i].dropped, 0);
         atomic_init(&s->live[i].reconnects, 0);
         atomic_init(&s->live[i].state, SINK_UP);
     }

@@ -111,6 +111,8 @@ enum sink_state {
  * one writer each: statistics that order nothing. */
 struct sink_live {
     _Atomic uint64_t out;        /* bytes delivered (sink 0's: bytes_out) */
+    _Atomic uint64_t blocked_ns; /* sink_stats.blocked_ns so far */
+    _Atomic uint64_t dropped;    /* what its tee branch dropped so far */
     _Atomic uint32_t reconnects; /* connections made again after a loss */
     _Atomic uint32_t state;      /* enum sink_state */
 };

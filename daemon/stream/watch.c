@@ -59,6 +59,10 @@ static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
                                    weir_endpoint_bytes(h->sinks[i]), now,
                                    others, p->chunk_size, &s->ss[i].blocked_ns);
 
+    /* Relaxed: a statistic (struct sink_live). */
+    atomic_store_explicit(&s->live[i].blocked_ns, s->ss[i].blocked_ns,
+                          memory_order_relaxed);
+
     if (held)
         log_warnx("pipeline %s: sink %s has held the source back for %.0f s "
                   "(its queue is full; on_full=block)",
@@ -119,6 +123,14 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     for (unsigned i = 0; i < n; i++)
         if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
             watch_sink(h, i, now, full < n);
+    for (unsigned i = 0; h->tee && i < n; i++) {
+        struct weir_tee_stats st;
+
+        weir_tee_stats(h->tee, i, &st);
+        /* Relaxed: a statistic (struct sink_live). */
+        atomic_store_explicit(&s->live[i].dropped, st.dropped_bytes,
+                              memory_order_relaxed);
+    }
     if (h->nxf && (p->follow || p->source->follow))
         half_sync_idle(h);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);

@@ -305,6 +305,26 @@ static void test_series(void **state)
     h_expect_exit(&w, 0, true, WAIT);
 }
 
+/* Fetches /metrics until `series` is above `floor`. */
+static void wait_above(const struct h_weir *w, uint16_t mport,
+                       const char *series, double floor)
+{
+    int64_t end = h_now_ms() + WAIT;
+    struct reply r;
+    double v = -1;
+
+    while (h_now_ms() < end) {
+        http_get(mport, "/metrics", &r);
+        v = sample(r.body, series);
+        free(r.text);
+        if (v > floor)
+            return;
+        h_sleep_ms(50);
+    }
+    h_show_log(w);
+    fail_msg("%s: %f, want more than %f", series, v, floor);
+}
+
 /* ---- health, readiness, and requests that are refused ---- */
 
 static void expect_status(uint16_t mport, const char *path, int status,
@@ -382,6 +402,12 @@ static void test_endpoints(void **state)
     fd = h_connect(false, bport, NULL, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, NULL, 4096, WAIT), 4096);
+    /* It holds the source back, and that shows while it lasts. */
+    snprintf(extra, sizeof(extra),
+             "weir_blocked_seconds_total{pipeline=\"big\",sink=\"tcp-listen:"
+             "127.0.0.1:%u\"}",
+             bport);
+    wait_above(&w, mport, extra, 0);
     assert_int_equal(kill(w.pid, SIGTERM), 0);
     h_expect_log(&w, "SIGTERM: stopping", WAIT);
     expect_status(mport, "/ready", 503, "stopping\n");
@@ -469,6 +495,57 @@ static void test_sink_state(void **state)
 #undef STATE
     close(fd);
     close(lfd);
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
+/* A collector that takes nothing, behind on_full=drop-newest, beside a
+ * file that sets the pace: the drops show while the stream runs, and
+ * stay counted after it ended. */
+static void test_dropped_live(void **state)
+{
+    struct h_weir w;
+    uint16_t mport = h_free_port(false), port = h_free_port(false);
+    char series[512], copy[300];
+    int lfd, fd;
+    int64_t got;
+    double live;
+    struct reply r;
+
+    (void)state;
+    h_path(copy, sizeof(copy), "copy");
+    lfd = h_listen(false, port);
+    assert_true(lfd >= 0);
+    h_start_conf(&w, "dropped", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\nmetrics = 127.0.0.1:%u\n\n"
+                 "[pipeline ship]\nsource = file:%s\nsink = file:%s\n"
+                 "sink = tcp:127.0.0.1:%u,on_full=drop-newest\n\n"
+                 "; keeps weir running after ship's one stream\n"
+                 "[pipeline keep]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 mport, big, copy, port, data, h_free_port(false));
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    snprintf(series, sizeof(series),
+             "weir_bytes_dropped_total{pipeline=\"ship\",sink=\"tcp:127.0.0.1:"
+             "%u,on_full=drop-newest\"}",
+             port);
+    wait_above(&w, mport, series, 0);
+    http_get(mport, "/metrics", &r);
+    live = sample(r.body, series);
+    expect_sample(r.body, "weir_streams_active{pipeline=\"ship\"}", 1);
+    free(r.text);
+    /* The collector reads what it was sent; the stream ends, its drops
+     * stay counted, and delivered + dropped is the file. */
+    got = h_drain(fd, NULL, UINT64_MAX, WAIT);
+    assert_true(got > 0);
+    close(fd);
+    close(lfd);
+    h_expect_log(&w, "pipeline ship: sink", WAIT);
+    wait_sample(&w, mport, "weir_streams_active{pipeline=\"ship\"}", 0, NULL);
+    wait_above(&w, mport, series, live - 1);
+    http_get(mport, "/metrics", &r);
+    expect_sample(r.body, series, (double)BIG_SIZE - (double)got);
+    free(r.text);
     h_expect_exit(&w, 0, true, WAIT);
 }
 
@@ -592,6 +669,7 @@ int main(void)
         cmocka_unit_test_teardown(test_series, h_teardown),
         cmocka_unit_test_teardown(test_endpoints, h_teardown),
         cmocka_unit_test_teardown(test_sink_state, h_teardown),
+        cmocka_unit_test_teardown(test_dropped_live, h_teardown),
         cmocka_unit_test_teardown(test_prometheus, h_teardown),
     };
     int rc;

@@ -39,7 +39,10 @@ static const char *const sink_state_name[SINK_STATES] = {
 struct sink_num {
     char *name; /* the sink's address as written */
     uint64_t delivered, dropped, blocked_ns, reconnects;
-    uint64_t in_state[SINK_STATES]; /* a gauge: live streams, by state */
+    /* Gauges: live streams by state, their queues, the configured mark
+     * (0: the pipeline is gone). */
+    uint64_t in_state[SINK_STATES];
+    uint64_t queued, hwm;
 };
 
 struct pl_num {
@@ -253,6 +256,8 @@ static void live_stream(void *arg, const struct stream *s)
             atomic_load_explicit(&s->live[i].blocked_ns, memory_order_relaxed);
         sn->reconnects +=
             atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
+        sn->queued +=
+            atomic_load_explicit(&s->live[i].queued, memory_order_relaxed);
         if (st < SINK_STATES)
             sn->in_state[st]++;
     }
@@ -270,9 +275,14 @@ static bool snap_live(struct series *snap, const struct run *r)
         if (!ls.pn)
             return false;
         /* Its sinks appear before any stream has sent a byte. */
-        for (size_t i = 0; i < pl->p->nsinks; i++)
-            if (!sink_of(ls.pn, pl->p->sinks[i]->text))
+        for (size_t i = 0; i < pl->p->nsinks; i++) {
+            struct sink_num *sn = sink_of(ls.pn, pl->p->sinks[i]->text);
+
+            if (!sn)
                 return false;
+            if (stream_sink_hwm(pl->p, (unsigned)i) > sn->hwm)
+                sn->hwm = stream_sink_hwm(pl->p, (unsigned)i);
+        }
         ls.pn->accepted += pl->clients.accepted;
         ls.pn->refused += pl->clients.refused;
         ls.pn->clients += pipeline_clients(pl);
@@ -453,6 +463,25 @@ static void put_sink_states(struct text *t, const struct series *snap)
             }
 }
 
+static void put_sink_queues(struct text *t, const struct series *snap)
+{
+    family(t, "weir_sink_queue_bytes", "gauge",
+           "Bytes waiting in the sink's queues (its live streams'), sampled "
+           "every 250 ms.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_sink_queue_bytes", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name, snap->pls[i].sinks[j].queued);
+    family(t, "weir_sink_high_water_mark_bytes", "gauge",
+           "The high-water mark of each of the sink's queues.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            if (snap->pls[i].sinks[j].hwm)
+                sample_pl(t, "weir_sink_high_water_mark_bytes",
+                          snap->pls[i].name, snap->pls[i].sinks[j].name,
+                          snap->pls[i].sinks[j].hwm);
+}
+
 static void put_sinks(struct text *t, const struct series *snap)
 {
     family(t, "weir_bytes_delivered_total", "counter",
@@ -565,6 +594,7 @@ char *series_render(const struct run *r, size_t *len)
     put_pipelines(&t, &snap);
     put_sinks(&t, &snap);
     put_sink_states(&t, &snap);
+    put_sink_queues(&t, &snap);
     put_process(&t, r);
     pls_free(snap.pls, snap.npls);
     if (t.oom) {

@@ -56,7 +56,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     const struct weir_address *a = p->sinks[i];
     struct weir_endpoint_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
-        .hwm = a->high_water_mark ? a->high_water_mark : p->high_water_mark,
+        .hwm = stream_sink_hwm(p, i),
         .own_fd = true,
         .counter = stream_sink_counter(s, i),
     };

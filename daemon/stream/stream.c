@@ -191,6 +191,7 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
         atomic_init(&s->live[i].out, 0);
         atomic_init(&s->live[i].blocked_ns, 0);
         atomic_init(&s->live[i].dropped, 0);
+        atomic_init(&s->live[i].queued, 0);
         atomic_init(&s->live[i].reconnects, 0);
         atomic_init(&s->live[i].state, SINK_UP);
     }

@@ -113,6 +113,7 @@ struct sink_live {
     _Atomic uint64_t out;        /* bytes delivered (sink 0's: bytes_out) */
     _Atomic uint64_t blocked_ns; /* sink_stats.blocked_ns so far */
     _Atomic uint64_t dropped;    /* what its tee branch dropped so far */
+    _Atomic uint64_t queued;     /* bytes waiting in its queue */
     _Atomic uint32_t reconnects; /* connections made again after a loss */
     _Atomic uint32_t state;      /* enum sink_state */
 };
@@ -168,6 +169,15 @@ struct stream {
     _Atomic uint64_t bytes_out; /* sink 0's */
     struct sink_live *live;     /* [nsinks] */
 };
+
+/* The high-water mark of sink i's queue. */
+static inline uint64_t stream_sink_hwm(const struct weir_pipeline *p,
+                                       unsigned i)
+{
+    const struct weir_address *a = p->sinks[i];
+
+    return a->high_water_mark ? a->high_water_mark : p->high_water_mark;
+}
 
 /* Any thread: the bytes sink i has delivered so far. Relaxed: a
  * statistic; it pairs with the sinks' relaxed adds and orders nothing. */

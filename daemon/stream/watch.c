@@ -70,6 +70,27 @@ static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
                   (double)held / 1e9);
 }
 
+/* What a scrape of /metrics sees of sink i (struct sink_live). Relaxed:
+ * statistics, written here only. */
+static void watch_live(struct half *h, unsigned i)
+{
+    struct stream *s = h->s;
+    struct weir_tee_stats st;
+    int64_t desired, hwm = (int64_t)stream_sink_hwm(s->sp->p, i);
+
+    if (h->tee) {
+        weir_tee_stats(h->tee, i, &st);
+        atomic_store_explicit(&s->live[i].dropped, st.dropped_bytes,
+                              memory_order_relaxed);
+    }
+    if (!h->sinks[i])
+        return;
+    desired = weir_writable_desired_size(weir_endpoint_writable(h->sinks[i]));
+    atomic_store_explicit(&s->live[i].queued,
+                          desired < hwm ? (uint64_t)(hwm - desired) : 0,
+                          memory_order_relaxed);
+}
+
 /*
  * A followed file that stopped growing: the compressors' held-back output
  * (a partial gzip member, a zstd block) goes out, so a reader can decode
@@ -123,14 +144,8 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     for (unsigned i = 0; i < n; i++)
         if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
             watch_sink(h, i, now, full < n);
-    for (unsigned i = 0; h->tee && i < n; i++) {
-        struct weir_tee_stats st;
-
-        weir_tee_stats(h->tee, i, &st);
-        /* Relaxed: a statistic (struct sink_live). */
-        atomic_store_explicit(&s->live[i].dropped, st.dropped_bytes,
-                              memory_order_relaxed);
-    }
+    for (unsigned i = 0; i < n; i++)
+        watch_live(h, i);
     if (h->nxf && (p->follow || p->source->follow))
         half_sync_idle(h);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);

@@ -154,6 +154,8 @@ static const char *const families[] = {
     "weir_errors_total",
     "weir_sink_reconnects_total",
     "weir_sink_state",
+    "weir_sink_queue_bytes",
+    "weir_sink_high_water_mark_bytes",
     "weir_process_resident_memory_bytes",
     "weir_process_open_fds",
     "weir_workers",
@@ -408,6 +410,19 @@ static void test_endpoints(void **state)
              "127.0.0.1:%u\"}",
              bport);
     wait_above(&w, mport, extra, 0);
+    /* Its queue is full: at its high-water mark (1 MiB, the default). */
+    snprintf(extra, sizeof(extra),
+             "weir_sink_queue_bytes{pipeline=\"big\",sink=\"tcp-listen:"
+             "127.0.0.1:%u\"}",
+             bport);
+    wait_above(&w, mport, extra, (1u << 20) - 1);
+    snprintf(extra, sizeof(extra),
+             "weir_sink_high_water_mark_bytes{pipeline=\"big\",sink=\"tcp-"
+             "listen:127.0.0.1:%u\"}",
+             bport);
+    http_get(mport, "/metrics", &r);
+    expect_sample(r.body, extra, 1u << 20);
+    free(r.text);
     assert_int_equal(kill(w.pid, SIGTERM), 0);
     h_expect_log(&w, "SIGTERM: stopping", WAIT);
     expect_status(mport, "/ready", 503, "stopping\n");

@@ -45,6 +45,12 @@ struct sink_num {
     uint64_t queued, hwm;
 };
 
+struct xf_num {
+    unsigned pos; /* 1: the first transform of the chain */
+    char *spec;   /* as written: gzip:6 */
+    uint64_t in, out;
+};
+
 struct pl_num {
     char *name;
     uint64_t read, streams, accepted, refused;
@@ -53,6 +59,8 @@ struct pl_num {
     uint64_t active, clients;
     struct sink_num *sinks;
     size_t nsinks;
+    struct xf_num *xfs;
+    size_t nxfs;
 };
 
 struct series {
@@ -71,6 +79,9 @@ static void pls_free(struct pl_num *v, size_t n)
         for (size_t j = 0; j < v[i].nsinks; j++)
             free(v[i].sinks[j].name);
         free(v[i].sinks);
+        for (size_t j = 0; j < v[i].nxfs; j++)
+            free(v[i].xfs[j].spec);
+        free(v[i].xfs);
         free(v[i].name);
     }
     free(v);
@@ -123,6 +134,42 @@ static struct sink_num *sink_of(struct pl_num *pn, const char *name)
     return v;
 }
 
+static struct xf_num *xf_of(struct pl_num *pn, unsigned pos, const char *spec)
+{
+    struct xf_num *v;
+
+    for (size_t i = 0; i < pn->nxfs; i++)
+        if (pn->xfs[i].pos == pos && strcmp(pn->xfs[i].spec, spec) == 0)
+            return &pn->xfs[i];
+    v = realloc(pn->xfs, (pn->nxfs + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    pn->xfs = v;
+    v = &pn->xfs[pn->nxfs];
+    *v = (struct xf_num){.pos = pos, .spec = strdup(spec)};
+    if (!v->spec)
+        return NULL;
+    pn->nxfs++;
+    return v;
+}
+
+/* A stream's transforms' bytes so far (relaxed: statistics). */
+static bool add_xforms(struct pl_num *pn, const struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+
+    for (size_t k = 0; k < p->ntransforms; k++) {
+        struct xf_num *x = xf_of(pn, (unsigned)k + 1, p->transforms[k].spec);
+
+        if (!x)
+            return false;
+        x->in += atomic_load_explicit(&s->xf_live[k].in, memory_order_relaxed);
+        x->out +=
+            atomic_load_explicit(&s->xf_live[k].out, memory_order_relaxed);
+    }
+    return true;
+}
+
 /* A failed pipe that is not a cancel (the other side's end). */
 static bool failed(int rc)
 {
@@ -153,6 +200,7 @@ void series_stream_ended(struct series *t, const struct stream *s)
         return;
     pn->streams++;
     pn->read += bytes_read(s);
+    (void)add_xforms(pn, s);
     if (failed(s->src_rc))
         pn->errors[s->peer[0] && !s->sp->client_sink ? ERR_CLIENT
                                                      : ERR_SOURCE]++;
@@ -220,6 +268,14 @@ static bool snap_add(struct series *snap, const struct series *t)
             sn->blocked_ns += a->sinks[j].blocked_ns;
             sn->reconnects += a->sinks[j].reconnects;
         }
+        for (size_t j = 0; j < a->nxfs; j++) {
+            struct xf_num *x = xf_of(b, a->xfs[j].pos, a->xfs[j].spec);
+
+            if (!x)
+                return false;
+            x->in += a->xfs[j].in;
+            x->out += a->xfs[j].out;
+        }
     }
     return true;
 }
@@ -239,6 +295,10 @@ static void live_stream(void *arg, const struct stream *s)
     ls->pn->active++;
     ls->pn->streams++;
     ls->pn->read += bytes_read(s);
+    if (!add_xforms(ls->pn, s)) {
+        ls->oom = true;
+        return;
+    }
     for (unsigned i = 0; i < s->sp->nsinks; i++) {
         struct sink_num *sn = sink_of(ls->pn, p->sinks[i]->text);
 
@@ -463,6 +523,33 @@ static void put_sink_states(struct text *t, const struct series *snap)
             }
 }
 
+static void put_xform(struct text *t, const char *name, const char *pl,
+                      const struct xf_num *x, uint64_t v)
+{
+    put(t, "%s{pipeline=\"", name);
+    put_label(t, pl);
+    put(t, "\",transform=\"");
+    put_label(t, x->spec);
+    put(t, "\",position=\"%u\"} %llu\n", x->pos, (unsigned long long)v);
+}
+
+static void put_xforms(struct text *t, const struct series *snap)
+{
+    family(t, "weir_transform_bytes_in_total", "counter",
+           "Bytes the transform took in (position 1 is the first of the "
+           "chain).");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nxfs; j++)
+            put_xform(t, "weir_transform_bytes_in_total", snap->pls[i].name,
+                      &snap->pls[i].xfs[j], snap->pls[i].xfs[j].in);
+    family(t, "weir_transform_bytes_out_total", "counter",
+           "Bytes the transform handed on.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nxfs; j++)
+            put_xform(t, "weir_transform_bytes_out_total", snap->pls[i].name,
+                      &snap->pls[i].xfs[j], snap->pls[i].xfs[j].out);
+}
+
 static void put_sink_queues(struct text *t, const struct series *snap)
 {
     family(t, "weir_sink_queue_bytes", "gauge",
@@ -595,6 +682,7 @@ char *series_render(const struct run *r, size_t *len)
     put_sinks(&t, &snap);
     put_sink_states(&t, &snap);
     put_sink_queues(&t, &snap);
+    put_xforms(&t, &snap);
     put_process(&t, r);
     pls_free(snap.pls, snap.npls);
     if (t.oom) {

@@ -114,6 +114,8 @@ enum weir_tee_policy stream_tee_policy(enum on_full f);
 struct weir_readable *half_xforms_build(struct half *h,
                                         struct weir_readable *rs);
 void half_xforms_destroy(struct half *h);
+/* Copies the transforms' counters to the stream's xf_live. */
+void half_xforms_count(struct half *h);
 
 /* watch.c. half_watch_start starts the half's watch timer (blocked time,
  * the held-back warning, the idle sync); half_sync_idle is one watch's

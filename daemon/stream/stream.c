@@ -41,6 +41,7 @@ static void stream_free(struct stream *s)
     free(s->sink_rc);
     free(s->sink_bytes);
     free(s->live);
+    free(s->xf_live);
     free(s->ss);
     free(s->pc);
     free(s);
@@ -142,12 +143,15 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     s->sink_rc = calloc(n, sizeof(int));
     s->sink_bytes = calloc(n, sizeof(uint64_t));
     s->live = calloc(n, sizeof(*s->live));
+    s->xf_live = calloc(sp->p->ntransforms + 1, sizeof(*s->xf_live));
     s->ss = calloc(n, sizeof(*s->ss));
     s->pc = calloc(n + 1 + sp->p->ntransforms, sizeof(*s->pc));
-    if (!s->sink_rc || !s->sink_bytes || !s->live || !s->ss || !s->pc) {
+    if (!s->sink_rc || !s->sink_bytes || !s->live || !s->xf_live || !s->ss ||
+        !s->pc) {
         free(s->sink_rc);
         free(s->sink_bytes);
         free(s->live);
+        free(s->xf_live);
         free(s->ss);
         free(s->pc);
         free(s);
@@ -194,6 +198,10 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
         atomic_init(&s->live[i].queued, 0);
         atomic_init(&s->live[i].reconnects, 0);
         atomic_init(&s->live[i].state, SINK_UP);
+    }
+    for (size_t k = 0; k < sp->p->ntransforms; k++) {
+        atomic_init(&s->xf_live[k].in, 0);
+        atomic_init(&s->xf_live[k].out, 0);
     }
     return s;
 }

@@ -118,6 +118,11 @@ struct sink_live {
     _Atomic uint32_t state;      /* enum sink_state */
 };
 
+/* A transform's bytes in and out so far, kept like struct sink_live. */
+struct xf_live {
+    _Atomic uint64_t in, out;
+};
+
 struct stream {
     struct stream_ctx *cx;
     const struct stream_spec *sp;
@@ -168,6 +173,7 @@ struct stream {
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
     struct sink_live *live;     /* [nsinks] */
+    struct xf_live *xf_live;    /* [p->ntransforms] */
 };
 
 /* The high-water mark of sink i's queue. */

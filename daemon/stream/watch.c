@@ -146,6 +146,7 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
             watch_sink(h, i, now, full < n);
     for (unsigned i = 0; i < n; i++)
         watch_live(h, i);
+    half_xforms_count(h);
     if (h->nxf && (p->follow || p->source->follow))
         half_sync_idle(h);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);

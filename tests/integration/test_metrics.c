@@ -156,6 +156,8 @@ static const char *const families[] = {
     "weir_sink_state",
     "weir_sink_queue_bytes",
     "weir_sink_high_water_mark_bytes",
+    "weir_transform_bytes_in_total",
+    "weir_transform_bytes_out_total",
     "weir_process_resident_memory_bytes",
     "weir_process_open_fds",
     "weir_workers",
@@ -168,7 +170,8 @@ static void test_series(void **state)
 {
     struct h_weir w;
     uint16_t mport = h_free_port(false), port = h_free_port(false);
-    char out1[300], out2[300], extra[1024], name[512], hex[65];
+    char out1[300], out2[300], gz[300], extra[2048], name[512], hex[65];
+    uint64_t gz_size;
     struct reply r;
     uint64_t got = 0;
     int fd;
@@ -176,10 +179,13 @@ static void test_series(void **state)
     (void)state;
     h_path(out1, sizeof(out1), "tee1");
     h_path(out2, sizeof(out2), "tee2");
+    h_path(gz, sizeof(gz), "upper.gz");
     snprintf(extra, sizeof(extra),
              "\n[pipeline tee]\nsource = file:%s\nsink = file:%s\n"
-             "sink = file:%s\n",
-             data, out1, out2);
+             "sink = file:%s\n\n"
+             "[pipeline upper]\nsource = file:%s\ntransform = uppercase\n"
+             "transform = gzip:1\nsink = file:%s\n",
+             data, out1, out2, data, gz);
     start(&w, "series", mport, port, big, extra);
 
     /* A live stream: the client has read part of the file and waits. Its
@@ -210,6 +216,7 @@ static void test_series(void **state)
     }
     assert_int_equal(got, 3ull * BIG_SIZE);
     h_expect_log_count(&w, "pipeline tee: sink", 2, WAIT);
+    h_expect_log(&w, "pipeline upper: sink", WAIT);
     /* The closing line of the last client comes before its stream's end
      * reaches the totals only in debug logs; wait until none is live. */
     for (int64_t end = h_now_ms() + WAIT;; h_sleep_ms(20)) {
@@ -246,8 +253,31 @@ static void test_series(void **state)
     expect_sample(r.body, name, DATA_SIZE);
     expect_sample(r.body, "weir_errors_total{pipeline=\"tee\",kind=\"sink\"}",
                   0);
+    /* The transforms: each takes what the one before it handed on. */
+    h_expect_log(&w, "pipeline upper: sink", WAIT);
+    assert_true(h_file_sha(gz, hex, &gz_size));
+    expect_sample(r.body,
+                  "weir_transform_bytes_in_total{pipeline=\"upper\","
+                  "transform=\"uppercase\",position=\"1\"}",
+                  DATA_SIZE);
+    expect_sample(r.body,
+                  "weir_transform_bytes_out_total{pipeline=\"upper\","
+                  "transform=\"uppercase\",position=\"1\"}",
+                  DATA_SIZE);
+    expect_sample(r.body,
+                  "weir_transform_bytes_in_total{pipeline=\"upper\","
+                  "transform=\"gzip:1\",position=\"2\"}",
+                  DATA_SIZE);
+    expect_sample(r.body,
+                  "weir_transform_bytes_out_total{pipeline=\"upper\","
+                  "transform=\"gzip:1\",position=\"2\"}",
+                  (double)gz_size);
+    snprintf(name, sizeof(name),
+             "weir_bytes_delivered_total{pipeline=\"upper\",sink=\"file:%s\"}",
+             gz);
+    expect_sample(r.body, name, (double)gz_size);
     expect_sample(r.body, "weir_workers", 2);
-    expect_sample(r.body, "weir_pipelines", 2);
+    expect_sample(r.body, "weir_pipelines", 3);
     expect_sample(r.body, "weir_ready", 1);
     assert_true(sample(r.body, "weir_process_resident_memory_bytes") > 0);
     assert_true(sample(r.body, "weir_process_open_fds") > 0);

@@ -594,6 +594,44 @@ static void test_dropped_live(void **state)
     h_expect_exit(&w, 0, true, WAIT);
 }
 
+/* A reload that changes a pipeline: its old definition drains and is
+ * freed, and what it counted stays in the counters. */
+static void test_reload_keeps_counts(void **state)
+{
+    struct h_weir w;
+    uint16_t mport = h_free_port(false), port = h_free_port(false);
+    char conf[300], series[512];
+    struct reply r;
+
+    (void)state;
+    start(&w, "reloadm", mport, port, data, "");
+    h_expect_fetch(&w, port, WAIT, DATA_SIZE, data_hex, WAIT);
+    snprintf(series, sizeof(series),
+             "weir_bytes_delivered_total{pipeline=\"files\",sink=\"tcp-"
+             "listen:127.0.0.1:%u\"}",
+             port);
+    wait_sample(&w, mport, series, DATA_SIZE, NULL);
+
+    h_path(conf, sizeof(conf), "reloadm.conf");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\nmetrics = 127.0.0.1:%u\n"
+                 "drain_timeout = 20s\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\nchunk_size = 128KiB\n",
+                 mport, data, port);
+    assert_int_equal(kill(w.pid, SIGHUP), 0);
+    h_expect_log(&w, "reloaded ", WAIT);
+    h_expect_log(&w, "0 pipelines unchanged, 1 changed", WAIT);
+    h_expect_fetch(&w, port, WAIT, DATA_SIZE, data_hex, WAIT);
+    wait_sample(&w, mport, series, 2.0 * DATA_SIZE, NULL);
+    http_get(mport, "/metrics", &r);
+    expect_sample(r.body, "weir_clients_accepted_total{pipeline=\"files\"}", 2);
+    expect_sample(r.body, "weir_streams_total{pipeline=\"files\"}", 2);
+    expect_sample(r.body, "weir_pipelines", 1);
+    free(r.text);
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
 /* ---- a real Prometheus ---- */
 
 /* The first "value":[TIME,"V"] of a query reply, or -1. */
@@ -715,6 +753,7 @@ int main(void)
         cmocka_unit_test_teardown(test_endpoints, h_teardown),
         cmocka_unit_test_teardown(test_sink_state, h_teardown),
         cmocka_unit_test_teardown(test_dropped_live, h_teardown),
+        cmocka_unit_test_teardown(test_reload_keeps_counts, h_teardown),
         cmocka_unit_test_teardown(test_prometheus, h_teardown),
     };
     int rc;

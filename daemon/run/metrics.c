@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -106,8 +107,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
  * a client's trouble, not the operator's. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    char line[256];
+    size_t n;
+
     (void)cls;
-    log_vmsg(LOG_LEVEL_DEBUG, 0, fmt, ap);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    log_debug("metrics: %s", line);
 }
 
 static void poll_arm(struct metrics *m);
@@ -211,11 +219,11 @@ int metrics_start(struct run *r)
     m->r = r;
     m->d = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG | (a->ipv6 ? MHD_USE_IPv6 : 0), 0,
-        NULL, NULL, answer, m, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        NULL, NULL, answer, m, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)CONN_MEMORY, MHD_OPTION_END);
     info = m->d ? MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (!info) {
         log_errx("metrics: the HTTP server did not start on %s", a->text);

@@ -1,6 +1,6 @@
 /*
  * count.c - what the run has running: its live streams and its
- * pipelines, counted over the pipelines it owns.
+ * pipelines, counted over the pipelines it owns; whether it is ready.
  */
 #include "run/run_impl.h"
 
@@ -23,4 +23,9 @@ unsigned run_pipelines(const struct run *r)
     for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
         n += !weir_list_entry(pos, const struct pipeline, link)->draining;
     return n;
+}
+
+bool run_ready(const struct run *r)
+{
+    return r->started && !r->stopping;
 }

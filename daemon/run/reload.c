@@ -33,6 +33,15 @@ static struct pipeline *pipeline_of(struct weir_list *node)
     return weir_list_entry(node, struct pipeline, link);
 }
 
+/* Two optional addresses, as written. */
+static bool same_text(const struct weir_address *a,
+                      const struct weir_address *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a->text, b->text) == 0;
+}
+
 /* What the file cannot say wrong by itself but this run cannot take. */
 static unsigned check_against_run(const struct run *r,
                                   const struct weir_config *conf)
@@ -62,6 +71,9 @@ static unsigned check_against_run(const struct run *r,
                       "start",
                       conf->file);
     }
+    if (!same_text(conf->daemon.metrics, r->cref->conf->daemon.metrics))
+        log_warnx("%s: metrics changed; that takes effect at the next start",
+                  conf->file);
     return diag.errors;
 }
 

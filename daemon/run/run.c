@@ -113,6 +113,11 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
             sig_arm(r);
         return;
     }
+    if (signals_is_status(r->siginfo)) {
+        status_log(r);
+        sig_arm(r);
+        return;
+    }
     if (signals_is_reload(r->siginfo) && r->mode->reloads) {
         if (r->stopping)
             log_info("SIGHUP while stopping: no reload");
@@ -162,6 +167,8 @@ static void stream_ended(struct pipeline *pl, struct stream *s, bool handled)
     /* Relaxed: the workers' last adds were ordered before the end by the
      * post that brought it here; this pairs with nothing else. */
     r->bytes_done += atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    if (r->series)
+        series_stream_ended(r->series, s);
     if (!handled)
         r->mode->stream_ended(r, pl, s);
     if (r->one == s)
@@ -204,6 +211,8 @@ static void reap(struct weir_reap *rp)
             continue;
         weir_list_remove(&pl->link);
         log_debug("pipeline %s: drained", pl->p->name);
+        if (r->series)
+            series_pipeline_gone(r->series, pl);
         pipeline_free(pl);
     }
 }
@@ -282,6 +291,7 @@ const struct run_mode run_mode_daemon = {
     .reloads = true,
     .notifies = true,
     .activation = true,
+    .announces = true,
     .started = daemon_started,
     .stream_ended = daemon_stream_ended,
     .sinks_reconnect = true,
@@ -324,15 +334,19 @@ static size_t buffer_size(const struct weir_config *conf)
 }
 
 /* A file server holds two fds per client (the socket, the file): take the
- * hard limit rather than the usual soft 1024. */
-static void raise_fd_limit(void)
+ * hard limit rather than the usual soft 1024. Returns the limit now. */
+static unsigned long long raise_fd_limit(void)
 {
     struct rlimit rl;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
     }
+    return (unsigned long long)rl.rlim_cur;
 }
 
 /* Socket activation: the passed sockets, taken before anything else
@@ -470,6 +484,9 @@ static void run_free(struct run *r)
     }
     if (r->main)
         weir_loop_destroy(r->main);
+    /* After the loop: its ops named the endpoint's fds. */
+    metrics_free(r);
+    series_free(r->series);
     free(r->cx.compressing);
     if (r->sigfd >= 0)
         close(r->sigfd);
@@ -480,6 +497,7 @@ static void run_free(struct run *r)
 int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
 {
     struct conf_ref *cref = conf_ref_new(conf);
+    unsigned long long fd_limit;
     struct run r;
     int rc;
 
@@ -491,7 +509,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     if (r.mode->activation)
         take_listenfds(&r);
     r.env.lfds = r.lfds;
-    raise_fd_limit();
+    fd_limit = raise_fd_limit();
     r.sigfd = signals_block();
     if (r.sigfd < 0) {
         log_errx("cannot watch signals: %s", strerror(-r.sigfd));
@@ -508,9 +526,21 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     /* Which engine runs and why (a fallback names what refused io_uring). */
     log_info("engine: %s (%s)", weir_engine_name(weir_loop_engine(r.main)),
              weir_loop_engine_reason(r.main));
-    log_debug("%u worker%s, %s placement", r.cx.nworkers,
-              r.cx.nworkers == 1 ? "" : "s",
-              r.cx.place.split ? "split" : "same-worker");
+    if (r.mode->announces)
+        log_info("weir %s: %u worker%s, engine %s, fd limit %llu, "
+                 "config %s",
+                 WEIR_VERSION, r.cx.nworkers, r.cx.nworkers == 1 ? "" : "s",
+                 weir_engine_name(weir_loop_engine(r.main)), fd_limit,
+                 r.conf->file ? r.conf->file : "(none)");
+    log_debug("%s placement", r.cx.place.split ? "split" : "same-worker");
+    if (r.mode->announces && r.conf->daemon.metrics) {
+        r.series = series_new();
+        if (!r.series || metrics_start(&r) != 0) {
+            weir_workers_stop(r.cx.workers);
+            run_free(&r);
+            return 1;
+        }
+    }
     sig_arm(&r);
     r.drain.op.fn = drain_expired;
     /* Held while starting: nothing alive afterwards ends the run. */
@@ -519,6 +549,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         r.exit_status = 1;
         run_stop(&r);
     } else {
+        r.started = r.failures == 0;
         r.mode->started(&r);
     }
     alive_drop(&r.alive);

@@ -22,6 +22,8 @@
 #include "weir/util.h"
 
 struct run;
+struct series;
+struct metrics;
 
 /* What differs between the daemon and `weir pipe`: chosen once. */
 struct run_mode {
@@ -29,6 +31,7 @@ struct run_mode {
     bool reloads;    /* SIGHUP reads the config again */
     bool notifies;   /* sd_notify STOPPING= on a stop */
     bool activation; /* takes the sockets systemd passed */
+    bool announces;  /* the startup line, and [daemon] metrics */
     /* The pipelines have started. */
     void (*started)(struct run *r);
     /* A stream ended (not one whose end its pipeline handled). */
@@ -55,6 +58,7 @@ struct run {
     bool reap_queued;
     struct listenfds *lfds; /* socket activation */
     unsigned failures;
+    bool started; /* every pipeline started: /ready says so */
     bool stopping;
     bool finished;
     int exit_status;
@@ -78,6 +82,9 @@ struct run {
     int64_t t_start_ns;
     uint64_t total;     /* source size when known, else 0 */
     struct stream *one; /* the oneshot stream, kept for the summary */
+    /* [daemon] metrics (metrics.c, series.c); NULL without it. */
+    struct metrics *metrics;
+    struct series *series;
 };
 
 /* run.c */
@@ -86,6 +93,8 @@ extern const struct run_mode run_mode_pipe;
 /* Live streams and pipelines (not draining) of the run. */
 unsigned run_streams(const struct run *r);
 unsigned run_pipelines(const struct run *r);
+/* count.c: every pipeline started, and not stopping. */
+bool run_ready(const struct run *r);
 /* The pipeline env's hook: a draining pipeline is done. */
 void run_pipeline_drained(struct pipeline *pl);
 /* Stops accepting and lets the streams end (a signal, or weir pipe's
@@ -98,6 +107,25 @@ void reload(struct run *r);
 /* status.c: STATUS= kept current, WATCHDOG=1, under systemd. */
 void status_start(struct run *r);
 void status_update(struct run *r); /* now, after a change */
+/* SIGUSR1: one line of status in the log. */
+void status_log(const struct run *r);
+
+/* series.c: the numbers /metrics serves. The totals keep what ended
+ * streams and freed pipelines counted, by pipeline name. */
+struct series *series_new(void);
+void series_free(struct series *t);
+/* A stream's final numbers join the totals (before it is marked ended
+ * to the scan: called from the stream_ended hook). */
+void series_stream_ended(struct series *t, const struct stream *s);
+/* A pipeline about to be freed: its client counts join the totals. */
+void series_pipeline_gone(struct series *t, const struct pipeline *pl);
+/* The exposition text (malloc'd, *len bytes), or NULL out of memory. */
+char *series_render(const struct run *r, size_t *len);
+
+/* metrics.c: the HTTP endpoint, when the config asks for one. Returns
+ * 0 or -errno (logged). */
+int metrics_start(struct run *r);
+void metrics_free(struct run *r);
 
 /* progress.c: weir pipe's progress line and summary. */
 void progress_start(struct run *r);

@@ -77,9 +77,10 @@ static void client_drop(struct bclient *c, const char *why)
 {
     const char *name = c->bc->env.p->name;
 
-    if (why)
+    if (why) {
         log_warnx("pipeline %s: refused %s: %s", name, c->peer, why);
-    else
+        c->bc->env.counts->refused++;
+    } else
         log_debug("pipeline %s: closed %s: it was waiting for the source", name,
                   c->peer);
     client_free(c);
@@ -114,10 +115,11 @@ static void client_done(struct weir_task *t)
         client_place(c);
         return;
     }
-    if (c->refused)
+    if (c->refused) {
         log_warnx("pipeline %s: refused %s: %s", name, c->peer,
                   c->rc == -ENOSPC ? "too many clients" : strerror(-c->rc));
-    else
+        bc->env.counts->refused++;
+    } else
         log_debug("pipeline %s: sink %s: %llu bytes delivered, %llu dropped%s",
                   name, c->peer, (unsigned long long)c->bytes,
                   (unsigned long long)c->lost,
@@ -134,15 +136,18 @@ void broadcast_client(struct bcast *bc, const struct weir_address *addr, int fd,
     if (addr->max_clients && bc->nclients >= addr->max_clients) {
         log_warnx("pipeline %s: refused %s: max_clients=%u reached", p->name,
                   peer, addr->max_clients);
+        bc->env.counts->refused++;
         close(fd);
         return;
     }
     c = calloc(1, sizeof(*c));
     if (!c) {
         log_warnx("pipeline %s: dropped %s: out of memory", p->name, peer);
+        bc->env.counts->refused++;
         close(fd);
         return;
     }
+    bc->env.counts->accepted++;
     c->bc = bc;
     c->addr = addr;
     for (size_t i = 0; i < p->nsinks; i++)
@@ -422,12 +427,27 @@ uint64_t broadcast_bytes_live(const struct bcast *bc)
 
     if (!bc)
         return 0;
-    /* Relaxed: a statistic; pairs with the sinks' relaxed adds. */
-    for (pos = bc->streams.next; pos != &bc->streams; pos = pos->next)
-        b += atomic_load_explicit(
-            &weir_list_entry(pos, const struct stream, link)->bytes_out,
-            memory_order_relaxed);
+    /* Every client's, whichever listen sink it came through. */
+    for (pos = bc->streams.next; pos != &bc->streams; pos = pos->next) {
+        const struct stream *s =
+            weir_list_entry(pos, const struct stream, link);
+
+        for (unsigned i = 0; i < s->sp->nsinks; i++)
+            b += stream_sink_out(s, i);
+    }
     return b;
+}
+
+void broadcast_each_stream(const struct bcast *bc,
+                           void (*fn)(void *arg, const struct stream *s),
+                           void *arg)
+{
+    const struct weir_list *pos;
+
+    if (!bc)
+        return;
+    for (pos = bc->streams.next; pos != &bc->streams; pos = pos->next)
+        fn(arg, weir_list_entry(pos, const struct stream, link));
 }
 
 void broadcast_free(struct bcast *bc)

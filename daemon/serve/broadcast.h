@@ -22,6 +22,12 @@
 
 struct bcast;
 
+/* The clients a pipeline's listeners took in and turned away (max_clients,
+ * out of memory, a broadcast whose source has ended). Main thread. */
+struct client_counts {
+    uint64_t accepted, refused;
+};
+
 struct bcast_env {
     struct stream_ctx *cx;
     const struct weir_pipeline *p;
@@ -32,6 +38,7 @@ struct bcast_env {
      * not log it. */
     void (*stream_ended)(void *owner, struct stream *s, bool handled);
     void *owner;
+    struct client_counts *counts; /* the pipeline's */
 };
 
 /* Starts the first source stream. Returns 0 or -ENOMEM. */
@@ -48,6 +55,10 @@ unsigned broadcast_cut(struct bcast *bc);
 unsigned broadcast_clients(const struct bcast *bc);
 unsigned broadcast_streams(const struct bcast *bc);
 uint64_t broadcast_bytes_live(const struct bcast *bc);
+/* Calls fn for each stream of the source still running. */
+void broadcast_each_stream(const struct bcast *bc,
+                           void (*fn)(void *arg, const struct stream *s),
+                           void *arg);
 /* At exit, once the workers are gone. */
 void broadcast_free(struct bcast *bc);
 

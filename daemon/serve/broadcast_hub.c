@@ -212,7 +212,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
         .hwm = c->addr->high_water_mark ? c->addr->high_water_mark
                                         : p->high_water_mark,
         .own_fd = true,
-        .counter = &h->s->bytes_out, /* every client's, for the status */
+        .counter = stream_sink_counter(h->s, c->sink),
         .linger_ns = STREAM_LINGER_NS,
     };
     /* The branch holds one chunk past the sink's own queue, as a tee'd
@@ -349,9 +349,17 @@ static void watch_clients(struct bhub *hub, int64_t now)
 
         if (c->hub != hub || c->addr->on_full != ON_FULL_BLOCK)
             continue;
+        uint64_t was = c->blocked_ns;
+
         held = sink_watch_step(&c->sw, client_full(hub, c),
                                weir_endpoint_bytes(c->ep), now, others,
                                p->chunk_size, &c->blocked_ns);
+        /* Relaxed: a statistic; what the client adds to its sink's
+         * blocked_ns when it leaves (client_piped), shown meanwhile. */
+        if (c->blocked_ns != was)
+            atomic_fetch_add_explicit(&hub->h->s->live[c->sink].blocked_ns,
+                                      c->blocked_ns - was,
+                                      memory_order_relaxed);
         if (held)
             log_warnx("pipeline %s: client %s has held the source back for "
                       "%.0f s (its queue is full; on_full=block)",

@@ -87,14 +87,18 @@ static void client_stream(struct pipeline *pl, struct listener *l, int fd,
     if (a->max_clients && pl->nstreams >= a->max_clients) {
         log_warnx("pipeline %s: refused %s: max_clients=%u reached",
                   pl->p->name, peer, a->max_clients);
+        pl->clients.refused++;
         close(fd);
         return;
     }
     log_debug("pipeline %s: client %s connected", pl->p->name, peer);
     if (spawn(pl, as_sink ? -1 : fd, as_sink ? fd : -1, peer) != 0) {
         log_warnx("pipeline %s: dropped %s: out of memory", pl->p->name, peer);
+        pl->clients.refused++;
         close(fd);
+        return;
     }
+    pl->clients.accepted++;
 }
 
 static bool sink_connects(const struct weir_address *a)
@@ -181,6 +185,7 @@ static int broadcast_begin(struct pipeline *pl)
         .restarts = pl->env->sources_restart,
         .stream_ended = broadcast_ended,
         .owner = pl,
+        .counts = &pl->clients,
     };
 
     return broadcast_start(&pl->bc, &env);
@@ -542,6 +547,32 @@ uint64_t pipeline_bytes_live(const struct pipeline *pl)
             &weir_list_entry(pos, const struct stream, link)->bytes_out,
             memory_order_relaxed);
     return b;
+}
+
+void pipeline_each_stream(const struct pipeline *pl,
+                          void (*fn)(void *arg, const struct stream *s),
+                          void *arg)
+{
+    const struct weir_list *pos;
+
+    for (pos = pl->streams.next; pos != &pl->streams; pos = pos->next)
+        fn(arg, weir_list_entry(pos, const struct stream, link));
+    broadcast_each_stream(pl->bc, fn, arg);
+}
+
+unsigned pipeline_clients(const struct pipeline *pl)
+{
+    const struct weir_list *pos;
+    unsigned n = broadcast_clients(pl->bc);
+
+    /* In the modes that take clients, each stream of its own is one. */
+    for (pos = pl->streams.next; pos != &pl->streams; pos = pos->next) {
+        const struct stream *s =
+            weir_list_entry(pos, const struct stream, link);
+
+        n += s->peer[0] && !s->done_seen;
+    }
+    return n;
 }
 
 void pipeline_free(struct pipeline *pl)

@@ -70,6 +70,7 @@ struct pipeline {
     struct weir_list streams;
     unsigned nstreams;
     struct bcast *bc; /* the broadcast mode's */
+    struct client_counts clients;
     struct alive alive;
     struct weir_timer drain; /* the drain timeout */
     bool draining;           /* removed or replaced by a reload */
@@ -107,6 +108,12 @@ struct listener *pipeline_listener(struct pipeline *pl,
 /* Live streams, and the bytes they have sent so far. */
 unsigned pipeline_streams(const struct pipeline *pl);
 uint64_t pipeline_bytes_live(const struct pipeline *pl);
+/* Calls fn for each stream of pl still running, its broadcast's too. */
+void pipeline_each_stream(const struct pipeline *pl,
+                          void (*fn)(void *arg, const struct stream *s),
+                          void *arg);
+/* Clients connected now: served, proxied or broadcast to. */
+unsigned pipeline_clients(const struct pipeline *pl);
 /* Frees it; at exit, or once drained. */
 void pipeline_free(struct pipeline *pl);
 

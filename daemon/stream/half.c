@@ -135,6 +135,22 @@ void half_try_reap(struct half *h)
         half_teardown(h);
 }
 
+void half_xforms_count(struct half *h)
+{
+    struct weir_xform_stats st;
+
+    /* Relaxed: statistics, written by this worker only. */
+    for (unsigned i = 0; i < h->nxf; i++) {
+        if (!h->xf[i])
+            continue;
+        weir_xform_stats(h->xf[i], &st);
+        atomic_store_explicit(&h->s->xf_live[i].in, st.in_bytes,
+                              memory_order_relaxed);
+        atomic_store_explicit(&h->s->xf_live[i].out, st.out_bytes,
+                              memory_order_relaxed);
+    }
+}
+
 /* Keeps the first transform error of the stream for its closing line. */
 void half_xforms_destroy(struct half *h)
 {
@@ -146,6 +162,7 @@ void half_xforms_destroy(struct half *h)
         atomic_fetch_sub_explicit(&s->cx->compressing[h->worker], 1,
                                   memory_order_relaxed);
     }
+    half_xforms_count(h);
     for (unsigned i = 0; i < h->nxf; i++) {
         uint64_t off = 0;
         int err;

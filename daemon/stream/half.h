@@ -101,8 +101,10 @@ void half_pipe(struct half *h, struct weir_readable *rs,
 /* Cancels a readable that earlier stages feed but nothing will read (a
  * later stage could not be built), which ends those stages' pipes. */
 void half_cancel_unread(struct half *h, struct weir_readable *rs, int rc);
-/* Destroys the transforms, keeping the first error for the stream. */
+/* Destroys the transforms, keeping the first error for the stream;
+ * half_xforms_count copies their counters to the stream's xf_live. */
 void half_xforms_destroy(struct half *h);
+void half_xforms_count(struct half *h);
 /* The proxy's pair: an error on either side ends both; teardown. */
 void relay_cut(struct half *h);
 void relay_teardown(struct half *h);

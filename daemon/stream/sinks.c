@@ -18,16 +18,26 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
     struct stream *s = pc->h->s;
     const struct weir_address *a = s->sp->p->sinks[pc->idx];
     const char *name = s->sp->p->name;
+    struct sink_live *sl = &s->live[pc->idx];
+    /* Relaxed: only this worker writes them; readers take a statistic. */
+    uint32_t was = atomic_load_explicit(&sl->state, memory_order_relaxed);
 
     switch (ev) {
     case WEIR_EP_CONNECTED:
         log_debug("pipeline %s: connected to %s", name, a->text);
+        if (was == SINK_RETRYING)
+            atomic_store_explicit(
+                &sl->reconnects,
+                atomic_load_explicit(&sl->reconnects, memory_order_relaxed) + 1,
+                memory_order_relaxed);
+        atomic_store_explicit(&sl->state, SINK_UP, memory_order_relaxed);
         break;
     case WEIR_EP_CONNECT_FAIL:
         log_warnx("pipeline %s: cannot connect to %s: %s; retrying", name,
                   a->text, strerror(-err));
         break;
     case WEIR_EP_DISCONNECTED:
+        atomic_store_explicit(&sl->state, SINK_RETRYING, memory_order_relaxed);
         log_warnx("pipeline %s: lost %s (%s); the peer acknowledged %llu "
                   "bytes; reconnecting",
                   name, a->text, strerror(-err), (unsigned long long)off);
@@ -48,9 +58,9 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     const struct weir_address *a = p->sinks[i];
     struct weir_endpoint_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
-        .hwm = a->high_water_mark ? a->high_water_mark : p->high_water_mark,
+        .hwm = stream_sink_hwm(p, i),
         .own_fd = true,
-        .counter = i == 0 ? &s->bytes_out : NULL,
+        .counter = stream_sink_counter(s, i),
     };
     int fd;
 
@@ -81,6 +91,9 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         return weir_endpoint_null_sink(out, h->loop, &o);
     case ADDR_TCP:
     case ADDR_UNIX: {
+        /* Relaxed: a statistic (struct sink_live). */
+        atomic_store_explicit(&s->live[i].state, SINK_CONNECTING,
+                              memory_order_relaxed);
         struct weir_socket_sink_options so = {
             .addr = s->sp->res[i].addr,
             .addrlen = s->sp->res[i].addrlen,

@@ -40,6 +40,8 @@ static void stream_free(struct stream *s)
     }
     free(s->sink_rc);
     free(s->sink_bytes);
+    free(s->live);
+    free(s->xf_live);
     free(s->ss);
     free(s->pc);
     free(s);
@@ -148,11 +150,16 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
         return NULL;
     s->sink_rc = calloc(n, sizeof(int));
     s->sink_bytes = calloc(n, sizeof(uint64_t));
+    s->live = calloc(n, sizeof(*s->live));
+    s->xf_live = calloc(sp->p->ntransforms + 1, sizeof(*s->xf_live));
     s->ss = calloc(n, sizeof(*s->ss));
     s->pc = calloc(n + 1 + sp->p->ntransforms, sizeof(*s->pc));
-    if (!s->sink_rc || !s->sink_bytes || !s->ss || !s->pc) {
+    if (!s->sink_rc || !s->sink_bytes || !s->live || !s->xf_live || !s->ss ||
+        !s->pc) {
         free(s->sink_rc);
         free(s->sink_bytes);
+        free(s->live);
+        free(s->xf_live);
         free(s->ss);
         free(s->pc);
         free(s);
@@ -192,6 +199,18 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     weir_task_init(&s->stop_ack, stop_ack_task);
     atomic_init(&s->bytes_in, 0);
     atomic_init(&s->bytes_out, 0);
+    for (unsigned i = 0; i < n; i++) {
+        atomic_init(&s->live[i].out, 0);
+        atomic_init(&s->live[i].blocked_ns, 0);
+        atomic_init(&s->live[i].dropped, 0);
+        atomic_init(&s->live[i].queued, 0);
+        atomic_init(&s->live[i].reconnects, 0);
+        atomic_init(&s->live[i].state, SINK_UP);
+    }
+    for (size_t k = 0; k < sp->p->ntransforms; k++) {
+        atomic_init(&s->xf_live[k].in, 0);
+        atomic_init(&s->xf_live[k].out, 0);
+    }
     return s;
 }
 

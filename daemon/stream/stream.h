@@ -99,6 +99,30 @@ struct sink_stats {
     bool disconnected;   /* on_full=disconnect cut it loose */
 };
 
+/* Where a sink's connection stands. */
+enum sink_state {
+    SINK_UP,         /* connected, or a kind that does not connect */
+    SINK_CONNECTING, /* not connected yet */
+    SINK_RETRYING,   /* lost its connection, connecting again */
+    SINK_STATES,
+};
+
+/* What a sink's worker tells anyone who looks while it runs. Relaxed,
+ * one writer each: statistics that order nothing. */
+struct sink_live {
+    _Atomic uint64_t out;        /* bytes delivered (sink 0's: bytes_out) */
+    _Atomic uint64_t blocked_ns; /* sink_stats.blocked_ns so far */
+    _Atomic uint64_t dropped;    /* what its tee branch dropped so far */
+    _Atomic uint64_t queued;     /* bytes waiting in its queue */
+    _Atomic uint32_t reconnects; /* connections made again after a loss */
+    _Atomic uint32_t state;      /* enum sink_state */
+};
+
+/* A transform's bytes in and out so far, kept like struct sink_live. */
+struct xf_live {
+    _Atomic uint64_t in, out;
+};
+
 struct stream {
     struct stream_ctx *cx;
     const struct stream_spec *sp;
@@ -149,7 +173,33 @@ struct stream {
     bool quiet;
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
+    struct sink_live *live;     /* [nsinks] */
+    struct xf_live *xf_live;    /* [p->ntransforms] */
 };
+
+/* The high-water mark of sink i's queue. */
+static inline uint64_t stream_sink_hwm(const struct weir_pipeline *p,
+                                       unsigned i)
+{
+    const struct weir_address *a = p->sinks[i];
+
+    return a->high_water_mark ? a->high_water_mark : p->high_water_mark;
+}
+
+/* Any thread: the bytes sink i has delivered so far. Relaxed: a
+ * statistic; it pairs with the sinks' relaxed adds and orders nothing. */
+static inline uint64_t stream_sink_out(const struct stream *s, unsigned i)
+{
+    return atomic_load_explicit(i == 0 ? &s->bytes_out : &s->live[i].out,
+                                memory_order_relaxed);
+}
+
+/* Where sink i's endpoint adds what it delivers. */
+static inline _Atomic uint64_t *stream_sink_counter(struct stream *s,
+                                                    unsigned i)
+{
+    return i == 0 ? &s->bytes_out : &s->live[i].out;
+}
 
 /*
  * A stream of sp's pipeline. src_fd: an accepted connection as the

@@ -57,11 +57,36 @@ static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
                                    weir_endpoint_bytes(h->sinks[i]), now,
                                    others, p->chunk_size, &s->ss[i].blocked_ns);
 
+    /* Relaxed: a statistic (struct sink_live). */
+    atomic_store_explicit(&s->live[i].blocked_ns, s->ss[i].blocked_ns,
+                          memory_order_relaxed);
+
     if (held)
         log_warnx("pipeline %s: sink %s has held the source back for %.0f s "
                   "(its queue is full; on_full=block)",
                   p->name, s->peer[0] ? s->peer : p->sinks[i]->text,
                   (double)held / 1e9);
+}
+
+/* What a scrape of /metrics sees of sink i (struct sink_live). Relaxed:
+ * statistics, written here only. */
+static void watch_live(struct half *h, unsigned i)
+{
+    struct stream *s = h->s;
+    struct weir_tee_stats st;
+    int64_t desired, hwm = (int64_t)stream_sink_hwm(s->sp->p, i);
+
+    if (h->tee) {
+        weir_tee_stats(h->tee, i, &st);
+        atomic_store_explicit(&s->live[i].dropped, st.dropped_bytes,
+                              memory_order_relaxed);
+    }
+    if (!h->sinks[i])
+        return;
+    desired = weir_writable_desired_size(weir_endpoint_writable(h->sinks[i]));
+    atomic_store_explicit(&s->live[i].queued,
+                          desired < hwm ? (uint64_t)(hwm - desired) : 0,
+                          memory_order_relaxed);
 }
 
 /*
@@ -117,6 +142,9 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     for (unsigned i = 0; i < n; i++)
         if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
             watch_sink(h, i, now, full < n);
+    for (unsigned i = 0; i < n; i++)
+        watch_live(h, i);
+    half_xforms_count(h);
     if (h->nxf && (p->follow || p->source->follow))
         half_sync_idle(h);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);

@@ -1,5 +1,5 @@
 /*
- * signals.c - SIGTERM, SIGINT and SIGHUP reach the main loop through a
+ * signals.c - SIGTERM, SIGINT, SIGHUP and SIGUSR1 reach the main loop through a
  * signalfd: they are blocked in every thread (the workers inherit the mask) and
  * read as data, so no handler ever runs in signal context.
  */
@@ -22,6 +22,7 @@ int signals_block(void)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
     if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
         return -EINVAL;
     fd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -37,6 +38,8 @@ const char *signals_name(const void *siginfo)
         return "SIGINT";
     case SIGHUP:
         return "SIGHUP";
+    case SIGUSR1:
+        return "SIGUSR1";
     default:
         return "SIGTERM";
     }
@@ -52,4 +55,11 @@ bool signals_is_reload(const void *siginfo)
 size_t signals_info_size(void)
 {
     return sizeof(struct signalfd_siginfo);
+}
+
+bool signals_is_status(const void *siginfo)
+{
+    const struct signalfd_siginfo *si = siginfo;
+
+    return si->ssi_signo == SIGUSR1;
 }

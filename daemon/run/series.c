@@ -1,0 +1,694 @@
+/*
+ * series.c - the numbers /metrics serves, in the Prometheus text
+ * exposition format (version 0.0.4).
+ *
+ * A counter is what the streams that ended added up (kept here by
+ * pipeline name and sink, across reloads) plus what the live streams'
+ * relaxed counters say at the scrape. Both run on the main thread: a
+ * stream's numbers move into the totals in the same step that marks it
+ * ended (done_seen), and the scan skips ended streams, so a counter never
+ * goes back. The workers are never asked anything: reading costs them
+ * nothing.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/run_impl.h"
+#include "weir/worker.h"
+
+enum err_kind { ERR_SOURCE, ERR_SINK, ERR_CLIENT, ERR_TRANSFORM, ERR_KINDS };
+
+static const char *const err_kind_name[ERR_KINDS] = {
+    "source",
+    "sink",
+    "client",
+    "transform",
+};
+
+static const char *const sink_state_name[SINK_STATES] = {
+    "up",
+    "connecting",
+    "retrying",
+};
+
+struct sink_num {
+    char *name; /* the sink's address as written */
+    uint64_t delivered, dropped, blocked_ns, reconnects;
+    /* Gauges: live streams by state, their queues, the configured mark
+     * (0: the pipeline is gone). */
+    uint64_t in_state[SINK_STATES];
+    uint64_t queued, hwm;
+};
+
+struct xf_num {
+    unsigned pos; /* 1: the first transform of the chain */
+    char *spec;   /* as written: gzip:6 */
+    uint64_t in, out;
+};
+
+struct pl_num {
+    char *name;
+    uint64_t read, streams, accepted, refused;
+    uint64_t errors[ERR_KINDS];
+    /* Gauges: only in a scrape's snapshot. */
+    uint64_t active, clients;
+    struct sink_num *sinks;
+    size_t nsinks;
+    struct xf_num *xfs;
+    size_t nxfs;
+};
+
+struct series {
+    struct pl_num *pls;
+    size_t npls;
+};
+
+struct series *series_new(void)
+{
+    return calloc(1, sizeof(struct series));
+}
+
+static void pls_free(struct pl_num *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < v[i].nsinks; j++)
+            free(v[i].sinks[j].name);
+        free(v[i].sinks);
+        for (size_t j = 0; j < v[i].nxfs; j++)
+            free(v[i].xfs[j].spec);
+        free(v[i].xfs);
+        free(v[i].name);
+    }
+    free(v);
+}
+
+void series_free(struct series *t)
+{
+    if (!t)
+        return;
+    pls_free(t->pls, t->npls);
+    free(t);
+}
+
+/* The entry for name, made if missing; NULL when out of memory. */
+static struct pl_num *pl_of(struct series *t, const char *name)
+{
+    struct pl_num *v;
+
+    for (size_t i = 0; i < t->npls; i++)
+        if (strcmp(t->pls[i].name, name) == 0)
+            return &t->pls[i];
+    v = realloc(t->pls, (t->npls + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    t->pls = v;
+    v = &t->pls[t->npls];
+    *v = (struct pl_num){.name = strdup(name)};
+    if (!v->name)
+        return NULL;
+    t->npls++;
+    return v;
+}
+
+static struct sink_num *sink_of(struct pl_num *pn, const char *name)
+{
+    struct sink_num *v;
+
+    for (size_t i = 0; i < pn->nsinks; i++)
+        if (strcmp(pn->sinks[i].name, name) == 0)
+            return &pn->sinks[i];
+    v = realloc(pn->sinks, (pn->nsinks + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    pn->sinks = v;
+    v = &pn->sinks[pn->nsinks];
+    *v = (struct sink_num){.name = strdup(name)};
+    if (!v->name)
+        return NULL;
+    pn->nsinks++;
+    return v;
+}
+
+static struct xf_num *xf_of(struct pl_num *pn, unsigned pos, const char *spec)
+{
+    struct xf_num *v;
+
+    for (size_t i = 0; i < pn->nxfs; i++)
+        if (pn->xfs[i].pos == pos && strcmp(pn->xfs[i].spec, spec) == 0)
+            return &pn->xfs[i];
+    v = realloc(pn->xfs, (pn->nxfs + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    pn->xfs = v;
+    v = &pn->xfs[pn->nxfs];
+    *v = (struct xf_num){.pos = pos, .spec = strdup(spec)};
+    if (!v->spec)
+        return NULL;
+    pn->nxfs++;
+    return v;
+}
+
+/* A stream's transforms' bytes so far (relaxed: statistics). */
+static bool add_xforms(struct pl_num *pn, const struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+
+    for (size_t k = 0; k < p->ntransforms; k++) {
+        struct xf_num *x = xf_of(pn, (unsigned)k + 1, p->transforms[k].spec);
+
+        if (!x)
+            return false;
+        x->in += atomic_load_explicit(&s->xf_live[k].in, memory_order_relaxed);
+        x->out +=
+            atomic_load_explicit(&s->xf_live[k].out, memory_order_relaxed);
+    }
+    return true;
+}
+
+/* A failed pipe that is not a cancel (the other side's end). */
+static bool failed(int rc)
+{
+    return rc < 0 && rc != -ECANCELED;
+}
+
+/* The splice stage moves a file to its socket without reading it into
+ * the stream: what it read is what it sent. Relaxed: a statistic (at the
+ * end, the post that brought the end ordered the workers' last adds). */
+static uint64_t bytes_read(const struct stream *s)
+{
+    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+
+    return in == 0 && s->zero_copy ? stream_sink_out(s, 0) : in;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+void series_stream_ended(struct series *t, const struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    struct pl_num *pn = pl_of(t, p->name);
+
+    if (!pn)
+        return;
+    pn->streams++;
+    pn->read += bytes_read(s);
+    (void)add_xforms(pn, s);
+    if (failed(s->src_rc))
+        pn->errors[s->peer[0] && !s->sp->client_sink ? ERR_CLIENT
+                                                     : ERR_SOURCE]++;
+    if (failed(s->xf_err))
+        pn->errors[ERR_TRANSFORM]++;
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        const struct sink_stats *st = &s->ss[i];
+        struct sink_num *sn = sink_of(pn, p->sinks[i]->text);
+        uint64_t dropped;
+
+        if (failed(s->sink_rc[i]))
+            pn->errors[s->sp->client_sink && i == 0 ? ERR_CLIENT : ERR_SINK]++;
+        if (!sn)
+            continue;
+        sn->delivered += stream_sink_out(s, i);
+        /* As the closing line counts them (report.c); never less than a
+         * scrape saw while it ran. */
+        dropped = st->disconnected && st->produced > s->sink_bytes[i]
+                      ? st->produced - s->sink_bytes[i]
+                      : st->dropped;
+        sn->dropped +=
+            max_u64(dropped, atomic_load_explicit(&s->live[i].dropped,
+                                                  memory_order_relaxed));
+        sn->blocked_ns +=
+            max_u64(st->blocked_ns, atomic_load_explicit(&s->live[i].blocked_ns,
+                                                         memory_order_relaxed));
+        sn->reconnects +=
+            atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
+    }
+}
+
+void series_pipeline_gone(struct series *t, const struct pipeline *pl)
+{
+    struct pl_num *pn = pl_of(t, pl->p->name);
+
+    if (!pn)
+        return;
+    pn->accepted += pl->clients.accepted;
+    pn->refused += pl->clients.refused;
+}
+
+/* A scrape's numbers: the totals, then the live pipelines on top. */
+
+static bool snap_add(struct series *snap, const struct series *t)
+{
+    for (size_t i = 0; i < t->npls; i++) {
+        const struct pl_num *a = &t->pls[i];
+        struct pl_num *b = pl_of(snap, a->name);
+
+        if (!b)
+            return false;
+        b->read += a->read;
+        b->streams += a->streams;
+        b->accepted += a->accepted;
+        b->refused += a->refused;
+        for (int k = 0; k < ERR_KINDS; k++)
+            b->errors[k] += a->errors[k];
+        for (size_t j = 0; j < a->nsinks; j++) {
+            struct sink_num *sn = sink_of(b, a->sinks[j].name);
+
+            if (!sn)
+                return false;
+            sn->delivered += a->sinks[j].delivered;
+            sn->dropped += a->sinks[j].dropped;
+            sn->blocked_ns += a->sinks[j].blocked_ns;
+            sn->reconnects += a->sinks[j].reconnects;
+        }
+        for (size_t j = 0; j < a->nxfs; j++) {
+            struct xf_num *x = xf_of(b, a->xfs[j].pos, a->xfs[j].spec);
+
+            if (!x)
+                return false;
+            x->in += a->xfs[j].in;
+            x->out += a->xfs[j].out;
+        }
+    }
+    return true;
+}
+
+struct live_scan {
+    struct pl_num *pn;
+    bool oom;
+};
+
+static void live_stream(void *arg, const struct stream *s)
+{
+    struct live_scan *ls = arg;
+    const struct weir_pipeline *p = s->sp->p;
+
+    if (s->done_seen)
+        return; /* already in the totals */
+    ls->pn->active++;
+    ls->pn->streams++;
+    ls->pn->read += bytes_read(s);
+    if (!add_xforms(ls->pn, s)) {
+        ls->oom = true;
+        return;
+    }
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        struct sink_num *sn = sink_of(ls->pn, p->sinks[i]->text);
+
+        if (!sn) {
+            ls->oom = true;
+            return;
+        }
+        uint32_t st =
+            atomic_load_explicit(&s->live[i].state, memory_order_relaxed);
+
+        sn->delivered += stream_sink_out(s, i);
+        sn->dropped +=
+            atomic_load_explicit(&s->live[i].dropped, memory_order_relaxed);
+        sn->blocked_ns +=
+            atomic_load_explicit(&s->live[i].blocked_ns, memory_order_relaxed);
+        sn->reconnects +=
+            atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
+        sn->queued +=
+            atomic_load_explicit(&s->live[i].queued, memory_order_relaxed);
+        if (st < SINK_STATES)
+            sn->in_state[st]++;
+    }
+}
+
+static bool snap_live(struct series *snap, const struct run *r)
+{
+    const struct weir_list *pos;
+
+    for (pos = r->pls.next; pos != &r->pls; pos = pos->next) {
+        const struct pipeline *pl =
+            weir_list_entry(pos, const struct pipeline, link);
+        struct live_scan ls = {.pn = pl_of(snap, pl->p->name)};
+
+        if (!ls.pn)
+            return false;
+        /* Its sinks appear before any stream has sent a byte. */
+        for (size_t i = 0; i < pl->p->nsinks; i++) {
+            struct sink_num *sn = sink_of(ls.pn, pl->p->sinks[i]->text);
+
+            if (!sn)
+                return false;
+            if (stream_sink_hwm(pl->p, (unsigned)i) > sn->hwm)
+                sn->hwm = stream_sink_hwm(pl->p, (unsigned)i);
+        }
+        ls.pn->accepted += pl->clients.accepted;
+        ls.pn->refused += pl->clients.refused;
+        ls.pn->clients += pipeline_clients(pl);
+        pipeline_each_stream(pl, live_stream, &ls);
+        if (ls.oom)
+            return false;
+    }
+    return true;
+}
+
+/* The text, growing. */
+
+struct text {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct text *t,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (t->oom)
+        return;
+    for (;;) {
+        size_t room = t->cap - t->len;
+
+        va_start(ap, fmt);
+        n = vsnprintf(t->p ? t->p + t->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->oom = true;
+            return;
+        }
+        if ((size_t)n < room) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap * 2 : 4096;
+        while (cap - t->len <= (size_t)n)
+            cap *= 2;
+        char *np = realloc(t->p, cap);
+        if (!np) {
+            t->oom = true;
+            return;
+        }
+        t->p = np;
+        t->cap = cap;
+    }
+}
+
+/* A label value with \, " and newline escaped. */
+static void put_label(struct text *t, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\')
+            put(t, "\\\\");
+        else if (*v == '"')
+            put(t, "\\\"");
+        else if (*v == '\n')
+            put(t, "\\n");
+        else
+            put(t, "%c", *v);
+    }
+}
+
+static void family(struct text *t, const char *name, const char *type,
+                   const char *help)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample_pl(struct text *t, const char *name, const char *pl,
+                      const char *sink, uint64_t v)
+{
+    put(t, "%s{pipeline=\"", name);
+    put_label(t, pl);
+    if (sink) {
+        put(t, "\",sink=\"");
+        put_label(t, sink);
+    }
+    put(t, "\"} %llu\n", (unsigned long long)v);
+}
+
+enum pl_field {
+    F_READ,
+    F_STREAMS,
+    F_ACTIVE,
+    F_CLIENTS,
+    F_ACCEPTED,
+    F_REFUSED,
+};
+
+static uint64_t pl_field(const struct pl_num *pn, enum pl_field f)
+{
+    switch (f) {
+    case F_READ:
+        return pn->read;
+    case F_STREAMS:
+        return pn->streams;
+    case F_ACTIVE:
+        return pn->active;
+    case F_CLIENTS:
+        return pn->clients;
+    case F_ACCEPTED:
+        return pn->accepted;
+    default:
+        return pn->refused;
+    }
+}
+
+static const struct {
+    const char *name, *type, *help;
+    enum pl_field f;
+} pl_families[] = {
+    {"weir_bytes_read_total", "counter", "Bytes the pipeline's sources read.",
+     F_READ},
+    {"weir_streams_total", "counter",
+     "Streams the pipeline started (one per client in the modes that "
+     "serve clients).",
+     F_STREAMS},
+    {"weir_streams_active", "gauge", "Streams of the pipeline running now.",
+     F_ACTIVE},
+    {"weir_connected_clients", "gauge",
+     "Clients connected to the pipeline's listen addresses now.", F_CLIENTS},
+    {"weir_clients_accepted_total", "counter",
+     "Connections the pipeline's listeners took in.", F_ACCEPTED},
+    {"weir_clients_refused_total", "counter",
+     "Connections turned away (max_clients, out of memory, a broadcast "
+     "whose source has ended).",
+     F_REFUSED},
+};
+
+static void put_pipelines(struct text *t, const struct series *snap)
+{
+    for (size_t k = 0; k < sizeof(pl_families) / sizeof(pl_families[0]); k++) {
+        family(t, pl_families[k].name, pl_families[k].type,
+               pl_families[k].help);
+        for (size_t i = 0; i < snap->npls; i++)
+            sample_pl(t, pl_families[k].name, snap->pls[i].name, NULL,
+                      pl_field(&snap->pls[i], pl_families[k].f));
+    }
+    family(t, "weir_errors_total", "counter",
+           "Pipes of the pipeline's streams that failed, by the side that "
+           "failed.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (int e = 0; e < ERR_KINDS; e++) {
+            put(t, "weir_errors_total{pipeline=\"");
+            put_label(t, snap->pls[i].name);
+            put(t, "\",kind=\"%s\"} %llu\n", err_kind_name[e],
+                (unsigned long long)snap->pls[i].errors[e]);
+        }
+}
+
+static void put_sink_states(struct text *t, const struct series *snap)
+{
+    family(t, "weir_sink_reconnects_total", "counter",
+           "Connections the sink made again after losing one.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_sink_reconnects_total", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name,
+                      snap->pls[i].sinks[j].reconnects);
+    family(t, "weir_sink_state", "gauge",
+           "Live streams whose sink is up, connecting for the first time, "
+           "or retrying after losing its connection.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            for (int k = 0; k < SINK_STATES; k++) {
+                put(t, "weir_sink_state{pipeline=\"");
+                put_label(t, snap->pls[i].name);
+                put(t, "\",sink=\"");
+                put_label(t, snap->pls[i].sinks[j].name);
+                put(t, "\",state=\"%s\"} %llu\n", sink_state_name[k],
+                    (unsigned long long)snap->pls[i].sinks[j].in_state[k]);
+            }
+}
+
+static void put_xform(struct text *t, const char *name, const char *pl,
+                      const struct xf_num *x, uint64_t v)
+{
+    put(t, "%s{pipeline=\"", name);
+    put_label(t, pl);
+    put(t, "\",transform=\"");
+    put_label(t, x->spec);
+    put(t, "\",position=\"%u\"} %llu\n", x->pos, (unsigned long long)v);
+}
+
+static void put_xforms(struct text *t, const struct series *snap)
+{
+    family(t, "weir_transform_bytes_in_total", "counter",
+           "Bytes the transform took in (position 1 is the first of the "
+           "chain).");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nxfs; j++)
+            put_xform(t, "weir_transform_bytes_in_total", snap->pls[i].name,
+                      &snap->pls[i].xfs[j], snap->pls[i].xfs[j].in);
+    family(t, "weir_transform_bytes_out_total", "counter",
+           "Bytes the transform handed on.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nxfs; j++)
+            put_xform(t, "weir_transform_bytes_out_total", snap->pls[i].name,
+                      &snap->pls[i].xfs[j], snap->pls[i].xfs[j].out);
+}
+
+static void put_sink_queues(struct text *t, const struct series *snap)
+{
+    family(t, "weir_sink_queue_bytes", "gauge",
+           "Bytes waiting in the sink's queues (its live streams'), sampled "
+           "every 250 ms.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_sink_queue_bytes", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name, snap->pls[i].sinks[j].queued);
+    family(t, "weir_sink_high_water_mark_bytes", "gauge",
+           "The high-water mark of each of the sink's queues.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            if (snap->pls[i].sinks[j].hwm)
+                sample_pl(t, "weir_sink_high_water_mark_bytes",
+                          snap->pls[i].name, snap->pls[i].sinks[j].name,
+                          snap->pls[i].sinks[j].hwm);
+}
+
+static void put_sinks(struct text *t, const struct series *snap)
+{
+    family(t, "weir_bytes_delivered_total", "counter",
+           "Bytes the sink delivered (written to its file or socket).");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_bytes_delivered_total", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name,
+                      snap->pls[i].sinks[j].delivered);
+    family(t, "weir_bytes_dropped_total", "counter",
+           "Bytes the sink's on_full policy dropped, or lost when it was "
+           "disconnected.");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            sample_pl(t, "weir_bytes_dropped_total", snap->pls[i].name,
+                      snap->pls[i].sinks[j].name,
+                      snap->pls[i].sinks[j].dropped);
+    family(t, "weir_blocked_seconds_total", "counter",
+           "Seconds the sink's full queue held its source back "
+           "(on_full=block).");
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++) {
+            put(t, "weir_blocked_seconds_total{pipeline=\"");
+            put_label(t, snap->pls[i].name);
+            put(t, "\",sink=\"");
+            put_label(t, snap->pls[i].sinks[j].name);
+            put(t, "\"} %.3f\n",
+                (double)snap->pls[i].sinks[j].blocked_ns / 1e9);
+        }
+}
+
+static unsigned long long resident_bytes(void)
+{
+    unsigned long long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return resident * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+static unsigned open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    unsigned n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+static void put_process(struct text *t, const struct run *r)
+{
+    struct weir_pool_stats st;
+    unsigned n = r->cx.nworkers;
+
+    family(t, "weir_process_resident_memory_bytes", "gauge",
+           "Resident memory of the weir process.");
+    put(t, "weir_process_resident_memory_bytes %llu\n", resident_bytes());
+    family(t, "weir_process_open_fds", "gauge",
+           "File descriptors the weir process holds open.");
+    put(t, "weir_process_open_fds %u\n", open_fds());
+    family(t, "weir_workers", "gauge", "Worker threads.");
+    put(t, "weir_workers %u\n", n);
+    family(t, "weir_pool_buffers", "gauge",
+           "Buffers of the worker's pool (address space reserved).");
+    for (unsigned i = 0; i < n; i++) {
+        weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
+        put(t, "weir_pool_buffers{worker=\"%u\"} %u\n", i, st.allocated);
+    }
+    family(t, "weir_pool_buffers_in_use", "gauge",
+           "Buffers of the worker's pool taken now.");
+    for (unsigned i = 0; i < n; i++) {
+        weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
+        put(t, "weir_pool_buffers_in_use{worker=\"%u\"} %u\n", i, st.in_use);
+    }
+    family(t, "weir_pool_buffers_peak", "gauge",
+           "The most buffers of the worker's pool taken at once.");
+    for (unsigned i = 0; i < n; i++) {
+        weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
+        put(t, "weir_pool_buffers_peak{worker=\"%u\"} %u\n", i, st.peak);
+    }
+}
+
+char *series_render(const struct run *r, size_t *len)
+{
+    struct series snap = {0};
+    struct text t = {0};
+
+    if (!snap_add(&snap, r->series) || !snap_live(&snap, r)) {
+        pls_free(snap.pls, snap.npls);
+        return NULL;
+    }
+    family(&t, "weir_build_info", "gauge",
+           "The running weir: its version and I/O engine.");
+    put(&t, "weir_build_info{version=\"%s\",engine=\"io_uring\"} 1\n",
+        WEIR_VERSION);
+    family(&t, "weir_ready", "gauge",
+           "1 once every pipeline started, 0 before and while stopping.");
+    put(&t, "weir_ready %d\n", run_ready(r));
+    family(&t, "weir_pipelines", "gauge", "Pipelines running (not draining).");
+    put(&t, "weir_pipelines %u\n", run_pipelines(r));
+    put_pipelines(&t, &snap);
+    put_sinks(&t, &snap);
+    put_sink_states(&t, &snap);
+    put_sink_queues(&t, &snap);
+    put_xforms(&t, &snap);
+    put_process(&t, r);
+    pls_free(snap.pls, snap.npls);
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    *len = t.len;
+    return t.p;
+}

@@ -671,8 +671,8 @@ char *series_render(const struct run *r, size_t *len)
     }
     family(&t, "weir_build_info", "gauge",
            "The running weir: its version and I/O engine.");
-    put(&t, "weir_build_info{version=\"%s\",engine=\"io_uring\"} 1\n",
-        WEIR_VERSION);
+    put(&t, "weir_build_info{version=\"%s\",engine=\"%s\"} 1\n", WEIR_VERSION,
+        weir_engine_name(weir_loop_engine(r->main)));
     family(&t, "weir_ready", "gauge",
            "1 once every pipeline started, 0 before and while stopping.");
     put(&t, "weir_ready %d\n", run_ready(r));

@@ -114,7 +114,10 @@ static void once_spec(struct pipeline *pl)
     const struct pipeline_env *env = pl->env;
 
     pl->spec.reconnect = env->sinks_reconnect;
-    pl->spec.replay = true;
+    /* A file source is kept open twice only for a sink that can resend
+     * from it after a reconnect. */
+    for (size_t i = 0; i < p->nsinks; i++)
+        pl->spec.replay = pl->spec.replay || sink_connects(p->sinks[i]);
     /* The daemon's own connecting sink reconnects and resumes, which the
      * splice stage does not: only a run that does not reconnect may. */
     pl->spec.zero_copy = env->cx->place.zero_copy && env->splice_connects &&

@@ -26,8 +26,53 @@ static uint64_t bytes_total(const struct run *r)
     return b;
 }
 
+/* Sinks that are not connected, the first of them named: what an
+ * operator looking at `systemctl status` wants to see before the rest. */
+struct down {
+    unsigned n;
+    const char *pipeline, *sink;
+    enum sink_state state;
+};
+
+static void down_scan(void *arg, const struct stream *s)
+{
+    struct down *d = arg;
+
+    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+        /* Relaxed: a statistic, written by the sink's worker. */
+        enum sink_state st = (enum sink_state)atomic_load_explicit(
+            &s->live[i].state, memory_order_relaxed);
+
+        if (st == SINK_UP)
+            continue;
+        if (d->n++ == 0) {
+            d->pipeline = s->sp->p->name;
+            d->sink = s->sp->p->sinks[i]->text;
+            d->state = st;
+        }
+    }
+}
+
+static void down_line(const struct run *r, char *buf, size_t len)
+{
+    const struct weir_list *pos;
+    struct down d = {0};
+
+    buf[0] = '\0';
+    for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
+        pipeline_each_stream(weir_list_entry(pos, const struct pipeline, link),
+                             down_scan, &d);
+    if (d.n == 0)
+        return;
+    snprintf(buf, len, "%u sink%s down (%s -> %s, %s%s); ", d.n,
+             d.n == 1 ? "" : "s", d.pipeline, d.sink,
+             d.state == SINK_RETRYING ? "reconnecting" : "connecting",
+             d.n > 1 ? ", ..." : "");
+}
+
 static int status_send(struct run *r)
 {
+    char down[256];
     uint64_t b = bytes_total(r);
     int64_t now = clock_now_ns();
     double secs = (double)(now - r->status_ns) / 1e9;
@@ -38,11 +83,12 @@ static int status_send(struct run *r)
 
     r->status_bytes = b;
     r->status_ns = now;
-    return notify_status("%s%u pipeline%s, %u live stream%s, %.1f MB/s, on %s",
-                         r->stopping ? "stopping: " : "", npl,
-                         npl == 1 ? "" : "s", nlive, nlive == 1 ? "" : "s",
-                         rate / 1e6,
-                         weir_engine_name(weir_loop_engine(r->main)));
+    down_line(r, down, sizeof(down));
+    return notify_status(
+        "%s%s%u pipeline%s, %u live stream%s, %.1f MB/s, on %s",
+        r->stopping ? "stopping: " : "", down, npl, npl == 1 ? "" : "s", nlive,
+        nlive == 1 ? "" : "s", rate / 1e6,
+        weir_engine_name(weir_loop_engine(r->main)));
 }
 
 static void status_tick(struct weir_op *op, int res, uint32_t flags)

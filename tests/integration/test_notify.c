@@ -48,6 +48,14 @@ static const char *value_of(const char *msg, const char *name)
     return NULL;
 }
 
+/* Whether a notification waits, within ms. */
+static bool recv_ready(int ms)
+{
+    struct pollfd p = {.fd = notify_fd, .events = POLLIN};
+
+    return poll(&p, 1, ms) == 1;
+}
+
 /* Reads datagrams until one has the line `want`; copies it to out. Counts
  * and checks STATUS= messages on the way. False after WAIT ms. */
 static bool wait_msg(const char *want, char *out, size_t size)
@@ -185,6 +193,62 @@ static void test_ready_reload_stop(void **state)
     assert_true(statuses > 0);
 }
 
+/* A sink that cannot connect comes first in STATUS=, named with its
+ * pipeline, and goes once it is up. */
+static void test_status_names_a_down_sink(void **state)
+{
+    uint16_t port = h_free_port(false);
+    char want[256], msg[4096];
+    int64_t end = h_now_ms() + WAIT;
+    bool seen = false, cleared = false;
+    struct h_weir w;
+    int lfd, fd;
+
+    (void)state;
+    h_start_conf(&w, "down", H_CONF_VERBOSE,
+                 "[pipeline logs]\nsource = file:%s\nfollow = yes\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 data, port);
+    assert_true(wait_msg("READY=1", NULL, 0));
+    snprintf(want, sizeof(want),
+             "1 sink down (logs -> tcp:127.0.0.1:%u, connecting); ", port);
+    while (!seen && h_now_ms() < end) {
+        const char *v;
+        ssize_t n;
+
+        if (recv_ready(100) &&
+            (n = recv(notify_fd, msg, sizeof(msg) - 1, MSG_DONTWAIT)) > 0) {
+            msg[n] = '\0';
+            v = value_of(msg, "STATUS");
+            seen = v && strncmp(v, want, strlen(want)) == 0;
+        }
+    }
+    if (!seen) {
+        h_show_log(&w);
+        fail_msg("no STATUS= starting '%s'", want);
+    }
+    /* The collector comes up: the problem leaves the line. */
+    lfd = h_listen(false, port);
+    assert_true(lfd >= 0);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    for (end = h_now_ms() + WAIT; !cleared && h_now_ms() < end;) {
+        const char *v;
+        ssize_t n;
+
+        if (recv_ready(100) &&
+            (n = recv(notify_fd, msg, sizeof(msg) - 1, MSG_DONTWAIT)) > 0) {
+            msg[n] = '\0';
+            v = value_of(msg, "STATUS");
+            cleared = v && strncmp(v, "1 pipeline, 1 live stream", 25) == 0;
+        }
+    }
+    assert_true(cleared);
+    close(fd);
+    close(lfd);
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
 static void test_watchdog(void **state)
 {
     struct h_weir w;
@@ -209,6 +273,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ready_reload_stop, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_names_a_down_sink, setup,
+                                        teardown),
     };
     int rc;
 

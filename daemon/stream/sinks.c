@@ -9,7 +9,18 @@
 #include <string.h>
 
 #include "stream/stream.h"
+#include "sys/clock.h"
 #include "sys/log.h"
+
+/* One warning when a connecting sink goes down, one line when it is up
+ * again with how long it was down; the retries between are debug lines. */
+static bool outage_begins(struct sink_stats *ss)
+{
+    if (ss->down_since)
+        return false;
+    ss->down_since = clock_now_ns();
+    return true;
+}
 
 static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                        uint64_t off)
@@ -24,7 +35,13 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
 
     switch (ev) {
     case WEIR_EP_CONNECTED:
-        log_debug("pipeline %s: connected to %s", name, a->text);
+        if (s->ss[pc->idx].down_since)
+            log_info(
+                "pipeline %s: connected to %s after %.1f s down", name, a->text,
+                (double)(clock_now_ns() - s->ss[pc->idx].down_since) / 1e9);
+        else
+            log_debug("pipeline %s: connected to %s", name, a->text);
+        s->ss[pc->idx].down_since = 0;
         if (was == SINK_RETRYING)
             atomic_store_explicit(
                 &sl->reconnects,
@@ -33,10 +50,16 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
         atomic_store_explicit(&sl->state, SINK_UP, memory_order_relaxed);
         break;
     case WEIR_EP_CONNECT_FAIL:
-        log_warnx("pipeline %s: cannot connect to %s: %s; retrying", name,
-                  a->text, strerror(-err));
+        if (outage_begins(&s->ss[pc->idx]))
+            log_warnx("pipeline %s: cannot connect to %s: %s; retrying "
+                      "(one line when it is up again)",
+                      name, a->text, strerror(-err));
+        else
+            log_debug("pipeline %s: still cannot connect to %s: %s", name,
+                      a->text, strerror(-err));
         break;
     case WEIR_EP_DISCONNECTED:
+        (void)outage_begins(&s->ss[pc->idx]);
         atomic_store_explicit(&sl->state, SINK_RETRYING, memory_order_relaxed);
         log_warnx("pipeline %s: lost %s (%s); the peer acknowledged %llu "
                   "bytes; reconnecting",

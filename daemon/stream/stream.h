@@ -97,6 +97,7 @@ struct sink_stats {
     uint64_t blocked_ns; /* its full queue held the source back */
     bool teed;           /* it had a tee branch (counters valid) */
     bool disconnected;   /* on_full=disconnect cut it loose */
+    int64_t down_since;  /* an outage's start (sinks.c); 0: none */
 };
 
 /* Where a sink's connection stands. */

@@ -244,6 +244,18 @@ static void test_status_names_a_down_sink(void **state)
         }
     }
     assert_true(cleared);
+    /* The log: one warning for the outage (its retries are debug lines)
+     * and one line when it ended. */
+    snprintf(want, sizeof(want), "connected to tcp:127.0.0.1:%u after ", port);
+    h_expect_log(&w, want, WAIT);
+    {
+        char *log = h_slurp(w.log);
+
+        assert_int_equal(h_count(log, "retrying (one line when it is up"), 1);
+        assert_true(h_count(log, "still cannot connect") >= 1);
+        assert_int_equal(h_count(log, want), 1);
+        free(log);
+    }
     close(fd);
     close(lfd);
     h_expect_exit(&w, 0, true, WAIT);

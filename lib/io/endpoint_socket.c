@@ -20,6 +20,7 @@
  * read keeps this path short.
  */
 #include <errno.h>
+#include <string.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -184,6 +185,23 @@ static void conn_up(struct weir_endpoint *ep)
         conn_fail(ep, rc);
 }
 
+/*
+ * A connect to a local port nobody listens on can meet itself: when the
+ * kernel picks that very port as the source (it is in the ephemeral
+ * range), the two ends are one socket, a "simultaneous open" that
+ * succeeds and would swallow the stream. Retried connects make it likely
+ * in the end, so it counts as refused.
+ */
+static bool self_connected(int fd)
+{
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof(me), pl = sizeof(peer);
+
+    return getsockname(fd, (struct sockaddr *)&me, &ml) == 0 &&
+           getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && ml == pl &&
+           memcmp(&me, &peer, ml) == 0;
+}
+
 static void conn_done(struct weir_op *op, int res, uint32_t flags)
 {
     struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, conn_op);
@@ -191,6 +209,8 @@ static void conn_done(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     if (weir__ep_op_done(ep))
         return;
+    if (res == 0 && self_connected(ep->fd))
+        res = -ECONNREFUSED;
     if (res == 0) {
         conn_up(ep);
         return;

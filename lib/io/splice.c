@@ -39,6 +39,7 @@ struct weir_splice {
     void *ctx;
     bool finished, destroyed, reaping;
     bool lingering;    /* sent; waiting for the peer's end (sp_finish) */
+    bool linger_done;  /* the linger ended: done runs once its ops are back */
     uint64_t lingered; /* bytes it sent meanwhile, dropped */
     struct weir_timer linger;
     struct weir_reap reap;
@@ -77,17 +78,27 @@ static void sp_maybe_reap(struct weir_splice *sp)
 #define LINGER_MAX (1u << 20)
 static _Thread_local uint8_t linger_scratch[16384];
 
+/* done runs once the linger's ops are back, so that the stage the
+ * caller then destroys holds nothing in the kernel and goes at once. */
+static void sp_linger_settle(struct weir_splice *sp)
+{
+    if (sp->linger_done && sp->pending == 0 && !sp->destroyed) {
+        sp->linger_done = false;
+        sp->done(sp->ctx, 0);
+    }
+}
+
 static void sp_linger_end(struct weir_splice *sp)
 {
     if (!sp->lingering)
         return;
     sp->lingering = false;
+    sp->linger_done = true;
     if (sp->linger.op.pending)
         weir_loop_timer_stop(sp->loop, &sp->linger);
     if (sp->in_op.pending)
         weir_loop_cancel(sp->loop, &sp->in_op);
-    if (!sp->destroyed)
-        sp->done(sp->ctx, 0);
+    sp_linger_settle(sp);
 }
 
 static int sp_linger_recv(struct weir_splice *sp);
@@ -102,8 +113,10 @@ static void sp_linger_read(struct weir_op *op, int res, uint32_t flags)
         sp_maybe_reap(sp);
         return;
     }
-    if (!sp->lingering)
+    if (!sp->lingering) {
+        sp_linger_settle(sp);
         return;
+    }
     if (res > 0 && (sp->lingered += (uint64_t)res) < LINGER_MAX &&
         sp_linger_recv(sp) == 0)
         return;
@@ -134,6 +147,7 @@ static void sp_linger_timeout(struct weir_op *op, int res, uint32_t flags)
     }
     if (res != -ECANCELED)
         sp_linger_end(sp);
+    sp_linger_settle(sp);
 }
 
 static void sp_finish(struct weir_splice *sp, int rc)

@@ -5,6 +5,7 @@
  *                                    embedded demo) in the foreground
  *   weir --check [-c FILE]           check FILE, run nothing
  *   weir [--check] pipe SRC SINK...  one pipeline from the command line
+ *   weir status [--json], weir top   ask a running weir (ctl.c)
  *
  * Exit status: 0; 64 (EX_USAGE) for a malformed command line; 78
  * (EX_CONFIG) for any config error; what daemon_run returns otherwise.
@@ -20,6 +21,7 @@
 #include "demo.h"
 #include "sys/log.h"
 #include "conf/pipe_args.h"
+#include "ctl.h"
 #include "run/run.h"
 #include "version.h"
 
@@ -30,6 +32,8 @@ static void usage(FILE *f)
         "usage: weir [-v] [-c FILE]\n"
         "       weir --check [-c FILE]\n"
         "       weir [--check] pipe [options] SOURCE SINK [SINK...]\n"
+        "       weir [-c FILE] status [--json] [-s SOCKET]\n"
+        "       weir [-c FILE] top [-n FRAMES] [-s SOCKET]\n"
         "\n"
         "  -c, --config FILE  the config (default: the embedded demo,\n"
         "                     serving files from %s)\n"
@@ -102,6 +106,12 @@ int main(int argc, char *argv[])
             usage(stderr);
             return EX_USAGE;
         }
+    }
+    if (optind < argc && !check &&
+        (strcmp(argv[optind], "status") == 0 ||
+         strcmp(argv[optind], "top") == 0)) {
+        log_init(LOG_LEVEL_INFO, false);
+        return ctl_main(argc - optind, argv + optind, conffile);
     }
     if (optind < argc && strcmp(argv[optind], "pipe") == 0)
         pipe_mode = true;

@@ -38,6 +38,9 @@ struct weir_config *config_new(const char *file, const char *base_dir)
         return NULL;
     conf->daemon.log_level = LOG_LEVEL_INFO;
     conf->daemon.drain_timeout_ms = CONF_DEFAULT_DRAIN_MS;
+    conf->daemon.control_socket = strdup(CONF_DEFAULT_CONTROL);
+    if (conf->daemon.control_socket == NULL)
+        goto fail;
     if (file != NULL && (conf->file = strdup(file)) == NULL)
         goto fail;
     if (base_dir != NULL && (conf->base_dir = strdup(base_dir)) == NULL)
@@ -120,6 +123,7 @@ void config_free(struct weir_config *conf)
         pipeline_conf_free(conf->pipelines[i]);
     free(conf->pipelines);
     address_free(conf->daemon.metrics);
+    free(conf->daemon.control_socket);
     free(conf->file);
     free(conf->base_dir);
     free(conf);

@@ -38,6 +38,9 @@
 #define CONF_MAX_SINKS        64
 #define CONF_ERRORS_SHOWN     100 /* then only counted */
 
+/* The control socket, in the unit's RuntimeDirectory. */
+#define CONF_DEFAULT_CONTROL "/run/weir/control"
+
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
  * number of a command-line argument of `weir pipe` (counted like the
@@ -140,6 +143,10 @@ struct weir_daemon_conf {
     struct conf_loc drain_timeout_loc;
     struct weir_address *metrics; /* reserved: HOST:PORT, or NULL */
     struct conf_loc daemon_loc;   /* the first [daemon] line */
+    /* The control socket's path (NULL: none); _set: named in the file. */
+    char *control_socket;
+    bool control_socket_set;
+    struct conf_loc control_socket_loc;
 };
 
 struct weir_config {

@@ -4,6 +4,7 @@
  * reports what is wrong; it never stops the parse.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,12 +189,44 @@ static void key_metrics(struct parser *p, const char *value)
     d->metrics = a;
 }
 
+static void key_control_socket(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    const char *base = p->conf->base_dir;
+    char *path = NULL;
+
+    if (!first_time(p, &d->control_socket_loc, "control_socket"))
+        return;
+    free(d->control_socket);
+    d->control_socket = NULL;
+    d->control_socket_set = true;
+    if (value[0] == '\0' || strcmp(value, "no") == 0 ||
+        strcmp(value, "none") == 0)
+        return;
+    if (value[0] == '/' || base == NULL)
+        path = strdup(value);
+    else if (asprintf(&path, "%s/%s", base, value) < 0)
+        path = NULL;
+    if (path == NULL) {
+        PARSE_ERROR(p, "out of memory");
+        return;
+    }
+    /* sun_path's room, less the temporary name's suffix (run/control.c). */
+    if (strlen(path) > 90) {
+        PARSE_ERROR(p, "control_socket: '%s' is longer than 90 bytes", path);
+        free(path);
+        return;
+    }
+    d->control_socket = path;
+}
+
 const struct key_def config_keys[] = {
     {SECTION_DAEMON, "workers", false, key_workers},
     {SECTION_DAEMON, "engine", false, key_engine},
     {SECTION_DAEMON, "log_level", false, key_log_level},
     {SECTION_DAEMON, "drain_timeout", false, key_drain_timeout},
     {SECTION_DAEMON, "metrics", false, key_metrics},
+    {SECTION_DAEMON, "control_socket", false, key_control_socket},
     {SECTION_PIPELINE, "source", true, key_source},
     {SECTION_PIPELINE, "sink", true, key_sink},
     {SECTION_PIPELINE, "transform", false, key_transform},

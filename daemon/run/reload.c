@@ -42,6 +42,13 @@ static bool same_text(const struct weir_address *a,
     return strcmp(a->text, b->text) == 0;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
 /* What the file cannot say wrong by itself but this run cannot take. */
 static unsigned check_against_run(const struct run *r,
                                   const struct weir_config *conf)
@@ -71,6 +78,11 @@ static unsigned check_against_run(const struct run *r,
                       "start",
                       conf->file);
     }
+    if (!same_str(conf->daemon.control_socket,
+                  r->cref->conf->daemon.control_socket))
+        log_warnx("%s: control_socket changed; that takes effect at the next "
+                  "start",
+                  conf->file);
     if (!same_text(conf->daemon.metrics, r->cref->conf->daemon.metrics))
         log_warnx("%s: metrics changed; that takes effect at the next start",
                   conf->file);

@@ -114,7 +114,7 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     if (signals_is_status(r->siginfo)) {
-        status_log(r);
+        board_log(r);
         sig_arm(r);
         return;
     }
@@ -486,6 +486,8 @@ static void run_free(struct run *r)
         weir_loop_destroy(r->main);
     /* After the loop: its ops named the endpoint's fds. */
     metrics_free(r);
+    control_free(r);
+    board_free(r);
     series_free(r->series);
     free(r->cx.compressing);
     if (r->sigfd >= 0)
@@ -533,9 +535,10 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
                  weir_engine_name(weir_loop_engine(r.main)), fd_limit,
                  r.conf->file ? r.conf->file : "(none)");
     log_debug("%s placement", r.cx.place.split ? "split" : "same-worker");
-    if (r.mode->announces && r.conf->daemon.metrics) {
+    if (r.mode->announces) {
         r.series = series_new();
-        if (!r.series || metrics_start(&r) != 0) {
+        if (!r.series || board_start(&r) != 0 || control_start(&r) != 0 ||
+            metrics_start(&r) != 0) {
             weir_workers_stop(r.cx.workers);
             run_free(&r);
             return 1;

@@ -24,6 +24,8 @@
 struct run;
 struct series;
 struct metrics;
+struct board;
+struct control;
 
 /* What differs between the daemon and `weir pipe`: chosen once. */
 struct run_mode {
@@ -85,6 +87,10 @@ struct run {
     /* [daemon] metrics (metrics.c, series.c); NULL without it. */
     struct metrics *metrics;
     struct series *series;
+    /* The status board and the control socket (board.c, control.c);
+     * NULL in weir pipe, or without a socket. */
+    struct board *board;
+    struct control *control;
 };
 
 /* run.c */
@@ -107,8 +113,6 @@ void reload(struct run *r);
 /* status.c: STATUS= kept current, WATCHDOG=1, under systemd. */
 void status_start(struct run *r);
 void status_update(struct run *r); /* now, after a change */
-/* SIGUSR1: one line of status in the log. */
-void status_log(const struct run *r);
 
 /* series.c: the numbers /metrics serves. The totals keep what ended
  * streams and freed pipelines counted, by pipeline name. */
@@ -121,6 +125,21 @@ void series_stream_ended(struct series *t, const struct stream *s);
 void series_pipeline_gone(struct series *t, const struct pipeline *pl);
 /* The exposition text (malloc'd, *len bytes), or NULL out of memory. */
 char *series_render(const struct run *r, size_t *len);
+
+/* board.c: the status board (weir status, weir top, SIGUSR1), sampled
+ * every second for rates and outage lengths. Returns 0 or -errno. */
+int board_start(struct run *r);
+void board_free(struct run *r);
+/* The table (sinks in trouble first when `worst`) or the JSON document,
+ * malloc'd (*len bytes); NULL out of memory. */
+char *board_render(const struct run *r, bool json, bool worst, size_t *len);
+/* SIGUSR1: the table in the log, a line each. */
+void board_log(const struct run *r);
+
+/* control.c: the control socket ([daemon] control_socket). 0, or -errno
+ * (logged) when a socket the config named cannot be made. */
+int control_start(struct run *r);
+void control_free(struct run *r);
 
 /* metrics.c: the HTTP endpoint, when the config asks for one. Returns
  * 0 or -errno (logged). */

@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "run/run_impl.h"
+#include "run/series.h"
+#include "run/text.h"
 #include "weir/worker.h"
-
-enum err_kind { ERR_SOURCE, ERR_SINK, ERR_CLIENT, ERR_TRANSFORM, ERR_KINDS };
 
 static const char *const err_kind_name[ERR_KINDS] = {
     "source",
@@ -34,38 +34,6 @@ static const char *const sink_state_name[SINK_STATES] = {
     "up",
     "connecting",
     "retrying",
-};
-
-struct sink_num {
-    char *name; /* the sink's address as written */
-    uint64_t delivered, dropped, blocked_ns, reconnects;
-    /* Gauges: live streams by state, their queues, the configured mark
-     * (0: the pipeline is gone). */
-    uint64_t in_state[SINK_STATES];
-    uint64_t queued, hwm;
-};
-
-struct xf_num {
-    unsigned pos; /* 1: the first transform of the chain */
-    char *spec;   /* as written: gzip:6 */
-    uint64_t in, out;
-};
-
-struct pl_num {
-    char *name;
-    uint64_t read, streams, accepted, refused;
-    uint64_t errors[ERR_KINDS];
-    /* Gauges: only in a scrape's snapshot. */
-    uint64_t active, clients;
-    struct sink_num *sinks;
-    size_t nsinks;
-    struct xf_num *xfs;
-    size_t nxfs;
-};
-
-struct series {
-    struct pl_num *pls;
-    size_t npls;
 };
 
 struct series *series_new(void)
@@ -353,80 +321,37 @@ static bool snap_live(struct series *snap, const struct run *r)
     return true;
 }
 
-/* The text, growing. */
-
-struct text {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void put(struct text *t,
-                                                      const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (t->oom)
-        return;
-    for (;;) {
-        size_t room = t->cap - t->len;
-
-        va_start(ap, fmt);
-        n = vsnprintf(t->p ? t->p + t->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->oom = true;
-            return;
-        }
-        if ((size_t)n < room) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap * 2 : 4096;
-        while (cap - t->len <= (size_t)n)
-            cap *= 2;
-        char *np = realloc(t->p, cap);
-        if (!np) {
-            t->oom = true;
-            return;
-        }
-        t->p = np;
-        t->cap = cap;
-    }
-}
-
 /* A label value with \, " and newline escaped. */
 static void put_label(struct text *t, const char *v)
 {
     for (; *v; v++) {
         if (*v == '\\')
-            put(t, "\\\\");
+            text_put(t, "\\\\");
         else if (*v == '"')
-            put(t, "\\\"");
+            text_put(t, "\\\"");
         else if (*v == '\n')
-            put(t, "\\n");
+            text_put(t, "\\n");
         else
-            put(t, "%c", *v);
+            text_put(t, "%c", *v);
     }
 }
 
 static void family(struct text *t, const char *name, const char *type,
                    const char *help)
 {
-    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    text_put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void sample_pl(struct text *t, const char *name, const char *pl,
                       const char *sink, uint64_t v)
 {
-    put(t, "%s{pipeline=\"", name);
+    text_put(t, "%s{pipeline=\"", name);
     put_label(t, pl);
     if (sink) {
-        put(t, "\",sink=\"");
+        text_put(t, "\",sink=\"");
         put_label(t, sink);
     }
-    put(t, "\"} %llu\n", (unsigned long long)v);
+    text_put(t, "\"} %llu\n", (unsigned long long)v);
 }
 
 enum pl_field {
@@ -492,10 +417,10 @@ static void put_pipelines(struct text *t, const struct series *snap)
            "failed.");
     for (size_t i = 0; i < snap->npls; i++)
         for (int e = 0; e < ERR_KINDS; e++) {
-            put(t, "weir_errors_total{pipeline=\"");
+            text_put(t, "weir_errors_total{pipeline=\"");
             put_label(t, snap->pls[i].name);
-            put(t, "\",kind=\"%s\"} %llu\n", err_kind_name[e],
-                (unsigned long long)snap->pls[i].errors[e]);
+            text_put(t, "\",kind=\"%s\"} %llu\n", err_kind_name[e],
+                     (unsigned long long)snap->pls[i].errors[e]);
         }
 }
 
@@ -514,23 +439,23 @@ static void put_sink_states(struct text *t, const struct series *snap)
     for (size_t i = 0; i < snap->npls; i++)
         for (size_t j = 0; j < snap->pls[i].nsinks; j++)
             for (int k = 0; k < SINK_STATES; k++) {
-                put(t, "weir_sink_state{pipeline=\"");
+                text_put(t, "weir_sink_state{pipeline=\"");
                 put_label(t, snap->pls[i].name);
-                put(t, "\",sink=\"");
+                text_put(t, "\",sink=\"");
                 put_label(t, snap->pls[i].sinks[j].name);
-                put(t, "\",state=\"%s\"} %llu\n", sink_state_name[k],
-                    (unsigned long long)snap->pls[i].sinks[j].in_state[k]);
+                text_put(t, "\",state=\"%s\"} %llu\n", sink_state_name[k],
+                         (unsigned long long)snap->pls[i].sinks[j].in_state[k]);
             }
 }
 
 static void put_xform(struct text *t, const char *name, const char *pl,
                       const struct xf_num *x, uint64_t v)
 {
-    put(t, "%s{pipeline=\"", name);
+    text_put(t, "%s{pipeline=\"", name);
     put_label(t, pl);
-    put(t, "\",transform=\"");
+    text_put(t, "\",transform=\"");
     put_label(t, x->spec);
-    put(t, "\",position=\"%u\"} %llu\n", x->pos, (unsigned long long)v);
+    text_put(t, "\",position=\"%u\"} %llu\n", x->pos, (unsigned long long)v);
 }
 
 static void put_xforms(struct text *t, const struct series *snap)
@@ -591,12 +516,12 @@ static void put_sinks(struct text *t, const struct series *snap)
            "(on_full=block).");
     for (size_t i = 0; i < snap->npls; i++)
         for (size_t j = 0; j < snap->pls[i].nsinks; j++) {
-            put(t, "weir_blocked_seconds_total{pipeline=\"");
+            text_put(t, "weir_blocked_seconds_total{pipeline=\"");
             put_label(t, snap->pls[i].name);
-            put(t, "\",sink=\"");
+            text_put(t, "\",sink=\"");
             put_label(t, snap->pls[i].sinks[j].name);
-            put(t, "\"} %.3f\n",
-                (double)snap->pls[i].sinks[j].blocked_ns / 1e9);
+            text_put(t, "\"} %.3f\n",
+                     (double)snap->pls[i].sinks[j].blocked_ns / 1e9);
         }
 }
 
@@ -634,50 +559,63 @@ static void put_process(struct text *t, const struct run *r)
 
     family(t, "weir_process_resident_memory_bytes", "gauge",
            "Resident memory of the weir process.");
-    put(t, "weir_process_resident_memory_bytes %llu\n", resident_bytes());
+    text_put(t, "weir_process_resident_memory_bytes %llu\n", resident_bytes());
     family(t, "weir_process_open_fds", "gauge",
            "File descriptors the weir process holds open.");
-    put(t, "weir_process_open_fds %u\n", open_fds());
+    text_put(t, "weir_process_open_fds %u\n", open_fds());
     family(t, "weir_workers", "gauge", "Worker threads.");
-    put(t, "weir_workers %u\n", n);
+    text_put(t, "weir_workers %u\n", n);
     family(t, "weir_pool_buffers", "gauge",
            "Buffers of the worker's pool (address space reserved).");
     for (unsigned i = 0; i < n; i++) {
         weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
-        put(t, "weir_pool_buffers{worker=\"%u\"} %u\n", i, st.allocated);
+        text_put(t, "weir_pool_buffers{worker=\"%u\"} %u\n", i, st.allocated);
     }
     family(t, "weir_pool_buffers_in_use", "gauge",
            "Buffers of the worker's pool taken now.");
     for (unsigned i = 0; i < n; i++) {
         weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
-        put(t, "weir_pool_buffers_in_use{worker=\"%u\"} %u\n", i, st.in_use);
+        text_put(t, "weir_pool_buffers_in_use{worker=\"%u\"} %u\n", i,
+                 st.in_use);
     }
     family(t, "weir_pool_buffers_peak", "gauge",
            "The most buffers of the worker's pool taken at once.");
     for (unsigned i = 0; i < n; i++) {
         weir_pool_stats(weir_workers_pool(r->cx.workers, i), &st);
-        put(t, "weir_pool_buffers_peak{worker=\"%u\"} %u\n", i, st.peak);
+        text_put(t, "weir_pool_buffers_peak{worker=\"%u\"} %u\n", i, st.peak);
     }
+}
+
+struct series *series_snapshot(const struct run *r)
+{
+    struct series *snap = series_new();
+
+    if (snap && (!snap_add(snap, r->series) || !snap_live(snap, r))) {
+        series_free(snap);
+        return NULL;
+    }
+    return snap;
 }
 
 char *series_render(const struct run *r, size_t *len)
 {
-    struct series snap = {0};
+    struct series *sp = series_snapshot(r);
+    struct series snap;
     struct text t = {0};
 
-    if (!snap_add(&snap, r->series) || !snap_live(&snap, r)) {
-        pls_free(snap.pls, snap.npls);
+    if (!sp)
         return NULL;
-    }
+    snap = *sp;
+    free(sp);
     family(&t, "weir_build_info", "gauge",
            "The running weir: its version and I/O engine.");
-    put(&t, "weir_build_info{version=\"%s\",engine=\"%s\"} 1\n", WEIR_VERSION,
-        weir_engine_name(weir_loop_engine(r->main)));
+    text_put(&t, "weir_build_info{version=\"%s\",engine=\"%s\"} 1\n",
+             WEIR_VERSION, weir_engine_name(weir_loop_engine(r->main)));
     family(&t, "weir_ready", "gauge",
            "1 once every pipeline started, 0 before and while stopping.");
-    put(&t, "weir_ready %d\n", run_ready(r));
+    text_put(&t, "weir_ready %d\n", run_ready(r));
     family(&t, "weir_pipelines", "gauge", "Pipelines running (not draining).");
-    put(&t, "weir_pipelines %u\n", run_pipelines(r));
+    text_put(&t, "weir_pipelines %u\n", run_pipelines(r));
     put_pipelines(&t, &snap);
     put_sinks(&t, &snap);
     put_sink_states(&t, &snap);

@@ -141,19 +141,3 @@ void status_start(struct run *r)
     r->watchdog.op.fn = watchdog_tick;
     weir_loop_timer_start(r->main, &r->watchdog, r->watchdog_ns);
 }
-
-void status_log(const struct run *r)
-{
-    const struct weir_list *pos;
-    unsigned npl = run_pipelines(r), nlive = run_streams(r), nclients = 0;
-
-    for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
-        nclients +=
-            pipeline_clients(weir_list_entry(pos, const struct pipeline, link));
-    log_info("status: %s%u pipeline%s, %u live stream%s, %u client%s, %llu "
-             "bytes sent, up %.0f s",
-             r->stopping ? "stopping, " : "", npl, npl == 1 ? "" : "s", nlive,
-             nlive == 1 ? "" : "s", nclients, nclients == 1 ? "" : "s",
-             (unsigned long long)bytes_total(r),
-             (double)(clock_now_ns() - r->t_start_ns) / 1e9);
-}

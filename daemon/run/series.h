@@ -1,0 +1,54 @@
+/*
+ * series.h - the numbers of a run by pipeline and sink, as series.c keeps
+ * them (the totals of what ended) and as a snapshot adds the live streams
+ * to them: what /metrics and the status board read. Main thread.
+ */
+#ifndef WEIR_DAEMON_SERIES_H
+#define WEIR_DAEMON_SERIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stream/stream.h"
+
+struct run;
+
+enum err_kind { ERR_SOURCE, ERR_SINK, ERR_CLIENT, ERR_TRANSFORM, ERR_KINDS };
+
+struct sink_num {
+    char *name; /* the sink's address as written */
+    uint64_t delivered, dropped, blocked_ns, reconnects;
+    /* Gauges: live streams by state, their queues, the configured mark
+     * (0: the pipeline is gone). */
+    uint64_t in_state[SINK_STATES];
+    uint64_t queued, hwm;
+};
+
+struct xf_num {
+    unsigned pos; /* 1: the first transform of the chain */
+    char *spec;   /* as written: gzip:6 */
+    uint64_t in, out;
+};
+
+struct pl_num {
+    char *name;
+    uint64_t read, streams, accepted, refused;
+    uint64_t errors[ERR_KINDS];
+    /* Gauges: only in a scrape's snapshot. */
+    uint64_t active, clients;
+    struct sink_num *sinks;
+    size_t nsinks;
+    struct xf_num *xfs;
+    size_t nxfs;
+};
+
+struct series {
+    struct pl_num *pls;
+    size_t npls;
+};
+
+/* The totals with the live streams on top, as a scrape sees them; NULL
+ * when out of memory. Freed with series_free. */
+struct series *series_snapshot(const struct run *r);
+
+#endif

@@ -1,0 +1,363 @@
+/*
+ * test_status.c - the control socket and its clients on the real binary
+ * (WEIR_BIN): `weir status --json`, parsed by python3's json module,
+ * reports the bytes a test client received; `weir status` prints the
+ * table; the socket is 0600 and goes at exit; malformed, oversized and
+ * idle requests are answered or cut off while status keeps answering;
+ * SIGUSR1 logs the same table; `weir top` run under tmux shows the
+ * pipelines and quits on q, and with no terminal prints frames, the sink
+ * in trouble first. Every wait is bounded.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define WAIT 30000 /* ms: generous for sanitizer builds on a busy box */
+#define TMUX "/usr/bin/tmux"
+
+static char data[300], data_hex[65];
+#define DATA_SIZE (3u << 20)
+
+static char sock[300];
+
+/* Runs WEIR_BIN with args (NULL-terminated), stdout into h_dir/out.txt;
+ * returns its exit status and, in *out, its stdout (caller frees). */
+static int run_weir(char **out, const char *arg, ...)
+{
+    char *argv[16], outp[300], logp[300];
+    struct h_weir w;
+    va_list ap;
+    int n = 0, rc;
+
+    argv[n++] = "weir";
+    va_start(ap, arg);
+    for (const char *a = arg; a && n < 15; a = va_arg(ap, const char *))
+        argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    h_path(outp, sizeof(outp), "out.txt");
+    h_path(logp, sizeof(logp), "client.log");
+    unlink(outp);
+    h_spawn_io(&w, argv, logp, NULL, outp);
+    rc = h_wait(&w, WAIT);
+    *out = h_slurp(outp);
+    assert_non_null(*out);
+    return rc;
+}
+
+/* A field of the status document, through python3's json module: the
+ * pipeline's `key` (sink NULL), or its sink's. -1 when not there. */
+static double json_field(const char *doc, const char *pipeline,
+                         const char *sink, const char *key)
+{
+    char path[300], cmd[1024], line[128] = "";
+    FILE *f;
+
+    h_path(path, sizeof(path), "status.json");
+    h_write_text(path, "%s", doc);
+    snprintf(cmd, sizeof(cmd),
+             "python3 -c 'import json,sys\n"
+             "d=json.load(open(sys.argv[1]))\n"
+             "assert d[\"schema\"]==1\n"
+             "p=[p for p in d[\"pipelines\"] if p[\"name\"]==sys.argv[2]][0]\n"
+             "o=p if sys.argv[3]==\"\" else "
+             "[s for s in p[\"sinks\"] if s[\"sink\"]==sys.argv[3]][0]\n"
+             "print(o[sys.argv[4]])' '%s' '%s' '%s' '%s'",
+             path, pipeline, sink ? sink : "", key);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    if (!fgets(line, sizeof(line), f))
+        line[0] = '\0';
+    if (pclose(f) != 0 || !line[0])
+        return -1;
+    return strtod(line, NULL);
+}
+
+static void start(struct h_weir *w, const char *name, uint16_t port,
+                  uint16_t collector)
+{
+    h_start_conf(w, name, H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\ncontrol_socket = %s\n"
+                 "drain_timeout = 1s\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n\n"
+                 "[pipeline logs]\nsource = file:%s\nfollow = yes\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 sock, data, port, data, collector);
+    h_expect_log(w, "pipeline files: listening on", WAIT);
+}
+
+/* A port bound but not listening: connects to it are refused, and no
+ * other socket can take it meanwhile. */
+static int hold_port(uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
+    len = sizeof(ss);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* Sends req on a fresh connection to the control socket and reads the
+ * reply to EOF (NUL-terminated; caller frees). */
+static char *ask_raw(const char *req, size_t len)
+{
+    int fd = h_connect(false, 0, sock, WAIT);
+    char *buf = calloc(1, 1 << 16);
+    size_t n = 0;
+    int64_t end = h_now_ms() + WAIT;
+
+    assert_true(fd >= 0);
+    assert_non_null(buf);
+    (void)h_write_all(fd, req, len);
+    while (h_now_ms() < end && n + 1 < (1 << 16)) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t got;
+
+        if (poll(&p, 1, 100) != 1)
+            continue;
+        got = read(fd, buf + n, (1 << 16) - 1 - n);
+        if (got <= 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    return buf;
+}
+
+static void test_status_json(void **state)
+{
+    uint16_t port = h_free_port(false), collector;
+    int held = hold_port(&collector);
+    char sink[64], *out = NULL;
+    struct h_client c = {.port = 0};
+    struct stat st;
+    struct h_weir w;
+    double got = -1;
+
+    (void)state;
+    start(&w, "json", port, collector);
+    assert_int_equal(stat(sock, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(st.st_uid, geteuid());
+
+    c.port = port;
+    h_client_run(&c, WAIT);
+    assert_int_equal(c.got, DATA_SIZE);
+    assert_string_equal(c.hex, data_hex);
+
+    /* The client's stream ends a moment after its EOF: ask until the
+     * document shows no live stream, then its bytes are final. */
+    snprintf(sink, sizeof(sink), "tcp-listen:127.0.0.1:%u", port);
+    for (int64_t end = h_now_ms() + WAIT; h_now_ms() < end;) {
+        free(out);
+        assert_int_equal(run_weir(&out, "status", "--json", "-s", sock, NULL),
+                         0);
+        if (json_field(out, "files", NULL, "streams_active") == 0) {
+            got = json_field(out, "files", sink, "bytes_delivered");
+            break;
+        }
+        h_sleep_ms(50);
+    }
+    if (got != (double)c.got) {
+        fprintf(stderr, "%s\n", out);
+        fail_msg("bytes_delivered %.0f, the client got %lld", got,
+                 (long long)c.got);
+    }
+    assert_true(json_field(out, "files", NULL, "bytes_read") ==
+                (double)DATA_SIZE);
+    assert_true(json_field(out, "files", NULL, "streams_total") == 1);
+    /* The collector is down: the logs sink says so. */
+    snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", collector);
+    assert_non_null(strstr(out, "\"state\":\"connecting\""));
+    assert_true(json_field(out, "logs", sink, "bytes_delivered") == 0);
+    assert_true(json_field(out, "logs", sink, "high_water_mark") == 1048576);
+    free(out);
+
+    /* The table: a header and one row per sink. */
+    assert_int_equal(run_weir(&out, "status", "-s", sock, NULL), 0);
+    assert_non_null(strstr(out, "2 pipelines, 1 live stream, 0 clients, "));
+    assert_non_null(strstr(out, "PIPELINE  SINK"));
+    assert_non_null(strstr(out, "files     tcp-listen:127.0.0.1:"));
+    assert_non_null(strstr(out, "logs      tcp:127.0.0.1:"));
+    assert_non_null(strstr(out, " connecting "));
+    free(out);
+
+    /* SIGUSR1: the same table in the log. */
+    assert_int_equal(kill(w.pid, SIGUSR1), 0);
+    h_expect_log(&w, "info: status: PIPELINE  SINK", WAIT);
+    h_expect_log(&w, "info: status: logs      tcp:127.0.0.1:", WAIT);
+
+    h_expect_exit(&w, 0, true, WAIT);
+    /* Its socket goes with it. */
+    assert_int_equal(stat(sock, &st), -1);
+    close(held);
+    /* Nothing answers now: weir status says so. */
+    assert_int_equal(run_weir(&out, "status", "-s", sock, NULL), 69);
+    free(out);
+}
+
+static void test_bad_requests(void **state)
+{
+    uint16_t port = h_free_port(false), collector;
+    int held = hold_port(&collector), idle[8];
+    char big[400], *r, *out;
+    struct h_weir w;
+
+    (void)state;
+    start(&w, "bad", port, collector);
+    r = ask_raw("bogus\n", 6);
+    assert_string_equal(r, "error: unknown request 'bogus'\n");
+    free(r);
+    r = ask_raw("status yaml\n", 12);
+    assert_string_equal(r, "error: unknown option 'yaml'\n");
+    free(r);
+    memset(big, 's', sizeof(big));
+    r = ask_raw(big, sizeof(big));
+    assert_string_equal(r, "error: request too long\n");
+    free(r);
+    r = ask_raw("status\r\n", 8);
+    assert_non_null(strstr(r, "PIPELINE"));
+    free(r);
+
+    /* Every connection slot taken by a client that says nothing: they are
+     * cut off after the exchange's bound, and status answers again. */
+    for (int i = 0; i < 8; i++) {
+        idle[i] = h_connect(false, 0, sock, WAIT);
+        assert_true(idle[i] >= 0);
+    }
+    assert_int_equal(run_weir(&out, "status", "-s", sock, NULL), 0);
+    assert_non_null(strstr(out, "PIPELINE"));
+    free(out);
+    for (int i = 0; i < 8; i++) {
+        char c;
+
+        /* Cut: EOF (or a reset), not a hang. */
+        assert_true(h_drain(idle[i], NULL, 1, WAIT) >= 0 ||
+                    read(idle[i], &c, 1) <= 0);
+        close(idle[i]);
+    }
+    h_expect_exit(&w, 0, true, WAIT);
+    close(held);
+}
+
+/* The frames `weir top -n` prints when stdout is no terminal. */
+static void test_top_frames(void **state)
+{
+    uint16_t port = h_free_port(false), collector;
+    int held = hold_port(&collector);
+    struct h_weir w;
+    char *out;
+    const char *logs, *files;
+
+    (void)state;
+    start(&w, "frames", port, collector);
+    assert_int_equal(run_weir(&out, "top", "-n", "2", "-s", sock, NULL), 0);
+    assert_int_equal(h_count(out, "weir top - "), 2);
+    assert_int_equal(h_count(out, "PIPELINE  SINK"), 2);
+    /* The sink in trouble first, though the config names it second. */
+    logs = strstr(out, "\nlogs ");
+    files = strstr(out, "\nfiles ");
+    assert_non_null(logs);
+    assert_non_null(files);
+    assert_true(logs < files);
+    assert_null(strchr(out, '\033')); /* no terminal: no escapes */
+    free(out);
+    h_expect_exit(&w, 0, true, WAIT);
+    close(held);
+}
+
+static int tmux(const char *tsock, const char *a, const char *b, const char *c,
+                const char *d, char **out)
+{
+    char cmd[2048], path[300];
+    int rc;
+
+    h_path(path, sizeof(path), "tmux.out");
+    snprintf(cmd, sizeof(cmd), "%s -S '%s' %s %s %s %s >'%s' 2>&1", TMUX, tsock,
+             a, b ? b : "", c ? c : "", d ? d : "", path);
+    rc = system(cmd);
+    if (out)
+        *out = h_slurp(path);
+    return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+static void test_top_tmux(void **state)
+{
+    uint16_t port = h_free_port(false), collector;
+    int held = hold_port(&collector);
+    char tsock[300], cmd[1024], *screen = NULL;
+    struct h_weir w;
+    bool shown = false, gone = false;
+
+    (void)state;
+    if (access(TMUX, X_OK) != 0) {
+        fprintf(stderr, "tmux is not installed (tools/install-deps)\n");
+        fail();
+    }
+    start(&w, "tmux", port, collector);
+    h_path(tsock, sizeof(tsock), "tmux.sock");
+    snprintf(cmd, sizeof(cmd), "'TERM=xterm %s top -s %s'", h_bin(), sock);
+    assert_int_equal(
+        tmux(tsock, "new-session -d -x 132 -y 24", cmd, NULL, NULL, NULL), 0);
+    for (int64_t end = h_now_ms() + WAIT; !shown && h_now_ms() < end;) {
+        free(screen);
+        (void)tmux(tsock, "capture-pane -p", NULL, NULL, NULL, &screen);
+        shown = screen && strstr(screen, "weir top - ") &&
+                strstr(screen, "\nfiles ") && strstr(screen, "\nlogs ") &&
+                strstr(screen, "connecting");
+        if (!shown)
+            h_sleep_ms(100);
+    }
+    if (!shown) {
+        fprintf(stderr, "%s\n", screen ? screen : "(nothing)");
+        (void)tmux(tsock, "kill-server", NULL, NULL, NULL, NULL);
+        fail_msg("weir top did not show the pipelines");
+    }
+    free(screen);
+    /* It draws in place: one header on the screen, however many frames. */
+    (void)tmux(tsock, "capture-pane -p", NULL, NULL, NULL, &screen);
+    assert_int_equal(h_count(screen, "weir top - "), 1);
+    free(screen);
+    assert_int_equal(tmux(tsock, "send-keys q", NULL, NULL, NULL, NULL), 0);
+    for (int64_t end = h_now_ms() + WAIT; !gone && h_now_ms() < end;) {
+        gone = tmux(tsock, "has-session", NULL, NULL, NULL, NULL) != 0;
+        if (!gone)
+            h_sleep_ms(50);
+    }
+    if (!gone)
+        (void)tmux(tsock, "kill-server", NULL, NULL, NULL, NULL);
+    assert_true(gone);
+    h_expect_exit(&w, 0, true, WAIT);
+    close(held);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_status_json, h_teardown),
+        cmocka_unit_test_teardown(test_bad_requests, h_teardown),
+        cmocka_unit_test_teardown(test_top_frames, h_teardown),
+        cmocka_unit_test_teardown(test_top_tmux, h_teardown),
+    };
+    int rc;
+
+    if (h_begin("status") != 0)
+        return 1;
+    h_path(data, sizeof(data), "data");
+    h_make_file(data, DATA_SIZE, 21, data_hex);
+    h_path(sock, sizeof(sock), "control");
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    h_end();
+    return rc;
+}

@@ -565,6 +565,22 @@ static void put_process(struct text *t, const struct run *r)
     text_put(t, "weir_process_open_fds %u\n", open_fds());
     family(t, "weir_workers", "gauge", "Worker threads.");
     text_put(t, "weir_workers %u\n", n);
+    family(t, "weir_worker_loop_turns_total", "counter",
+           "Turns of the worker's event loop (one per batch of "
+           "completions).");
+    for (unsigned i = 0; i < n; i++)
+        text_put(t, "weir_worker_loop_turns_total{worker=\"%u\"} %llu\n", i,
+                 (unsigned long long)weir_loop_turns(
+                     weir_workers_loop(r->cx.workers, i)));
+    family(t, "weir_worker_busy_seconds_total", "counter",
+           "CPU time the worker's thread used (user and system).");
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t ns = 0;
+
+        (void)weir_workers_cpu_ns(r->cx.workers, i, &ns);
+        text_put(t, "weir_worker_busy_seconds_total{worker=\"%u\"} %.6f\n", i,
+                 (double)ns / 1e9);
+    }
     family(t, "weir_pool_buffers", "gauge",
            "Buffers of the worker's pool (address space reserved).");
     for (unsigned i = 0; i < n; i++) {

@@ -244,6 +244,11 @@ void *weir_loop_data(const struct weir_loop *loop)
     return loop->data;
 }
 
+uint64_t weir_loop_turns(const struct weir_loop *loop)
+{
+    return atomic_load_explicit(&loop->turns, memory_order_relaxed);
+}
+
 uint32_t weir_loop_pending(const struct weir_loop *loop)
 {
     return loop->npending;
@@ -401,6 +406,11 @@ int weir_loop_run(struct weir_loop *loop)
     while (!loop->stopped) {
         bool block;
 
+        /* One writer: a plain load and store, no locked add. */
+        atomic_store_explicit(
+            &loop->turns,
+            atomic_load_explicit(&loop->turns, memory_order_relaxed) + 1,
+            memory_order_relaxed);
         run_inbox(loop);
         run_reaps(loop);
         if (loop->stopped)

@@ -69,6 +69,9 @@ struct weir_loop {
     bool stopped;
     void *data;
     uint32_t npending;
+    /* Turns run: written by the owner only, read by anyone (relaxed: a
+     * statistic that orders nothing). */
+    _Atomic uint64_t turns;
     struct weir_reap *reap_head;
     struct weir_reap **reap_tail;
 

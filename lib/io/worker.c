@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "weir/worker.h"
 
@@ -194,6 +195,25 @@ struct weir_loop *weir_workers_loop(const struct weir_workers *w, unsigned i)
 struct weir_pool *weir_workers_pool(const struct weir_workers *w, unsigned i)
 {
     return w->ws[i].pool;
+}
+
+int weir_workers_cpu_ns(const struct weir_workers *w, unsigned i, uint64_t *ns)
+{
+    struct timespec ts;
+    clockid_t cid;
+    int err;
+
+    if (i >= w->opts.count)
+        return -EINVAL;
+    /* The thread's own clock: read from here, it costs the worker
+     * nothing. */
+    err = pthread_getcpuclockid(w->ws[i].thread, &cid);
+    if (err)
+        return -err;
+    if (clock_gettime(cid, &ts) != 0)
+        return -errno;
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0;
 }
 
 void weir_workers_post(struct weir_workers *w, unsigned i, struct weir_task *t)

@@ -161,6 +161,8 @@ static const char *const families[] = {
     "weir_process_resident_memory_bytes",
     "weir_process_open_fds",
     "weir_workers",
+    "weir_worker_loop_turns_total",
+    "weir_worker_busy_seconds_total",
     "weir_pool_buffers",
     "weir_pool_buffers_in_use",
     "weir_pool_buffers_peak",
@@ -244,6 +246,23 @@ static void test_series(void **state)
             fail_msg("no %s in\n%s", families[i], r.body);
     }
     expect_sample(r.body, name, (double)got);
+    /* 3 x 64 MiB went out: the workers turned, and used CPU time. */
+    {
+        double turns = 0, busy = 0;
+
+        for (int i = 0; i < 2; i++) {
+            snprintf(name, sizeof(name),
+                     "weir_worker_loop_turns_total{worker=\"%d\"}", i);
+            assert_true(sample(r.body, name) >= 0);
+            turns += sample(r.body, name);
+            snprintf(name, sizeof(name),
+                     "weir_worker_busy_seconds_total{worker=\"%d\"}", i);
+            assert_true(sample(r.body, name) >= 0);
+            busy += sample(r.body, name);
+        }
+        assert_true(turns >= 3);
+        assert_true(busy > 0);
+    }
     expect_sample(r.body, "weir_clients_accepted_total{pipeline=\"files\"}", 3);
     expect_sample(r.body, "weir_clients_refused_total{pipeline=\"files\"}", 0);
     expect_sample(r.body, "weir_streams_total{pipeline=\"files\"}", 3);

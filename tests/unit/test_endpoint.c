@@ -210,6 +210,14 @@ static void run_copy(bool split, uint32_t pool_buffers, size_t size,
     if (split)
         weir_workers_post(r.w, 1, &r.start_sink);
     wait_finished(&r, split ? 2 : 1);
+    {
+        uint64_t ns = 0;
+
+        /* The worker that read the file used CPU time; no worker 99. */
+        assert_int_equal(weir_workers_cpu_ns(r.w, 0, &ns), 0);
+        assert_true(ns > 0);
+        assert_int_equal(weir_workers_cpu_ns(r.w, 99, &ns), -EINVAL);
+    }
     assert_int_equal(weir_workers_stop(r.w), 0);
     assert_int_equal(r.sink_rc, 0);
     assert_int_equal(r.src_rc, 0);

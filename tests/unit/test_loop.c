@@ -85,8 +85,12 @@ static void test_nop_batch(void **state)
         assert_true(ops[i].op.pending);
     }
     assert_int_equal(weir_loop_pending(c.loop), 600);
+    assert_int_equal(weir_loop_turns(c.loop), 0);
     assert_int_equal(weir_loop_run(c.loop), 0);
     assert_int_equal(c.done, 600);
+    /* At least one turn took the completions; not one per op. */
+    assert_true(weir_loop_turns(c.loop) >= 1);
+    assert_true(weir_loop_turns(c.loop) < 600);
     for (int i = 0; i < 600; i++)
         assert_int_equal(ops[i].res, 0);
     assert_int_equal(weir_loop_pending(c.loop), 0);

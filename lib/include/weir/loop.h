@@ -200,6 +200,9 @@ void *weir_loop_data(const struct weir_loop *loop);
 
 /* Owner. Ops started and not yet completed. */
 uint32_t weir_loop_pending(const struct weir_loop *loop);
+/* Any thread. The turns the loop has run so far (a statistic, read
+ * relaxed: it orders nothing). */
+uint64_t weir_loop_turns(const struct weir_loop *loop);
 
 /* Any thread. Initialises a task before its first post. */
 static inline void weir_task_init(struct weir_task *t, weir_task_fn fn)

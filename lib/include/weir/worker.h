@@ -60,6 +60,11 @@ struct weir_loop *weir_workers_loop(const struct weir_workers *w, unsigned i);
 /* Any thread. Worker i's pool; only worker i may take buffers from it. */
 struct weir_pool *weir_workers_pool(const struct weir_workers *w, unsigned i);
 
+/* Any thread but while weir_workers_stop runs. The CPU time (user and
+ * system) worker i's thread has used, in ns: how busy it was. 0, or
+ * -EINVAL for an i out of range, or what the thread's clock reports. */
+int weir_workers_cpu_ns(const struct weir_workers *w, unsigned i, uint64_t *ns);
+
 /* Any thread. Runs t->fn on worker i (weir_loop_post). */
 void weir_workers_post(struct weir_workers *w, unsigned i, struct weir_task *t);
 

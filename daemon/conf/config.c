@@ -38,6 +38,7 @@ struct weir_config *config_new(const char *file, const char *base_dir)
         return NULL;
     conf->daemon.log_level = LOG_LEVEL_INFO;
     conf->daemon.drain_timeout_ms = CONF_DEFAULT_DRAIN_MS;
+    conf->daemon.access_log = true;
     conf->daemon.control_socket = strdup(CONF_DEFAULT_CONTROL);
     if (conf->daemon.control_socket == NULL)
         goto fail;

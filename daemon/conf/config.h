@@ -143,6 +143,8 @@ struct weir_daemon_conf {
     struct conf_loc drain_timeout_loc;
     struct weir_address *metrics; /* reserved: HOST:PORT, or NULL */
     struct conf_loc daemon_loc;   /* the first [daemon] line */
+    bool access_log;              /* one info line per client served */
+    struct conf_loc access_log_loc;
     /* The control socket's path (NULL: none); _set: named in the file. */
     char *control_socket;
     bool control_socket_set;

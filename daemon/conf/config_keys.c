@@ -189,6 +189,16 @@ static void key_metrics(struct parser *p, const char *value)
     d->metrics = a;
 }
 
+static void key_access_log(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    char err[256];
+
+    if (first_time(p, &d->access_log_loc, "access_log") &&
+        value_bool(value, &d->access_log, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "access_log: %s", err);
+}
+
 static void key_control_socket(struct parser *p, const char *value)
 {
     struct weir_daemon_conf *d = &p->conf->daemon;
@@ -227,6 +237,7 @@ const struct key_def config_keys[] = {
     {SECTION_DAEMON, "drain_timeout", false, key_drain_timeout},
     {SECTION_DAEMON, "metrics", false, key_metrics},
     {SECTION_DAEMON, "control_socket", false, key_control_socket},
+    {SECTION_DAEMON, "access_log", false, key_access_log},
     {SECTION_PIPELINE, "source", true, key_source},
     {SECTION_PIPELINE, "sink", true, key_sink},
     {SECTION_PIPELINE, "transform", false, key_transform},

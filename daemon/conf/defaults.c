@@ -36,6 +36,7 @@ int config_print_defaults(FILE *f)
         fprintf(f, "drain_timeout=%" PRIu64 "ms\n",
                 conf->daemon.drain_timeout_ms);
         fprintf(f, "control_socket=%s\n", conf->daemon.control_socket);
+        fprintf(f, "access_log=%s\n", conf->daemon.access_log ? "yes" : "no");
         fprintf(f, "high_water_mark=%" PRIu64 "\n", p->high_water_mark);
         fprintf(f, "chunk_size=%" PRIu64 "\n", p->chunk_size);
         fprintf(f, "follow=%s\n", p->follow ? "yes" : "no");

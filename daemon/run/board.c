@@ -174,6 +174,15 @@ void board_free(struct run *r)
     r->board = NULL;
 }
 
+double board_down_seconds(const struct run *r, const char *pl, const char *sink)
+{
+    const struct mark *m = r->board ? mark_find(r->board, pl, sink) : NULL;
+
+    if (!m || !m->down_since)
+        return 0;
+    return (double)(clock_now_ns() - m->down_since) / 1e9;
+}
+
 /* One row of the board. */
 
 enum row_state {

@@ -242,6 +242,40 @@ static const struct pipeline_hooks run_pipeline_hooks = {
 
 static void daemon_started(struct run *r);
 
+/* A served client left first (its connection reset or closed under a
+ * send): the usual end of a download cut short, not the operator's
+ * trouble. A proxied client's end is not told apart from its upstream's
+ * (the relay reads both), so it stays a warning. */
+static bool client_hung_up(const struct stream *s, int err)
+{
+    return s->sp->client_sink && s->sink_rc[0] == err &&
+           (err == -EPIPE || err == -ECONNRESET);
+}
+
+/* The access log: one line per client served, as nginx's. A client that
+ * hung up is info (debug without the access log); any other failure is
+ * a warning either way. */
+static void client_line(const struct run *r, const struct pipeline *pl,
+                        const struct stream *s, int err, unsigned long long out)
+{
+    bool on = r->conf->daemon.access_log;
+    double secs = (double)(clock_now_ns() - s->t_start_ns) / 1e9;
+
+    if (err && !client_hung_up(s, err))
+        log_warnx("pipeline %s: client %s: %s after %llu bytes in %.3f s",
+                  pl->p->name, s->peer, strerror(-err), out, secs);
+    else if (err && on)
+        log_info("pipeline %s: client %s hung up (%s) after %llu bytes in "
+                 "%.3f s",
+                 pl->p->name, s->peer, strerror(-err), out, secs);
+    else if (on)
+        log_info("pipeline %s: client %s done, %llu bytes in %.3f s",
+                 pl->p->name, s->peer, out, secs);
+    else
+        log_debug("pipeline %s: client %s %s, %llu bytes in %.3f s",
+                  pl->p->name, s->peer, err ? "hung up" : "done", out, secs);
+}
+
 static void daemon_stream_ended(struct run *r, struct pipeline *pl,
                                 struct stream *s)
 {
@@ -250,12 +284,7 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
 
     if (s->peer[0]) {
-        if (err)
-            log_warnx("pipeline %s: client %s: %s after %llu bytes",
-                      pl->p->name, s->peer, strerror(-err), out);
-        else
-            log_debug("pipeline %s: client %s done, %llu bytes", pl->p->name,
-                      s->peer, out);
+        client_line(r, pl, s, err, out);
     } else if (err) {
         log_warnx("pipeline %s: failed: %s after %llu bytes", pl->p->name,
                   strerror(-err), out);

@@ -133,6 +133,9 @@ void board_free(struct run *r);
 /* The table (sinks in trouble first when `worst`) or the JSON document,
  * malloc'd (*len bytes); NULL out of memory. */
 char *board_render(const struct run *r, bool json, bool worst, size_t *len);
+/* How long the sink has been seen down (0: not seen down yet). */
+double board_down_seconds(const struct run *r, const char *pl,
+                          const char *sink);
 /* SIGUSR1: the table in the log, a line each. */
 void board_log(const struct run *r);
 

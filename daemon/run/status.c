@@ -1,7 +1,8 @@
 /*
  * status.c - what systemd hears while weir runs: a STATUS= line for
  * `systemctl status`, renewed every few seconds (pipelines, live streams,
- * bytes/s since the last one), and WATCHDOG=1 at half of WATCHDOG_USEC.
+ * bytes/s since the last one; sinks that are down first, with how long),
+ * and WATCHDOG=1 at half of WATCHDOG_USEC.
  * Both timers run on the main loop, so a stuck main loop stops the
  * watchdog pings, which is what the watchdog is for. Without
  * NOTIFY_SOCKET no timer is started at all.
@@ -57,6 +58,8 @@ static void down_line(const struct run *r, char *buf, size_t len)
 {
     const struct weir_list *pos;
     struct down d = {0};
+    const char *state;
+    double down_s;
 
     buf[0] = '\0';
     for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
@@ -64,10 +67,14 @@ static void down_line(const struct run *r, char *buf, size_t len)
                              down_scan, &d);
     if (d.n == 0)
         return;
-    snprintf(buf, len, "%u sink%s down (%s -> %s, %s%s); ", d.n,
-             d.n == 1 ? "" : "s", d.pipeline, d.sink,
-             d.state == SINK_RETRYING ? "reconnecting" : "connecting",
-             d.n > 1 ? ", ..." : "");
+    down_s = board_down_seconds(r, d.pipeline, d.sink);
+    state = d.state == SINK_RETRYING ? "retrying" : "connecting";
+    if (d.n == 1)
+        snprintf(buf, len, "1 sink %s: %s -> %s, down %.0f s; ", state,
+                 d.pipeline, d.sink, down_s);
+    else
+        snprintf(buf, len, "%u sinks down, first %s: %s -> %s, down %.0f s; ",
+                 d.n, state, d.pipeline, d.sink, down_s);
 }
 
 static int status_send(struct run *r)

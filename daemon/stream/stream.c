@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conf/sockaddr.h"
+#include "sys/clock.h"
 
 static void stream_free(struct stream *s)
 {
@@ -176,6 +177,7 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     s->kill_up_fd = -1;
     s->sink_fd = sink_fd;
     snprintf(s->peer, sizeof(s->peer), "%s", peer ? peer : "");
+    s->t_start_ns = clock_now_ns();
     if (src_fd >= 0) {
         s->src_fd = src_fd;
         /* A dup the main thread keeps, so that a drain timeout can shut

@@ -134,6 +134,8 @@ struct stream {
     int src_fd;    /* handed to the source endpoint */
     int sink_fd;   /* client_sink: the client */
     int replay_fd; /* a file source, for a reconnecting sink; or -1 */
+    /* When it was made (clock_now_ns): its age in the access log. */
+    int64_t t_start_ns;
     bool src_regular;
     bool src_waits;    /* a followed file that does not exist yet */
     uint64_t src_size; /* a regular file not followed: its size; else 0 */

@@ -21,6 +21,8 @@
 
 static char data[300], data_hex[65];
 #define DATA_SIZE (3u << 20)
+static char big[300], big_hex[65];
+#define BIG_SIZE (64u << 20)
 
 static char sock[300];
 
@@ -211,7 +213,7 @@ static void test_bad_requests(void **state)
 {
     uint16_t port = h_free_port(false), collector;
     int held = hold_port(&collector), idle[8];
-    char big[400], *r, *out;
+    char huge[400], *r, *out;
     struct h_weir w;
 
     (void)state;
@@ -222,8 +224,8 @@ static void test_bad_requests(void **state)
     r = ask_raw("status yaml\n", 12);
     assert_string_equal(r, "error: unknown option 'yaml'\n");
     free(r);
-    memset(big, 's', sizeof(big));
-    r = ask_raw(big, sizeof(big));
+    memset(huge, 's', sizeof(huge));
+    r = ask_raw(huge, sizeof(huge));
     assert_string_equal(r, "error: request too long\n");
     free(r);
     r = ask_raw("status\r\n", 8);
@@ -308,8 +310,11 @@ static void test_top_tmux(void **state)
     start(&w, "tmux", port, collector);
     h_path(tsock, sizeof(tsock), "tmux.sock");
     snprintf(cmd, sizeof(cmd), "'TERM=xterm %s top -s %s'", h_bin(), sock);
-    assert_int_equal(
-        tmux(tsock, "new-session -d -x 132 -y 24", cmd, NULL, NULL, NULL), 0);
+    if (tmux(tsock, "new-session -d -x 132 -y 24", cmd, NULL, NULL, &screen) !=
+        0)
+        fail_msg("tmux new-session failed: %s", screen ? screen : "");
+    free(screen);
+    screen = NULL;
     for (int64_t end = h_now_ms() + WAIT; !shown && h_now_ms() < end;) {
         free(screen);
         (void)tmux(tsock, "capture-pane -p", NULL, NULL, NULL, &screen);
@@ -342,6 +347,68 @@ static void test_top_tmux(void **state)
     close(held);
 }
 
+/* The access log: one info line per client, a client that hangs up
+ * early is no warning; access_log = no keeps both out of the info
+ * level. */
+static void test_access_log(void **state)
+{
+    uint16_t port = h_free_port(false);
+    struct h_client c = {.port = 0};
+    struct h_weir w;
+    char want[128], *log;
+    int fd, small = 4096;
+
+    (void)state;
+    h_start_conf(&w, "access", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\ncontrol_socket = no\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 big, port);
+    h_expect_log(&w, "pipeline files: listening on", WAIT);
+    c.port = port;
+    h_client_run(&c, WAIT);
+    assert_int_equal(c.got, BIG_SIZE);
+    snprintf(want, sizeof(want), " done, %u bytes in ", BIG_SIZE);
+    h_expect_log(&w, want, WAIT);
+    h_expect_log(&w, "info: pipeline files: client 127.0.0.1:", WAIT);
+    /* Takes a part of the file and leaves with far more unsent than the
+     * sockets' buffers hold. */
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    {
+        struct sockaddr_storage ss;
+        socklen_t len = h_addr(&ss, false, port);
+
+        assert_int_equal(connect(fd, (struct sockaddr *)&ss, len), 0);
+    }
+    assert_int_equal(h_drain(fd, NULL, 4096, WAIT), 4096);
+    close(fd);
+    h_expect_log(&w, " hung up (", WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
+    log = h_slurp(w.log);
+    assert_int_equal(h_count(log, "warning: pipeline files: client"), 0);
+    assert_int_equal(h_count(log, "info: pipeline files: client"), 2);
+    free(log);
+
+    h_start_conf(&w, "quiet", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\naccess_log = no\n"
+                 "control_socket = no\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 data, port);
+    h_expect_log(&w, "pipeline files: listening on", WAIT);
+    h_client_run(&c, WAIT);
+    assert_int_equal(c.got, DATA_SIZE);
+    /* Stopped: by the exit its stream has ended, and said nothing at
+     * info. */
+    h_expect_exit(&w, 0, true, WAIT);
+    log = h_slurp(w.log);
+    assert_int_equal(h_count(log, "pipeline files: client"), 0);
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +416,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bad_requests, h_teardown),
         cmocka_unit_test_teardown(test_top_frames, h_teardown),
         cmocka_unit_test_teardown(test_top_tmux, h_teardown),
+        cmocka_unit_test_teardown(test_access_log, h_teardown),
     };
     int rc;
 
@@ -356,6 +424,8 @@ int main(void)
         return 1;
     h_path(data, sizeof(data), "data");
     h_make_file(data, DATA_SIZE, 21, data_hex);
+    h_path(big, sizeof(big), "big");
+    h_make_file(big, BIG_SIZE, 22, big_hex);
     h_path(sock, sizeof(sock), "control");
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     h_end();

@@ -154,6 +154,9 @@ int main(int argc, char *argv[])
     }
     if (!verbose)
         log_set_level(conf->daemon.log_level);
+    if (!pipe_mode &&
+        (r = log_setup(conf->daemon.log_format, conf->daemon.log_target)) < 0)
+        log_warnx("log_target = journal: %s; logging to stderr", strerror(-r));
     if (!pipe_mode && conffile == NULL)
         demo_hints(conf);
     return daemon_run(conf, pipe_mode ? NULL : conffile, verbose);

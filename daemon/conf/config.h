@@ -143,7 +143,11 @@ struct weir_daemon_conf {
     struct conf_loc drain_timeout_loc;
     struct weir_address *metrics; /* reserved: HOST:PORT, or NULL */
     struct conf_loc daemon_loc;   /* the first [daemon] line */
-    bool access_log;              /* one info line per client served */
+    enum log_style log_format;    /* text or JSON lines */
+    struct conf_loc log_format_loc;
+    enum log_target log_target; /* auto, stderr or the journal */
+    struct conf_loc log_target_loc;
+    bool access_log; /* one info line per client served */
     struct conf_loc access_log_loc;
     /* The control socket's path (NULL: none); _set: named in the file. */
     char *control_socket;

@@ -189,6 +189,28 @@ static void key_metrics(struct parser *p, const char *value)
     d->metrics = a;
 }
 
+static void key_log_format(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+
+    if (first_time(p, &d->log_format_loc, "log_format") &&
+        log_style_parse(value, &d->log_format) < 0)
+        PARSE_ERROR(p, "log_format: '%s' is not a format: use text or json",
+                    value);
+}
+
+static void key_log_target(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+
+    if (first_time(p, &d->log_target_loc, "log_target") &&
+        log_target_parse(value, &d->log_target) < 0)
+        PARSE_ERROR(p,
+                    "log_target: '%s' is not a target: use auto, stderr or "
+                    "journal",
+                    value);
+}
+
 static void key_access_log(struct parser *p, const char *value)
 {
     struct weir_daemon_conf *d = &p->conf->daemon;
@@ -238,6 +260,8 @@ const struct key_def config_keys[] = {
     {SECTION_DAEMON, "metrics", false, key_metrics},
     {SECTION_DAEMON, "control_socket", false, key_control_socket},
     {SECTION_DAEMON, "access_log", false, key_access_log},
+    {SECTION_DAEMON, "log_format", false, key_log_format},
+    {SECTION_DAEMON, "log_target", false, key_log_target},
     {SECTION_PIPELINE, "source", true, key_source},
     {SECTION_PIPELINE, "sink", true, key_sink},
     {SECTION_PIPELINE, "transform", false, key_transform},

@@ -37,6 +37,12 @@ int config_print_defaults(FILE *f)
                 conf->daemon.drain_timeout_ms);
         fprintf(f, "control_socket=%s\n", conf->daemon.control_socket);
         fprintf(f, "access_log=%s\n", conf->daemon.access_log ? "yes" : "no");
+        fprintf(f, "log_format=%s\n",
+                conf->daemon.log_format == LOG_STYLE_JSON ? "json" : "text");
+        fprintf(f, "log_target=%s\n",
+                conf->daemon.log_target == LOG_TARGET_AUTO     ? "auto"
+                : conf->daemon.log_target == LOG_TARGET_STDERR ? "stderr"
+                                                               : "journal");
         fprintf(f, "high_water_mark=%" PRIu64 "\n", p->high_water_mark);
         fprintf(f, "chunk_size=%" PRIu64 "\n", p->chunk_size);
         fprintf(f, "follow=%s\n", p->follow ? "yes" : "no");

@@ -78,6 +78,11 @@ static unsigned check_against_run(const struct run *r,
                       "start",
                       conf->file);
     }
+    if (conf->daemon.log_format != r->cref->conf->daemon.log_format ||
+        conf->daemon.log_target != r->cref->conf->daemon.log_target)
+        log_warnx("%s: log_format or log_target changed; that takes effect "
+                  "at the next start",
+                  conf->file);
     if (!same_str(conf->daemon.control_socket,
                   r->cref->conf->daemon.control_socket))
         log_warnx("%s: control_socket changed; that takes effect at the next "

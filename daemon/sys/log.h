@@ -31,6 +31,32 @@ enum log_level {
  * else timestamps when `timestamps` is true, else plain lines.
  */
 void log_init(enum log_level level, bool timestamps);
+
+/* log_format and log_target of [daemon]. */
+enum log_style {
+    LOG_STYLE_TEXT,
+    LOG_STYLE_JSON, /* one JSON object per line */
+};
+enum log_target {
+    LOG_TARGET_AUTO,   /* the journal when stderr is the journal */
+    LOG_TARGET_STDERR, /* stderr, whatever it is */
+    LOG_TARGET_JOURNAL /* journald's native protocol */
+};
+
+/*
+ * After log_init, before any other thread logs. JSON lines carry time,
+ * level, msg and, when the message names them ("pipeline NAME: ...",
+ * "client PEER", "sink ADDRESS"), pipeline, peer and sink. The journal
+ * target sends each line as one datagram of journald's native protocol
+ * (PRIORITY=, MESSAGE=, SYSLOG_IDENTIFIER=weir, PIPELINE=, SINK=, PEER=)
+ * to /run/systemd/journal/socket (WEIR_JOURNAL_SOCKET replaces the path,
+ * for tests); a line the journal does not take goes to stderr. Returns
+ * 0, or -errno when the journal was asked for and cannot be reached
+ * (the lines then go to stderr).
+ */
+int log_setup(enum log_style style, enum log_target target);
+int log_style_parse(const char *name, enum log_style *style);
+int log_target_parse(const char *name, enum log_target *target);
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 

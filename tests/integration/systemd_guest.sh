@@ -106,6 +106,14 @@ until serves 7001 /etc/weir/data.txt || [ $i -ge 50 ]; do
 done
 check "the reloaded config serves its new pipeline" serves 7001 /etc/weir/data.txt
 
+# ---- the control socket in the RuntimeDirectory; the journal's fields ----
+check "the control socket is /run/weir/control, 0600, owned by weir" \
+	test "$(stat -c '%a %U' /run/weir/control 2>/dev/null)" = "600 weir"
+weir status
+check "weir status answers through it" sh -c 'weir status --json | grep -q "\"name\":\"b\""'
+check "the journal has the PIPELINE= field of a client's line" sh -c \
+	'journalctl -u weir.service -o verbose --no-pager PIPELINE=a | grep -q "MESSAGE=pipeline a: client 127.0.0.1:"'
+
 # ---- reload with a broken config fails; the old config keeps running ----
 printf '%s' "$broken" >/etc/weir/weir.conf
 if systemctl reload weir.service; then

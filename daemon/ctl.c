@@ -48,7 +48,7 @@ static int64_t now_ms(void)
 
 /* Sends req and reads the reply to its end: 0 with *out malloc'd, or
  * -errno. */
-static int ask(const char *path, const char *req, char **out)
+int ctl_ask(const char *path, const char *req, char **out)
 {
     struct sockaddr_un un = {.sun_family = AF_UNIX};
     size_t cap = 4096, n = 0, rlen = strlen(req);
@@ -169,7 +169,7 @@ static void say_unreachable(const char *path, int err)
 static int do_status(const char *path, bool json)
 {
     char *reply;
-    int rc = ask(path, json ? "status json\n" : "status\n", &reply);
+    int rc = ctl_ask(path, json ? "status json\n" : "status\n", &reply);
 
     if (rc) {
         say_unreachable(path, rc);
@@ -303,7 +303,7 @@ static int do_top(const char *path, long frames)
     for (long i = 0; !ctl_stop && (frames <= 0 || i < frames); i++) {
         int64_t next = now_ms() + 1000;
         char *reply = NULL, msg[256];
-        int err = ask(path, "status worst\n", &reply);
+        int err = ctl_ask(path, "status worst\n", &reply);
 
         if (err) {
             snprintf(msg, sizeof(msg), "cannot reach weir: %s; trying again\n",

@@ -11,4 +11,8 @@
  * (NULL: none). Returns the exit status. */
 int ctl_main(int argc, char *argv[], const char *conffile);
 
+/* Sends req to the control socket at path and reads the whole reply:
+ * 0 with *out malloc'd (NUL-terminated), or -errno. */
+int ctl_ask(const char *path, const char *req, char **out);
+
 #endif

@@ -21,6 +21,7 @@
 #include "demo.h"
 #include "sys/log.h"
 #include "conf/pipe_args.h"
+#include "check_env.h"
 #include "ctl.h"
 #include "run/run.h"
 #include "version.h"
@@ -38,7 +39,11 @@ static void usage(FILE *f)
         "  -c, --config FILE  the config (default: the embedded demo,\n"
         "                     serving files from %s)\n"
         "  -n, --check        check the config and exit: 0 when valid,\n"
-        "                     78 with every error as FILE:LINE: message\n"
+        "                     78 with every error as FILE:LINE: message;\n"
+        "                     also what it names: files readable and\n"
+        "                     writable by the service's user, listen\n"
+        "                     addresses free (or held by weir, systemd)\n"
+        "      --syntax-only  with --check: the file alone\n"
         "  -v, --verbose      log at debug level, whatever log_level says\n"
         "  -h, --help         this text (weir pipe --help: pipe's options)\n"
         "  -V, --version      print the version and the build's engine\n"
@@ -69,6 +74,7 @@ int main(int argc, char *argv[])
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"check", no_argument, NULL, 'n'},
+        {"syntax-only", no_argument, NULL, 'S'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -78,6 +84,7 @@ int main(int argc, char *argv[])
     };
     const char *conffile = NULL;
     bool check = false, verbose = false, pipe_mode = false;
+    bool syntax_only = false;
     struct weir_config *conf;
     unsigned errors = 0;
     int ch, r;
@@ -93,6 +100,9 @@ int main(int argc, char *argv[])
             break;
         case 'v':
             verbose = true;
+            break;
+        case 'S':
+            syntax_only = true;
             break;
         case 'h':
             usage(stdout);
@@ -145,6 +155,17 @@ int main(int argc, char *argv[])
         return EX_CONFIG;
     }
 
+    if (syntax_only && !check) {
+        fprintf(stderr, "weir: --syntax-only goes with --check\n");
+        config_free(conf);
+        return EX_USAGE;
+    }
+    if (check && !syntax_only && (errors = check_env(conf)) > 0) {
+        log_errx("%u error%s in what the configuration names", errors,
+                 errors == 1 ? "" : "s");
+        config_free(conf);
+        return EX_CONFIG;
+    }
     if (check) {
         fprintf(stderr, "%s: configuration OK\n",
                 pipe_mode ? "weir pipe"

@@ -605,7 +605,12 @@ static void put_json(struct text *t, const struct run *r,
     text_put(t, "\"pid\":%ld,\"workers\":%u,", (long)getpid(), r->cx.nworkers);
     text_put(t, "\"uptime_seconds\":%.1f,",
              (double)(clock_now_ns() - r->t_start_ns) / 1e9);
-    text_put(t, "\"ready\":%s,\"stopping\":%s,\"pipelines\":[",
+    text_put(t, "\"metrics\":");
+    if (r->conf->daemon.metrics)
+        text_json_str(t, r->conf->daemon.metrics->text);
+    else
+        text_put(t, "null");
+    text_put(t, ",\"ready\":%s,\"stopping\":%s,\"pipelines\":[",
              run_ready(r) ? "true" : "false", r->stopping ? "true" : "false");
     for (size_t i = 0; i < rows->n;) {
         size_t n = 1;

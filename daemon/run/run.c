@@ -423,16 +423,27 @@ static int pipelines_start(struct run *r)
 {
     struct weir_list *pos, *tmp;
     struct pipeline *pl;
+    unsigned failed = 0;
     int rc = 0;
 
-    for (size_t i = 0; rc == 0 && i < r->conf->npipelines; i++) {
-        rc = pipeline_prepare(&pl, &r->env, r->conf->pipelines[i], r->cref,
-                              NULL);
+    /* All of them, so that every error is reported at once. */
+    for (size_t i = 0; i < r->conf->npipelines; i++) {
+        int err = pipeline_prepare(&pl, &r->env, r->conf->pipelines[i], r->cref,
+                                   NULL);
+
         if (pl)
             weir_list_push_tail(&r->pls, &pl->link);
+        if (err) {
+            failed++;
+            if (!rc)
+                rc = err;
+        }
     }
-    if (rc)
+    if (rc) {
+        log_errx("%u pipeline%s could not start; exiting", failed,
+                 failed == 1 ? "" : "s");
         return rc;
+    }
     weir_list_for_each(pos, tmp,
                        &r->pls) if (pipeline_start(pipeline_of(pos)) != 0)
         r->failures++;

@@ -129,14 +129,30 @@ static int once_start(struct pipeline *pl)
     return spawn(pl, -1, -1, NULL);
 }
 
+/* "FILE:LINE: " of the line that wrote a (or "argument N: "), so a start
+ * error points where --check would. */
+static const char *at(const struct weir_address *a, char *buf, size_t len)
+{
+    if (a->loc.file)
+        snprintf(buf, len, "%s:%u: ", a->loc.file, a->loc.line);
+    else if (a->loc.line)
+        snprintf(buf, len, "argument %u: ", a->loc.line);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
 /* Mode "serve". */
 
 static int serve_check(const struct pipeline *pl)
 {
+    char w[320];
+
     if (pl->p->source->kind == ADDR_FILE)
         return 0;
-    log_errx("pipeline %s: a listen sink serves a file source; %s is not one",
-             pl->p->name, pl->p->source->text);
+    log_errx("%spipeline %s: a listen sink serves a file source; %s is not "
+             "one",
+             at(pl->p->source, w, sizeof(w)), pl->p->name, pl->p->source->text);
     return -ENOTSUP;
 }
 
@@ -290,7 +306,7 @@ static void on_client(struct listener *l, int fd, const char *peer)
 static int check_file_sink(const struct weir_pipeline *p,
                            const struct weir_address *a)
 {
-    char *copy = strdup(a->path);
+    char *copy = strdup(a->path), w[320];
     int rc = 0;
 
     if (!copy)
@@ -298,8 +314,8 @@ static int check_file_sink(const struct weir_pipeline *p,
     if (access(a->path, W_OK) != 0 &&
         (errno != ENOENT || access(dirname(copy), W_OK | X_OK) != 0)) {
         rc = -errno;
-        log_errx("pipeline %s: cannot write %s: %s", p->name, a->path,
-                 strerror(errno));
+        log_errx("%spipeline %s: cannot write %s: %s", at(a, w, sizeof(w)),
+                 p->name, a->path, strerror(errno));
     }
     free(copy);
     return rc;
@@ -322,8 +338,12 @@ static int open_file_sinks(struct pipeline *pl)
                       (a->append ? 0 : O_TRUNC),
                   0644);
         if (fd < 0) {
-            log_err("pipeline %s: %s", p->name, a->path);
-            return -errno;
+            char w[320];
+            int err = errno;
+
+            log_errx("%spipeline %s: %s: %s", at(a, w, sizeof(w)), p->name,
+                     a->path, strerror(err));
+            return -err;
         }
         pl->res[i].file_fd = fd;
     }
@@ -341,8 +361,10 @@ static int open_sink(struct pipeline *pl, size_t i)
     } else if (sink_connects(a)) {
         rc = sockaddr_resolve(a, &pl->res[i].addr, &pl->res[i].addrlen);
         if (rc) {
-            log_errx("pipeline %s: cannot resolve %s: %s", p->name, a->text,
-                     strerror(-rc));
+            char w[320];
+
+            log_errx("%spipeline %s: cannot resolve %s: %s",
+                     at(a, w, sizeof(w)), p->name, a->text, strerror(-rc));
             return rc;
         }
     }
@@ -365,8 +387,10 @@ static void listener_add(struct pipeline *pl, const struct weir_address *a)
 static int prepare_sinks(struct pipeline *pl)
 {
     const struct weir_pipeline *p = pl->p;
-    int rc;
+    int rc, first = 0;
+    char w[320];
 
+    /* Every sink is tried, so that a start reports all its errors. */
     for (size_t i = 0; i < p->nsinks; i++) {
         const struct weir_address *a = p->sinks[i];
 
@@ -375,16 +399,17 @@ static int prepare_sinks(struct pipeline *pl)
             continue;
         }
         if (pl->mode->listen_sinks) {
-            log_errx("pipeline %s: a listen sink must be the pipeline's "
+            log_errx("%spipeline %s: a listen sink must be the pipeline's "
                      "only kind of sink (%s)",
-                     p->name, a->text);
-            return -ENOTSUP;
+                     at(a, w, sizeof(w)), p->name, a->text);
+            rc = -ENOTSUP;
+        } else {
+            rc = open_sink(pl, i);
         }
-        rc = open_sink(pl, i);
-        if (rc)
-            return rc;
+        if (rc && !first)
+            first = rc;
     }
-    return 0;
+    return first;
 }
 
 int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
@@ -423,25 +448,28 @@ int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
         pl->mode->spec(pl);
     if (pl->mode->check && (rc = pl->mode->check(pl)) != 0)
         return rc;
+    /* On: the listeners' errors are reported with the sinks'. */
     rc = prepare_sinks(pl);
-    if (rc)
-        return rc;
     if (pl->mode->listen_source)
         listener_add(pl, p->source);
     for (unsigned j = 0; j < pl->nls; j++) {
         struct listener *l = &pl->ls[j];
+        char w[320];
+        int err;
 
         l->from = taken ? taken(env->owner, l->addr) : NULL;
         if (l->from)
             continue;
-        rc = listener_open(l, env->lfds);
-        if (rc) {
-            log_errx("pipeline %s: cannot listen on %s: %s", p->name,
-                     l->addr->text, strerror(-rc));
-            return rc;
+        err = listener_open(l, env->lfds);
+        if (err) {
+            log_errx("%spipeline %s: cannot listen on %s: %s",
+                     at(l->addr, w, sizeof(w)), p->name, l->addr->text,
+                     strerror(-err));
+            if (!rc)
+                rc = err;
         }
     }
-    return 0;
+    return rc;
 }
 
 int pipeline_start(struct pipeline *pl)

@@ -544,9 +544,12 @@ static void test_bad_config(void **state)
     free(r);
 }
 
+/* The file alone: --syntax-only, so that a port some other program on
+ * the machine holds does not fail a case about parsing. */
 static void check_ok(const char *name, const char *text)
 {
-    char path[256], *argv[] = {NULL, "--check", "-c", path, NULL};
+    char path[256],
+        *argv[] = {NULL, "--check", "--syntax-only", "-c", path, NULL};
     struct run *r = calloc(1, sizeof(*r));
 
     assert_non_null(r);
@@ -608,7 +611,7 @@ static void test_good_configs(void **state)
 /* Without -c, weir checks the demo it carries. */
 static void test_embedded_demo(void **state)
 {
-    char *argv[] = {NULL, "--check", NULL};
+    char *argv[] = {NULL, "--check", "--syntax-only", NULL};
     struct run *r = calloc(1, sizeof(*r));
 
     (void)state;
@@ -905,6 +908,169 @@ static void test_many_pipelines(void **state)
     free(r);
 }
 
+/* A listening socket on a port the kernel chose. */
+static int listening(uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    len = sizeof(ss);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* --check looks at what the file names: a listen address another
+ * program holds, a source the service cannot read, a sink directory it
+ * cannot write, port 80 without the socket unit; all reported at once,
+ * each at its line. --syntax-only passes the same file. */
+static void test_environment(void **state)
+{
+    char dir[200], path[300], text[2048], want[1024];
+    char *argv[] = {NULL, "--check", "-c", path, NULL};
+    char *syntax[] = {NULL, "--check", "--syntax-only", "-c", path, NULL};
+    bool root = geteuid() == 0;
+    struct run *r = calloc(1, sizeof(*r));
+    uint16_t held;
+    int fd = listening(&held);
+
+    (void)state;
+    assert_non_null(r);
+    /* As root the checks are judged for the service's user: nobody here.
+     * The suite's directory must let that user through. */
+    assert_int_equal(chmod(h_dir, 0755), 0);
+    snprintf(dir, sizeof(dir), "%s/env", h_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/ro", dir);
+    assert_int_equal(mkdir(path, 0555), 0);
+    snprintf(path, sizeof(path), "%s/rw", dir);
+    assert_int_equal(mkdir(path, 0777), 0);
+    assert_int_equal(chmod(path, 0777), 0);
+    snprintf(path, sizeof(path), "%s/secret", dir);
+    write_file(path, "for root only\n");
+    assert_int_equal(chmod(path, 0600), 0);
+    snprintf(path, sizeof(path), "%s/public", dir);
+    write_file(path, "for all\n");
+    assert_int_equal(chmod(path, 0644), 0);
+    snprintf(text, sizeof(text),
+             "[pipeline a]\n"                   /* 1 */
+             "source = file:%s/secret\n"        /* 2 */
+             "sink = file:%s/ro/out\n"          /* 3 */
+             "sink = file:%s/rw/out\n"          /* 4 */
+             "[pipeline b]\n"                   /* 5 */
+             "source = file:%s/public\n"        /* 6 */
+             "sink = tcp-listen:127.0.0.1:%u\n" /* 7 */
+             "%s",                              /* 8 */
+             dir, dir, dir, dir, held,
+             root ? "sink = tcp-listen:127.0.0.1:80\n" : "");
+    snprintf(path, sizeof(path), "%s/env.conf", h_dir);
+    write_file(path, text);
+    if (root)
+        setenv("WEIR_SERVICE_USER", "nobody", 1);
+    run_weir(argv, r);
+    unsetenv("WEIR_SERVICE_USER");
+    expect_exit(r, EX_CONFIG);
+    snprintf(want, sizeof(want), "%s:3: sink: '%s/ro/out' cannot be created",
+             path, dir);
+    assert_non_null(strstr(r->out, want));
+    snprintf(want, sizeof(want),
+             "%s:7: sink: tcp-listen:127.0.0.1:%u is in use by pid %d "
+             "(test_check)",
+             path, held, (int)getpid());
+    if (!strstr(r->out, want))
+        fail_msg("no '%s' in:\n%s", want, r->out);
+    snprintf(want, sizeof(want), "%s:4:", path);
+    assert_null(strstr(r->out, want));
+    snprintf(want, sizeof(want), "%s:6:", path);
+    assert_null(strstr(r->out, want));
+    if (root) {
+        snprintf(want, sizeof(want),
+                 "%s:2: source: '%s/secret' cannot be read by user nobody",
+                 path, dir);
+        assert_non_null(strstr(r->out, want));
+        snprintf(want, sizeof(want), "%s:8: sink: port 80 needs weir.socket",
+                 path);
+        assert_non_null(strstr(r->out, want));
+        assert_non_null(strstr(r->out, "4 errors in what the configuration"));
+    } else {
+        assert_non_null(strstr(r->out, "2 errors in what the configuration"));
+    }
+    run_weir(syntax, r);
+    expect_exit(r, 0);
+    assert_non_null(strstr(r->out, "configuration OK"));
+    /* Once the port is free, the same sink passes. */
+    close(fd);
+    snprintf(text, sizeof(text),
+             "[pipeline b]\nsource = file:%s/public\n"
+             "sink = tcp-listen:127.0.0.1:%u\nsink = file:%s/rw/out\n",
+             dir, held, dir);
+    write_file(path, text);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    free(r);
+}
+
+/* The listen address of a running weir is no error: a reload hands its
+ * socket over. The running weir says so on its control socket. */
+static void test_held_by_running(void **state)
+{
+    uint16_t port = h_free_port(false);
+    char path[300], *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+    struct h_weir w;
+
+    (void)state;
+    assert_non_null(r);
+    h_start_conf(&w, "running", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 1\ncontrol_socket = %s/running.sock\n"
+                 "[pipeline a]\nsource = file:%s/data.txt\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 h_dir, h_dir, port);
+    h_expect_log(&w, "pipeline a: listening on", 30000);
+    snprintf(path, sizeof(path), "%s/running.conf", h_dir);
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    h_expect_exit(&w, 0, true, 30000);
+    free(r);
+}
+
+/* A start that fails names every error with its FILE:LINE at once, not
+ * the first alone. */
+static void test_start_errors(void **state)
+{
+    uint16_t p1, p2;
+    int f1 = listening(&p1), f2 = listening(&p2);
+    char want[400];
+    struct h_weir w;
+
+    (void)state;
+    h_start_conf(&w, "start", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 1\ncontrol_socket = no\n" /* 1-3 */
+                 "[pipeline a]\nsource = file:%s/data.txt\n"    /* 4-5 */
+                 "sink = tcp-listen:127.0.0.1:%u\n"             /* 6 */
+                 "[pipeline b]\nsource = file:%s/data.txt\n"    /* 7-8 */
+                 "sink = tcp-listen:127.0.0.1:%u\n",            /* 9 */
+                 h_dir, p1, h_dir, p2);
+    h_expect_exit(&w, 1, false, 30000);
+    snprintf(want, sizeof(want),
+             "%s/start.conf:6: pipeline a: cannot listen on "
+             "tcp-listen:127.0.0.1:%u: Address already in use",
+             h_dir, p1);
+    h_expect_log(&w, want, 1);
+    snprintf(want, sizeof(want),
+             "%s/start.conf:9: pipeline b: cannot listen on "
+             "tcp-listen:127.0.0.1:%u: Address already in use",
+             h_dir, p2);
+    h_expect_log(&w, want, 1);
+    h_expect_log(&w, "2 pipelines could not start; exiting", 1);
+    close(f1);
+    close(f2);
+}
+
 static int setup(void **state)
 {
     char path[300];
@@ -930,6 +1096,9 @@ int main(void)
         cmocka_unit_test_teardown(test_pipe_dash, h_teardown),
         cmocka_unit_test(test_log_formats),
         cmocka_unit_test(test_many_pipelines),
+        cmocka_unit_test(test_environment),
+        cmocka_unit_test_teardown(test_start_errors, h_teardown),
+        cmocka_unit_test_teardown(test_held_by_running, h_teardown),
     };
     size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(NBAD + nfixed, sizeof(*tests));

@@ -261,7 +261,11 @@ static void client_line(const struct run *r, const struct pipeline *pl,
     bool on = r->conf->daemon.access_log;
     double secs = (double)(clock_now_ns() - s->t_start_ns) / 1e9;
 
-    if (err && !client_hung_up(s, err))
+    if (err && r->cutting)
+        log_info("pipeline %s: client %s cut at the drain timeout after %llu "
+                 "bytes in %.3f s",
+                 pl->p->name, s->peer, out, secs);
+    else if (err && !client_hung_up(s, err))
         log_warnx("pipeline %s: client %s: %s after %llu bytes in %.3f s",
                   pl->p->name, s->peer, strerror(-err), out, secs);
     else if (err && on)

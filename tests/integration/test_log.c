@@ -20,6 +20,41 @@
 static char data[300], data_hex[65];
 #define DATA_SIZE (1u << 20)
 
+/* The collector comes up at last: it takes what the sink held back, so
+ * that the sink's stream ends at the stop (one whose sink never
+ * connected would only be cut). */
+struct collector {
+    int lfd;
+    pthread_t th;
+    int64_t got;
+};
+
+static void *collect(void *arg)
+{
+    struct collector *c = arg;
+    int fd = h_accept(c->lfd, WAIT);
+
+    c->got = fd < 0 ? -1 : h_drain(fd, NULL, UINT64_MAX, WAIT);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void collector_up(struct collector *c, int held)
+{
+    c->lfd = held;
+    assert_int_equal(listen(held, 8), 0);
+    assert_int_equal(pthread_create(&c->th, NULL, collect, c), 0);
+}
+
+/* After weir exited: the collector saw the end of its stream. */
+static void collector_join(struct collector *c)
+{
+    pthread_join(c->th, NULL);
+    close(c->lfd);
+    assert_true(c->got > 0);
+}
+
 static void test_json_lines(void **state)
 {
     uint16_t port = h_free_port(false);
@@ -100,6 +135,7 @@ static void test_journal_native(void **state)
     int jfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     int held = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct h_client c = {.port = 0};
+    struct collector col;
     char buf[4096], peer[64], sink[64];
     struct h_weir w;
 
@@ -117,6 +153,7 @@ static void test_journal_native(void **state)
     assert_int_equal(setenv("WEIR_JOURNAL_SOCKET", un.sun_path, 1), 0);
     h_start_conf(&w, "journal", H_CONF_FRESH_LOG,
                  "[daemon]\nworkers = 2\nlog_target = journal\n"
+                 "drain_timeout = 20s\n"
                  "control_socket = no\n\n"
                  "[pipeline files]\nsource = file:%s\n"
                  "sink = tcp-listen:127.0.0.1:%u\n\n"
@@ -149,9 +186,10 @@ static void test_journal_native(void **state)
 
         expect_datagram(jfd, n, 5, buf, sizeof(buf));
     }
+    collector_up(&col, held);
     h_expect_exit(&w, 0, true, WAIT);
+    collector_join(&col);
     close(jfd);
-    close(held);
 }
 
 int main(void)

@@ -84,7 +84,7 @@ static void start(struct h_weir *w, const char *name, uint16_t port,
 {
     h_start_conf(w, name, H_CONF_FRESH_LOG,
                  "[daemon]\nworkers = 2\ncontrol_socket = %s\n"
-                 "drain_timeout = 1s\n\n"
+                 "drain_timeout = 20s\n\n"
                  "[pipeline files]\nsource = file:%s\n"
                  "sink = tcp-listen:127.0.0.1:%u\n\n"
                  "[pipeline logs]\nsource = file:%s\nfollow = yes\n"
@@ -107,6 +107,41 @@ static int hold_port(uint16_t *port)
     assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
     *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     return fd;
+}
+
+/* The collector comes up at last: it takes what the sink held back, so
+ * that the sink's stream ends at the stop (one whose sink never
+ * connected would only be cut). */
+struct collector {
+    int lfd;
+    pthread_t th;
+    int64_t got;
+};
+
+static void *collect(void *arg)
+{
+    struct collector *c = arg;
+    int fd = h_accept(c->lfd, WAIT);
+
+    c->got = fd < 0 ? -1 : h_drain(fd, NULL, UINT64_MAX, WAIT);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void collector_up(struct collector *c, int held)
+{
+    c->lfd = held;
+    assert_int_equal(listen(held, 8), 0);
+    assert_int_equal(pthread_create(&c->th, NULL, collect, c), 0);
+}
+
+/* After weir exited: the collector saw the end of its stream. */
+static void collector_join(struct collector *c)
+{
+    pthread_join(c->th, NULL);
+    close(c->lfd);
+    assert_true(c->got > 0);
 }
 
 /* Sends req on a fresh connection to the control socket and reads the
@@ -140,6 +175,7 @@ static void test_status_json(void **state)
 {
     uint16_t port = h_free_port(false), collector;
     int held = hold_port(&collector);
+    struct collector col;
     char sink[64], *out = NULL;
     struct h_client c = {.port = 0};
     struct stat st;
@@ -195,15 +231,18 @@ static void test_status_json(void **state)
     assert_non_null(strstr(out, " connecting "));
     free(out);
 
+    /* The collector comes up (its sink connects at its next try). */
+    collector_up(&col, held);
+
     /* SIGUSR1: the same table in the log. */
     assert_int_equal(kill(w.pid, SIGUSR1), 0);
     h_expect_log(&w, "info: status: PIPELINE  SINK", WAIT);
     h_expect_log(&w, "info: status: logs      tcp:127.0.0.1:", WAIT);
 
     h_expect_exit(&w, 0, true, WAIT);
+    collector_join(&col);
     /* Its socket goes with it. */
     assert_int_equal(stat(sock, &st), -1);
-    close(held);
     /* Nothing answers now: weir status says so. */
     assert_int_equal(run_weir(&out, "status", "-s", sock, NULL), 69);
     free(out);
@@ -213,6 +252,7 @@ static void test_bad_requests(void **state)
 {
     uint16_t port = h_free_port(false), collector;
     int held = hold_port(&collector), idle[8];
+    struct collector col;
     char huge[400], *r, *out;
     struct h_weir w;
 
@@ -249,8 +289,9 @@ static void test_bad_requests(void **state)
                     read(idle[i], &c, 1) <= 0);
         close(idle[i]);
     }
+    collector_up(&col, held);
     h_expect_exit(&w, 0, true, WAIT);
-    close(held);
+    collector_join(&col);
 }
 
 /* The frames `weir top -n` prints when stdout is no terminal. */
@@ -258,6 +299,7 @@ static void test_top_frames(void **state)
 {
     uint16_t port = h_free_port(false), collector;
     int held = hold_port(&collector);
+    struct collector col;
     struct h_weir w;
     char *out;
     const char *logs, *files;
@@ -275,8 +317,9 @@ static void test_top_frames(void **state)
     assert_true(logs < files);
     assert_null(strchr(out, '\033')); /* no terminal: no escapes */
     free(out);
+    collector_up(&col, held);
     h_expect_exit(&w, 0, true, WAIT);
-    close(held);
+    collector_join(&col);
 }
 
 static int tmux(const char *tsock, const char *a, const char *b, const char *c,
@@ -298,6 +341,7 @@ static void test_top_tmux(void **state)
 {
     uint16_t port = h_free_port(false), collector;
     int held = hold_port(&collector);
+    struct collector col;
     char tsock[300], cmd[1024], *screen = NULL;
     struct h_weir w;
     bool shown = false, gone = false;
@@ -343,8 +387,9 @@ static void test_top_tmux(void **state)
     if (!gone)
         (void)tmux(tsock, "kill-server", NULL, NULL, NULL, NULL);
     assert_true(gone);
+    collector_up(&col, held);
     h_expect_exit(&w, 0, true, WAIT);
-    close(held);
+    collector_join(&col);
 }
 
 /* The access log: one info line per client, a client that hangs up

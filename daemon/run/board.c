@@ -228,11 +228,13 @@ static const struct pl_num *pl_num_of(const struct series *snap,
     return NULL;
 }
 
-/* The pipelines to show: the running ones, each name once (a reload's
- * replacement stands for the one it drains). */
+/* The pipelines to show: the running ones, each name once. A reload's
+ * replacement stands for the one it drains; of a removed pipeline's
+ * draining ones, the first. */
 static bool shown(const struct run *r, const struct pipeline *pl)
 {
     const struct weir_list *pos;
+    bool before = true;
 
     if (pl->gone)
         return false;
@@ -240,11 +242,14 @@ static bool shown(const struct run *r, const struct pipeline *pl)
         const struct pipeline *o =
             weir_list_entry(pos, const struct pipeline, link);
 
-        if (o == pl)
-            return true;
-        if (!o->gone && strcmp(o->p->name, pl->p->name) == 0 &&
-            (o->draining || !pl->draining))
-            return false; /* an earlier one of the name stands */
+        if (o == pl) {
+            before = false;
+            continue;
+        }
+        if (o->gone || strcmp(o->p->name, pl->p->name) != 0 || !pl->draining)
+            continue;
+        if (!o->draining || before)
+            return false;
     }
     return true;
 }
@@ -380,11 +385,10 @@ static void human_secs(char *out, size_t len, double s)
         snprintf(out, len, "%llud%02lluh", t / 86400, t / 3600 % 24);
 }
 
-static uint64_t delivered_total(const struct run *r, const struct series *snap)
+static uint64_t delivered_total(const struct series *snap)
 {
     uint64_t b = 0;
 
-    (void)r;
     for (size_t i = 0; i < snap->npls; i++)
         if (snap->pls[i].nsinks > 0)
             b += snap->pls[i].sinks[0].delivered;
@@ -402,7 +406,7 @@ static void put_summary(struct text *t, const struct run *r,
     for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
         ncl +=
             pipeline_clients(weir_list_entry(pos, const struct pipeline, link));
-    human_bytes(sent, sizeof(sent), (double)delivered_total(r, snap), "");
+    human_bytes(sent, sizeof(sent), (double)delivered_total(snap), "");
     human_secs(up, sizeof(up), (double)(clock_now_ns() - r->t_start_ns) / 1e9);
     text_put(t,
              "%s%u pipeline%s, %u live stream%s, %u client%s, %s sent, up "

@@ -294,6 +294,47 @@ static void test_bad_requests(void **state)
     collector_join(&col);
 }
 
+/* A reload that changes a pipeline while a client of it is served: the
+ * old one drains, the new one serves, and the board shows the name once,
+ * not draining. */
+static void test_reload_shows_once(void **state)
+{
+    uint16_t port = h_free_port(false);
+    char conf[300], *out = NULL;
+    struct h_weir w;
+    int fd;
+
+    (void)state;
+    h_start_conf(&w, "reload", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\ncontrol_socket = %s\n"
+                 "drain_timeout = 20s\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 sock, big, port);
+    h_expect_log(&w, "pipeline files: listening on", WAIT);
+    /* A client that takes a part and waits: its stream keeps the old
+     * pipeline draining. */
+    fd = h_connect(false, port, NULL, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(h_drain(fd, NULL, 4096, WAIT), 4096);
+    h_path(conf, sizeof(conf), "reload.conf");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 2\ncontrol_socket = %s\n"
+                 "drain_timeout = 20s\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\nhigh_water_mark = 2MiB\n",
+                 sock, big, port);
+    assert_int_equal(kill(w.pid, SIGHUP), 0);
+    h_expect_log(&w, "reloaded ", WAIT);
+    assert_int_equal(run_weir(&out, "status", "--json", "-s", sock, NULL), 0);
+    assert_int_equal(h_count(out, "\"name\":\"files\""), 1);
+    assert_non_null(strstr(out, "\"draining\":false"));
+    assert_true(json_field(out, "files", NULL, "streams_active") == 1);
+    free(out);
+    close(fd);
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
 /* The frames `weir top -n` prints when stdout is no terminal. */
 static void test_top_frames(void **state)
 {
@@ -462,6 +503,7 @@ int main(void)
         cmocka_unit_test_teardown(test_top_frames, h_teardown),
         cmocka_unit_test_teardown(test_top_tmux, h_teardown),
         cmocka_unit_test_teardown(test_access_log, h_teardown),
+        cmocka_unit_test_teardown(test_reload_shows_once, h_teardown),
     };
     int rc;
 

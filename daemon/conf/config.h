@@ -18,6 +18,7 @@
 #include "sys/log.h"
 #include "conf/value.h"
 #include "weir/loop.h"
+#include "weir/tls.h"
 
 /* Defaults and limits; config/weir.conf.md quotes them. The chunk size
  * is the fastest measured for file -> tcp (bench/results/placement.md). */
@@ -103,6 +104,12 @@ struct weir_address {
     uint64_t high_water_mark; /* sinks; 0 until resolved */
     unsigned max_clients;     /* listen kinds; 0 = no limit */
     unsigned backlog;         /* listen kinds */
+    /* tls: and tls-listen: are tcp and tcp-listen with tls set. */
+    bool tls;
+    char *cert, *key, *ca, *sni, *alpn, *ciphers; /* NULL: not given */
+    bool verify;                                  /* tls: default yes */
+    enum weir_tls_version min_version;            /* default TLS 1.2 */
+    struct weir_tls_ctx *tls_ctx; /* made by config_check (conf/tls.c) */
     struct conf_loc loc;
 };
 

@@ -21,6 +21,7 @@
 
 #include "conf/address.h"
 #include "conf/keymap.h"
+#include "conf/tls.h"
 
 /* "line 12" in a file, "argument 3" on the command line. */
 static const char *where(const struct conf_loc *loc, char *buf, size_t len)
@@ -243,6 +244,8 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         check_source_file(src, p->follow || src->follow, diag);
     if (src != NULL && src->kind == ADDR_UNIX_LISTEN)
         check_created_path(src, "source", diag);
+    if (src != NULL)
+        conf_tls_check(src, diag);
     for (size_t i = 0; i < p->nsinks; i++) {
         struct weir_address *s = p->sinks[i];
         if (s->high_water_mark == 0)
@@ -254,6 +257,7 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
             s->append = !oneshot;
         if (s->kind == ADDR_FILE || s->kind == ADDR_UNIX_LISTEN)
             check_created_path(s, "sink", diag);
+        conf_tls_check(s, diag);
         if (s->kind == ADDR_FILE && src != NULL && src->kind == ADDR_FILE &&
             same_file(s->path, src->path))
             config_error(diag, &s->loc,

@@ -123,9 +123,11 @@ static bool wants_zero_copy(const struct stream *s)
 {
     const struct weir_pipeline *p = s->sp->p;
 
+    /* TLS needs the bytes in user space (no kernel TLS here). */
     return s->sp->zero_copy && s->src_regular && p->nsinks == 1 &&
            p->ntransforms == 0 && p->sinks[0]->on_full == ON_FULL_BLOCK &&
-           !(p->follow || p->source->follow);
+           !(p->follow || p->source->follow) && !p->sinks[0]->tls &&
+           !(s->via && s->via->tls);
 }
 
 static bool split_wanted(const struct stream *s)

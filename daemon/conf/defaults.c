@@ -48,6 +48,11 @@ int config_print_defaults(FILE *f)
             fprintf(f, "max_clients=none\n");
         else
             fprintf(f, "max_clients=%u\n", listen->max_clients);
+        /* tls: and tls-listen: (an address's fields before parsing any
+         * option are the defaults). */
+        fprintf(f, "verify=%s\n", listen->verify ? "yes" : "no");
+        fprintf(f, "min_version=%s\n",
+                listen->min_version == WEIR_TLS_1_3 ? "1.3" : "1.2");
         r = 0;
     }
     address_free(listen);

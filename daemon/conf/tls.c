@@ -150,11 +150,19 @@ void conf_tls_check(struct weir_address *a, struct conf_diag *diag)
         .on_fail = handshake_failed,
         .fail_arg = a,
     };
-    char err[512] = "";
+    char err[512] = "", alpn[256];
     int rc;
 
     if (!a->tls || a->tls_ctx)
         return;
+    if (a->alpn) {
+        /* Commas separate address options: the list is written with ':'. */
+        snprintf(alpn, sizeof(alpn), "%s", a->alpn);
+        for (char *c = alpn; *c; c++)
+            if (*c == ':')
+                *c = ',';
+        o.alpn = alpn;
+    }
     conf_tls_note_kernel();
     if (o.server && !a->cert) {
         config_error(diag, &a->loc,

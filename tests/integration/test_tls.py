@@ -163,13 +163,17 @@ class Weir:
         self.p.send_signal(signal.SIGTERM)
         rc = self.p.wait(30)
         assert rc == 0, "weir exited %d:\n%s" % (rc, self.text())
-        assert "ERROR" not in self.text() and "AddressSanitizer" not in \
-            self.text(), self.text()
+        text = self.text()
+        assert "ERROR" not in text and "Sanitizer" not in text and \
+            "runtime error" not in text, text
 
 
 def pipe(*addrs, timeout=60):
-    return subprocess.run([WEIR, "pipe"] + list(addrs), cwd=TMP,
-                          capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run([WEIR, "pipe"] + list(addrs), cwd=TMP,
+                       capture_output=True, text=True, timeout=timeout)
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, \
+        r.stderr
+    return r
 
 
 def client_ctx(cert=None):
@@ -235,6 +239,14 @@ sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s
     assert r.returncode == 0, r.stderr
     assert hashlib.sha256(r.stdout).hexdigest() == want, "socat"
     assert tls_read(port)[0] == want, "python ssl"
+    # A peer that never says hello: the handshake times out, the
+    # connection is closed, and the others were served meanwhile.
+    mute = socket.create_connection(("127.0.0.1", port), 30)
+    assert tls_read(port)[0] == want, "served beside a mute peer"
+    mute.settimeout(60)
+    assert mute.recv(1) == b"", "the mute peer's connection stayed"
+    mute.close()
+    w.wait_log("the handshake did not finish within 10.0 s")
     w.stop()
 
 
@@ -276,6 +288,17 @@ sink = tcp:127.0.0.1:%d
     assert r.returncode == 0, r.stderr
     assert hashlib.sha256(r.stdout).hexdigest() == want, \
         "%d bytes came back" % len(r.stdout)
+    # Plain TCP into tls-listen: refused with the reason.
+    plain = socket.create_connection(("127.0.0.1", port), 30)
+    plain.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    plain.settimeout(60)
+    try:
+        while plain.recv(1 << 16):
+            pass
+    except ConnectionError:
+        pass
+    plain.close()
+    w.wait_log("does not speak TLS on this port")
     w.stop()
     up.close()
 

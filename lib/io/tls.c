@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -90,6 +91,11 @@ struct weir_tls_session {
     struct weir_buf *rbuf, *ibuf;
     uint32_t ilen, iat;
     struct weir_op recv_op;
+    /* A recv waits for readiness first (poll_op) so that a connection
+     * waiting for its peer holds no pool buffer; after a recv that filled
+     * its buffer more is likely there, and the next recv goes at once. */
+    struct weir_op poll_op;
+    bool readable;
     struct weir_op kick_op;
     struct weir_timer hs_timer, retry;
     struct weir_reap reap;
@@ -464,6 +470,8 @@ void weir__tls_unref(struct weir_tls_session *t)
         weir_loop_cancel(t->loop, &t->send_op);
     if (t->recv_op.pending)
         weir_loop_cancel(t->loop, &t->recv_op);
+    if (t->poll_op.pending)
+        weir_loop_cancel(t->loop, &t->poll_op);
     if (t->hs_timer.op.pending)
         weir_loop_timer_stop(t->loop, &t->hs_timer);
     if (t->retry.op.pending)
@@ -626,6 +634,7 @@ static void recv_done(struct weir_op *op, int res, uint32_t flags)
         weir_buf_unref(b, t->slot);
         return;
     }
+    t->readable = res == (int)weir_pool_buf_size(t->pool);
     if (res > 0) {
         t->ibuf = b;
         t->iat = 0;
@@ -642,12 +651,38 @@ static void recv_done(struct weir_op *op, int res, uint32_t flags)
     pump(t);
 }
 
+static void poll_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_tls_session *t =
+        weir_container_of(op, struct weir_tls_session, poll_op);
+
+    (void)flags;
+    if (op_done(t))
+        return;
+    if (res < 0 && res != -EINTR)
+        set_err(t, res);
+    else
+        t->readable = res >= 0;
+    pump(t);
+}
+
 static void start_recv(struct weir_tls_session *t)
 {
     int rc;
 
-    if (t->recv_op.pending || t->ibuf || t->eof || t->err)
+    if (t->recv_op.pending || t->poll_op.pending || t->ibuf || t->eof || t->err)
         return;
+    if (!t->readable) {
+        t->poll_op.fn = poll_done;
+        rc = weir_loop_poll(t->loop, &t->poll_op, t->fd, POLLIN);
+        if (rc == -EBUSY)
+            retry_later(t);
+        else if (rc)
+            set_err(t, rc);
+        else
+            t->inflight++;
+        return;
+    }
     if (weir_pool_get(t->pool, &t->rbuf) != 0) {
         t->rbuf = NULL;
         retry_later(t);

@@ -221,12 +221,20 @@ def test_sink_into_s_server():
 
 def test_clients_of_tls_listen():
     want = make_file("serve.bin", 6 << 20)
-    port = free_port()
+    small = make_file("small.bin", 300 << 10)  # a size plain TCP splices
+    port, port2 = free_port(), free_port()
     w = Weir("serve", """[pipeline files]
 source = file:%s
 sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s
-""" % (path("serve.bin"), port, path("server.pem"), path("server.key")))
-    w.wait_log("listening on")
+
+[pipeline small]
+source = file:%s
+sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s
+""" % (path("serve.bin"), port, path("server.pem"), path("server.key"),
+       path("small.bin"), port2, path("server.pem"), path("server.key")))
+    w.wait_log("listening on", 2)
+    assert tls_read(port2)[0] == small, "a small file over TLS"
+
     r = subprocess.run(["openssl", "s_client", "-quiet", "-verify_return_error",
                         "-CAfile", "ca.pem", "-servername", "localhost",
                         "-connect", "127.0.0.1:%d" % port], cwd=TMP,

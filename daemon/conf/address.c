@@ -238,6 +238,13 @@ static int opt_min_version(struct weir_address *a, const char *v, char *err,
     return 0;
 }
 
+static int opt_handshake_timeout(struct weir_address *a, const char *v,
+                                 char *err, size_t errlen)
+{
+    return value_duration_ms(v, 1, CONF_MAX_HANDSHAKE_MS,
+                             &a->handshake_timeout_ms, err, errlen);
+}
+
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_follow},
     {"append", KIND(ADDR_FILE), ROLE(ADDR_SINK), "a file sink", opt_append},
@@ -263,6 +270,8 @@ static const struct option_def options[] = {
      "tls and tls-listen", opt_min_version},
     {"ciphers", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
      "tls and tls-listen", opt_ciphers},
+    {"handshake_timeout", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_handshake_timeout},
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -756,6 +765,7 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     a->loc = *loc;
     a->backlog = CONF_DEFAULT_BACKLOG;
     a->verify = true;
+    a->handshake_timeout_ms = CONF_DEFAULT_HANDSHAKE_MS;
     a->text = strdup(text);
     if (a->text == NULL) {
         free(a);

@@ -22,22 +22,24 @@
 
 /* Defaults and limits; config/weir.conf.md quotes them. The chunk size
  * is the fastest measured for file -> tcp (bench/results/placement.md). */
-#define CONF_DEFAULT_HWM      (1 * MiB)
-#define CONF_MIN_HWM          UINT64_C(1)
-#define CONF_MAX_HWM          (16 * GiB)
-#define CONF_DEFAULT_CHUNK    (256 * KiB)
-#define CONF_MIN_CHUNK        UINT64_C(512)
-#define CONF_MAX_CHUNK        (16 * MiB)
-#define CONF_MAX_WORKERS      1024
-#define CONF_DEFAULT_DRAIN_MS 5000
-#define CONF_MAX_DRAIN_MS     (3600 * 1000)
-#define CONF_DEFAULT_BACKLOG  511
-#define CONF_MAX_BACKLOG      65535
-#define CONF_MAX_CLIENTS      1000000
-#define CONF_MAX_NAME         64
-#define CONF_MAX_TRANSFORMS   32
-#define CONF_MAX_SINKS        64
-#define CONF_ERRORS_SHOWN     100 /* then only counted */
+#define CONF_DEFAULT_HWM          (1 * MiB)
+#define CONF_MIN_HWM              UINT64_C(1)
+#define CONF_MAX_HWM              (16 * GiB)
+#define CONF_DEFAULT_CHUNK        (256 * KiB)
+#define CONF_MIN_CHUNK            UINT64_C(512)
+#define CONF_MAX_CHUNK            (16 * MiB)
+#define CONF_MAX_WORKERS          1024
+#define CONF_DEFAULT_DRAIN_MS     5000
+#define CONF_MAX_DRAIN_MS         (3600 * 1000)
+#define CONF_DEFAULT_BACKLOG      511
+#define CONF_MAX_BACKLOG          65535
+#define CONF_MAX_CLIENTS          1000000
+#define CONF_MAX_NAME             64
+#define CONF_MAX_TRANSFORMS       32
+#define CONF_MAX_SINKS            64
+#define CONF_ERRORS_SHOWN         100   /* then only counted */
+#define CONF_DEFAULT_HANDSHAKE_MS 30000 /* tls, tls-listen */
+#define CONF_MAX_HANDSHAKE_MS     (3600 * 1000)
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -109,6 +111,7 @@ struct weir_address {
     char *cert, *key, *ca, *sni, *alpn, *ciphers; /* NULL: not given */
     bool verify;                                  /* tls: default yes */
     enum weir_tls_version min_version;            /* default TLS 1.2 */
+    uint64_t handshake_timeout_ms;
     struct weir_tls_ctx *tls_ctx; /* made by config_check (conf/tls.c) */
     struct conf_loc loc;
 };

@@ -28,7 +28,8 @@ static bool addr_same(const struct weir_address *a,
            str_same(a->key, b->key) && str_same(a->ca, b->ca) &&
            str_same(a->sni, b->sni) && str_same(a->alpn, b->alpn) &&
            str_same(a->ciphers, b->ciphers) && a->verify == b->verify &&
-           a->min_version == b->min_version;
+           a->min_version == b->min_version &&
+           a->handshake_timeout_ms == b->handshake_timeout_ms;
 }
 
 bool config_pipeline_same(const struct weir_pipeline *a,

@@ -146,7 +146,7 @@ void conf_tls_check(struct weir_address *a, struct conf_diag *diag)
         .alpn = a->alpn,
         .min_version = a->min_version,
         .ciphers = a->ciphers,
-        .handshake_timeout_ns = CONF_TLS_HANDSHAKE_MS * 1000000ull,
+        .handshake_timeout_ns = a->handshake_timeout_ms * 1000000ull,
         .on_fail = handshake_failed,
         .fail_arg = a,
     };

@@ -7,9 +7,6 @@
 
 #include "conf/config.h"
 
-/* How long a handshake may take (weir_tls_options). */
-#define CONF_TLS_HANDSHAKE_MS 10000
-
 /* Makes a->tls_ctx from the address's options (files loaded, the key
  * checked against the certificate); a problem is a config error at the
  * address. A non-TLS address is left alone. */

@@ -225,7 +225,7 @@ def test_clients_of_tls_listen():
     port, port2 = free_port(), free_port()
     w = Weir("serve", """[pipeline files]
 source = file:%s
-sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s
+sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s,handshake_timeout=2s
 
 [pipeline small]
 source = file:%s
@@ -254,7 +254,7 @@ sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s
     mute.settimeout(60)
     assert mute.recv(1) == b"", "the mute peer's connection stayed"
     mute.close()
-    w.wait_log("the handshake did not finish within 10.0 s")
+    w.wait_log("the handshake did not finish within 2.0 s")
     w.stop()
 
 

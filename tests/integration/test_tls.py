@@ -9,6 +9,7 @@ Python's ssl module; every transfer is checked by its SHA-256. Waits are
 for events (a port listening, a log line, an exit), bounded by deadlines.
 The engine is whatever WEIR_ENGINE says (meson test --setup epoll).
 """
+import base64
 import hashlib
 import os
 import shutil
@@ -217,6 +218,57 @@ def test_sink_into_s_server():
     srv.stdin.close()
     srv.wait(30)
     assert sha("sink2.out") == want
+
+
+def test_tls_source():
+    # A Python TLS server: s_server, given a file on stdin, stopped after
+    # its first record here unless slowed down (under strace it sent all).
+    want = make_file("src.bin", 4 << 20)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(path("server.pem"), path("server.key"))
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+
+    def serve():
+        c, _ = ls.accept()
+        with ctx.wrap_socket(c, server_side=True) as s:
+            with open(path("src.bin"), "rb") as f:
+                s.sendall(f.read())
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    r = pipe("tls:localhost:%d,ca=ca.pem" % ls.getsockname()[1],
+             "file:src.out")
+    th.join(30)
+    ls.close()
+    assert r.returncode == 0, "exit %d: %s" % (r.returncode, r.stderr)
+    assert sha("src.out") == want, "the tls source read other bytes"
+
+
+def test_broadcast_over_tls():
+    open(path("live.log"), "w").close()
+    port = free_port()
+    w = Weir("bcast", """[pipeline live]
+source = file:%s
+follow = yes
+sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s
+""" % (path("live.log"), port, path("server.pem"), path("server.key")))
+    w.wait_log("listening on")
+    raw = socket.create_connection(("127.0.0.1", port), 30)
+    s = client_ctx().wrap_socket(raw, server_hostname="localhost")
+    w.wait_log("is a branch of the broadcast")
+    lines = b"".join(b"line %d\n" % i for i in range(1000))
+    with open(path("live.log"), "ab") as f:
+        f.write(lines)
+    got = b""
+    s.settimeout(30)
+    while len(got) < len(lines):
+        b = s.recv(1 << 16)
+        assert b, "the broadcast ended early"
+        got += b
+    assert got == lines
+    s.close()
+    w.stop()
 
 
 def test_clients_of_tls_listen():
@@ -452,7 +504,8 @@ high_water_mark = 256KiB
 
 
 def main():
-    tests = [test_sink_into_s_server, test_clients_of_tls_listen,
+    tests = [test_sink_into_s_server, test_tls_source,
+             test_broadcast_over_tls, test_clients_of_tls_listen,
              test_proxy_to_plain_upstream, test_mutual_tls,
              test_verify_failures, test_check,
              test_reload_swaps_certificate]
@@ -464,7 +517,7 @@ def main():
                 print("ok    " + t.__name__, flush=True)
             except Exception as e:  # report every test, then fail
                 FAILED.append(t.__name__)
-                print("FAIL  %s: %s" % (t.__name__, e), flush=True)
+                print("FAIL  %s: %r" % (t.__name__, e), flush=True)
     finally:
         for p in PROCS:
             if p.poll() is None:

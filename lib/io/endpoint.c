@@ -199,6 +199,7 @@ void weir_endpoint_destroy(struct weir_endpoint *ep)
     if (ep->is_socket && ep->fd >= 0)
         shutdown(ep->fd, SHUT_RDWR);
     ep_cancel_ops(ep);
+    weir__ep_tls_detach(ep);
     ep_maybe_reap(ep);
 }
 

@@ -158,6 +158,9 @@ int weir__ep_tls_submit(struct weir_endpoint *ep);
 int weir__ep_tls_close(struct weir_endpoint *ep);
 int weir__ep_tls_read(struct weir_endpoint *ep, struct weir_buf *b);
 void weir__ep_tls_cancel(struct weir_endpoint *ep);
+/* At destroy: the endpoint's requests end now and its reference goes, so
+ * that a session nobody else holds winds its own ops down at once. */
+void weir__ep_tls_detach(struct weir_endpoint *ep);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */

@@ -81,6 +81,23 @@ int weir__ep_tls_read(struct weir_endpoint *ep, struct weir_buf *b)
                           ep);
 }
 
+void weir__ep_tls_detach(struct weir_endpoint *ep)
+{
+    struct weir_tls_session *t = ep->tls;
+
+    if (!t)
+        return;
+    if (ep->kind == EP_FD_SOURCE) {
+        weir__tls_abort(t, TLS_REQ_READ);
+    } else {
+        weir__tls_abort(t, TLS_REQ_READY);
+        weir__tls_abort(t, TLS_REQ_WRITE);
+        weir__tls_abort(t, TLS_REQ_SHUTDOWN);
+    }
+    ep->tls = NULL;
+    weir__tls_unref(t);
+}
+
 void weir__ep_tls_cancel(struct weir_endpoint *ep)
 {
     if (!ep->tls)

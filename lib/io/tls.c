@@ -1026,6 +1026,12 @@ void weir__tls_cancel(struct weir_tls_session *t, enum weir__tls_req_kind k)
     schedule(t);
 }
 
+void weir__tls_abort(struct weir_tls_session *t, enum weir__tls_req_kind k)
+{
+    if (t->req[k].on)
+        deliver(t, k, -ECANCELED);
+}
+
 static bool is_literal(const char *name)
 {
     unsigned char bin[16];

@@ -47,5 +47,8 @@ int weir__tls_shutdown(struct weir_tls_session *t, weir__tls_fn fn, void *arg);
 bool weir__tls_pending(const struct weir_tls_session *t,
                        enum weir__tls_req_kind k);
 void weir__tls_cancel(struct weir_tls_session *t, enum weir__tls_req_kind k);
+/* For an owner being destroyed: a pending request of kind k completes
+ * with -ECANCELED now, inside this call. */
+void weir__tls_abort(struct weir_tls_session *t, enum weir__tls_req_kind k);
 
 #endif

@@ -9,6 +9,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <openssl/crypto.h>
+
+#include "weir/tls.h"
+
 void version_print(FILE *f)
 {
     const char *zlib_run = zlibVersion(), *zstd_run = ZSTD_versionString();
@@ -31,6 +35,12 @@ void version_print(FILE *f)
     if (strcmp(zstd_run, ZSTD_VERSION_STRING) != 0)
         fprintf(f, ", running %s", zstd_run);
     fprintf(f, ")\n");
+    fprintf(f, "tls: openssl %s", OPENSSL_VERSION_STR);
+    if (strcmp(OpenSSL_version(OPENSSL_VERSION_STRING), OPENSSL_VERSION_STR))
+        fprintf(f, ", running %s", OpenSSL_version(OPENSSL_VERSION_STRING));
+    fprintf(f, "; kernel TLS %s\n",
+            weir_tls_kernel_available() ? "offered by this kernel"
+                                        : "not offered by this kernel");
     fprintf(f, "config: inih %s\n", WEIR_INIH_VERSION);
     fprintf(f, "systemd: libsystemd %s\n", WEIR_LIBSYSTEMD_VERSION);
     fprintf(f, "allocator: %s\n", WEIR_ALLOCATOR);

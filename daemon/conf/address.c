@@ -20,6 +20,8 @@
 #define KIND(k)   (1u << (k))
 #define ALL_KINDS 0xffu
 #define LISTENERS (KIND(ADDR_TCP_LISTEN) | KIND(ADDR_UNIX_LISTEN))
+#define TLS_ONLY  (1u << 16) /* the option needs tls: or tls-listen: */
+#define TLS_BOTH  (KIND(ADDR_TCP) | KIND(ADDR_TCP_LISTEN) | TLS_ONLY)
 #define ROLE(r)   (1u << (r))
 
 struct kind_def {
@@ -64,6 +66,14 @@ static const char *const on_full_names[] = {
 const char *addr_kind_name(enum addr_kind kind)
 {
     return kinds[kind].name;
+}
+
+/* The kind as the address spells it: tls and tls-listen are tcp's. */
+static const char *kind_label(const struct weir_address *a)
+{
+    if (a->tls)
+        return a->kind == ADDR_TCP ? "tls" : "tls-listen";
+    return kinds[a->kind].name;
 }
 
 const char *on_full_name(enum on_full policy)
@@ -151,6 +161,90 @@ struct option_def {
     option_fn parse;
 };
 
+static int opt_str(char **dst, const char *v)
+{
+    free(*dst);
+    *dst = strdup(v);
+    return *dst ? 0 : -ENOMEM;
+}
+
+static int opt_cert(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->cert, v);
+}
+
+static int opt_key(struct weir_address *a, const char *v, char *err,
+                   size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->key, v);
+}
+
+static int opt_ca(struct weir_address *a, const char *v, char *err,
+                  size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->ca, v);
+}
+
+static int opt_sni(struct weir_address *a, const char *v, char *err,
+                   size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->sni, v);
+}
+
+static int opt_alpn(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->alpn, v);
+}
+
+static int opt_ciphers(struct weir_address *a, const char *v, char *err,
+                       size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->ciphers, v);
+}
+
+static int opt_verify(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    return value_bool(v, &a->verify, err, errlen);
+}
+
+static int opt_min_version(struct weir_address *a, const char *v, char *err,
+                           size_t errlen)
+{
+    if (strcasecmp(v, "TLS1.2") == 0 || strcmp(v, "1.2") == 0 ||
+        strcasecmp(v, "TLSv1.2") == 0)
+        a->min_version = WEIR_TLS_1_2;
+    else if (strcasecmp(v, "TLS1.3") == 0 || strcmp(v, "1.3") == 0 ||
+             strcasecmp(v, "TLSv1.3") == 0)
+        a->min_version = WEIR_TLS_1_3;
+    else {
+        snprintf(err, errlen, "'%s' is not a version: use TLS1.2 or TLS1.3", v);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int opt_handshake_timeout(struct weir_address *a, const char *v,
+                                 char *err, size_t errlen)
+{
+    return value_duration_ms(v, 1, CONF_MAX_HANDSHAKE_MS,
+                             &a->handshake_timeout_ms, err, errlen);
+}
+
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_follow},
     {"append", KIND(ADDR_FILE), ROLE(ADDR_SINK), "a file sink", opt_append},
@@ -160,6 +254,24 @@ static const struct option_def options[] = {
      "tcp-listen and unix-listen", opt_max_clients},
     {"backlog", LISTENERS, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
      "tcp-listen and unix-listen", opt_backlog},
+    {"cert", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_cert},
+    {"key", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
+     opt_key},
+    {"ca", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
+     opt_ca},
+    {"verify", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls", opt_verify},
+    {"sni", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls", opt_sni},
+    {"alpn", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_alpn},
+    {"min_version", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_min_version},
+    {"ciphers", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_ciphers},
+    {"handshake_timeout", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_handshake_timeout},
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -167,7 +279,8 @@ static const struct option_def options[] = {
 static bool option_fits(const struct option_def *o,
                         const struct weir_address *a)
 {
-    return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role));
+    return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
+           (!(o->kinds & TLS_ONLY) || a->tls);
 }
 
 /* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */
@@ -193,6 +306,19 @@ static const struct {
     {"reuseaddr", "weir sets SO_REUSEADDR on every socket it listens on"},
 };
 
+/* socat's OPENSSL options that weir spells its own way. */
+static const struct {
+    const char *name, *why;
+} socat_renamed[] = {
+    {"cafile", "weir's name for it is ca=FILE"},
+    {"capath", "weir takes one PEM file of CAs: ca=FILE"},
+    {"certificate", "weir's name for it is cert=FILE"},
+    {"cipher", "weir's name for it is ciphers=LIST"},
+    {"snihost", "weir's name for it is sni=NAME"},
+    {"commonname", "weir checks the name sni= gives (default: the host)"},
+    {"openssl-min-proto-version", "weir's name for it is min_version="},
+};
+
 static void unknown_option(const struct weir_address *a, const char *key,
                            const char *known, char *err, size_t errlen)
 {
@@ -207,6 +333,14 @@ static void unknown_option(const struct weir_address *a, const char *key,
             return;
         }
     }
+    for (size_t i = 0; i < sizeof(socat_renamed) / sizeof(socat_renamed[0]);
+         i++) {
+        if (strcasecmp(key, socat_renamed[i].name) == 0) {
+            snprintf(err, errlen, "option '%s' is socat's: %s", key,
+                     socat_renamed[i].why);
+            return;
+        }
+    }
     for (size_t i = 0; i < NOPTIONS; i++)
         if (option_fits(&options[i], a))
             names[n++] = options[i].name;
@@ -215,10 +349,10 @@ static void unknown_option(const struct weir_address *a, const char *key,
     if (near != NULL)
         snprintf(err, errlen,
                  "unknown option '%s' for a %s %s (did you mean '%s'?)", key,
-                 kinds[a->kind].name, role_names[a->role], near);
+                 kind_label(a), role_names[a->role], near);
     else
         snprintf(err, errlen, "unknown option '%s' for a %s %s (options: %s)",
-                 key, kinds[a->kind].name, role_names[a->role], known);
+                 key, kind_label(a), role_names[a->role], known);
 }
 
 static char *trim(char *s)
@@ -260,8 +394,7 @@ static int parse_option(struct weir_address *a, char *item, unsigned *seen,
     if (!option_fits(o, a)) {
         snprintf(err, errlen,
                  "option '%s' applies to %s, not to a %s %s (options: %s)", key,
-                 o->applies_to, kinds[a->kind].name, role_names[a->role],
-                 known);
+                 o->applies_to, kind_label(a), role_names[a->role], known);
         return -EINVAL;
     }
     if (value == NULL || *value == '\0') {
@@ -398,6 +531,33 @@ static int parse_path(struct weir_address *a, const char *arg,
     return 0;
 }
 
+/* tls: and tls-listen: (and socat's OPENSSL spellings) are the tcp kinds
+ * with TLS on. socat's OPENSSL-LISTEN takes a bare PORT; parse_tcp asks
+ * for the host then, as for tcp-listen. */
+static const struct {
+    const char *name;
+    enum addr_kind kind;
+} tls_kinds[] = {
+    {"tls", ADDR_TCP},
+    {"tls-listen", ADDR_TCP_LISTEN},
+    {"openssl", ADDR_TCP},
+    {"openssl-connect", ADDR_TCP},
+    {"openssl-listen", ADDR_TCP_LISTEN},
+};
+
+static int find_tls_kind(struct weir_address *a, const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(tls_kinds) / sizeof(tls_kinds[0]); i++) {
+        if (strlen(tls_kinds[i].name) == len &&
+            strncasecmp(tls_kinds[i].name, name, len) == 0) {
+            a->kind = tls_kinds[i].kind;
+            a->tls = true;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
 static int find_kind(const char *name, size_t len, enum addr_kind *kind)
 {
     for (size_t i = 0; i < NKINDS; i++) {
@@ -454,7 +614,7 @@ static bool all_digits(const char *s)
 static int other_kind(struct weir_address *a, const char *head, size_t klen,
                       const char *arg, char *err, size_t errlen)
 {
-    const char *names[NKINDS + 1], *near;
+    const char *names[NKINDS + 3], *near;
 
     for (size_t i = 0; i < NSOCAT; i++) {
         const struct socat_def *d = &socat_kinds[i];
@@ -483,7 +643,9 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
     }
     for (size_t i = 0; i < NKINDS; i++)
         names[i] = kinds[i].name;
-    names[NKINDS] = NULL;
+    names[NKINDS] = "tls";
+    names[NKINDS + 1] = "tls-listen";
+    names[NKINDS + 2] = NULL;
     near = suggest_word(head, klen, names);
     if (near != NULL)
         snprintf(err, errlen,
@@ -494,7 +656,8 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
     else
         snprintf(err, errlen,
                  "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
-                 "tcp-listen, unix, unix-listen, stdin, stdout, null)",
+                 "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
+                 "stdout, null)",
                  (int)klen, head, a->text);
     return -EINVAL;
 }
@@ -503,25 +666,25 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
 static int parse_tcp(struct weir_address *a, const char *arg, char *err,
                      size_t errlen)
 {
-    const struct kind_def *k = &kinds[a->kind];
     int r;
 
     if (all_digits(arg)) {
         if (a->kind == ADDR_TCP_LISTEN)
             snprintf(err, errlen,
                      "'%s' has no host to listen on: did you mean "
-                     "tcp-listen:0.0.0.0:%s? (every interface; "
-                     "tcp-listen:127.0.0.1:%s for this machine only)",
-                     a->text, arg, arg);
+                     "%s:0.0.0.0:%s? (every interface; "
+                     "%s:127.0.0.1:%s for this machine only)",
+                     a->text, kind_label(a), arg, kind_label(a), arg);
         else
             snprintf(err, errlen,
-                     "'%s' has no host: did you mean tcp:127.0.0.1:%s?",
-                     a->text, arg);
+                     "'%s' has no host: did you mean %s:127.0.0.1:%s?", a->text,
+                     kind_label(a), arg);
         return -EINVAL;
     }
     r = address_parse_hostport(arg, &a->host, &a->ipv6, &a->port, err, errlen);
     if (r == -EINVAL && strchr(arg, ':') == NULL)
-        snprintf(err, errlen, "'%s' has no port: write %s", a->text, k->usage);
+        snprintf(err, errlen, "'%s' has no port: write %s:HOST:PORT", a->text,
+                 kind_label(a));
     return r;
 }
 
@@ -536,13 +699,14 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
     /* `-` and STDIO: socat's standard input and output, by role. */
     if (strcmp(head, "-") == 0 || strcasecmp(head, "stdio") == 0)
         a->kind = a->role == ADDR_SOURCE ? ADDR_STDIN : ADDR_STDOUT;
-    else if (find_kind(head, klen, &a->kind) < 0 &&
+    else if (find_tls_kind(a, head, klen) < 0 &&
+             find_kind(head, klen, &a->kind) < 0 &&
              other_kind(a, head, klen, colon ? colon + 1 : NULL, err, errlen) <
                  0)
         return -EINVAL;
     k = &kinds[a->kind];
     if (!(k->roles & ROLE(a->role))) {
-        snprintf(err, errlen, "%s cannot be a %s", k->name,
+        snprintf(err, errlen, "%s cannot be a %s", kind_label(a),
                  role_names[a->role]);
         return -EINVAL;
     }
@@ -554,8 +718,8 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
         return -EINVAL;
     }
     if (colon == NULL) {
-        snprintf(err, errlen, "%s needs an address: write %s", k->name,
-                 k->usage);
+        snprintf(err, errlen, "%s needs an address: write %s:%s", kind_label(a),
+                 kind_label(a), strchr(k->usage, ':') + 1);
         return -EINVAL;
     }
     if (a->kind == ADDR_TCP || a->kind == ADDR_TCP_LISTEN)
@@ -600,6 +764,8 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     a->role = role;
     a->loc = *loc;
     a->backlog = CONF_DEFAULT_BACKLOG;
+    a->verify = true;
+    a->handshake_timeout_ms = CONF_DEFAULT_HANDSHAKE_MS;
     a->text = strdup(text);
     if (a->text == NULL) {
         free(a);
@@ -628,5 +794,12 @@ void address_free(struct weir_address *a)
     free(a->text);
     free(a->host);
     free(a->path);
+    free(a->cert);
+    free(a->key);
+    free(a->ca);
+    free(a->sni);
+    free(a->alpn);
+    free(a->ciphers);
+    weir_tls_ctx_destroy(a->tls_ctx);
     free(a);
 }

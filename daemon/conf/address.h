@@ -3,6 +3,7 @@
  *
  *   file:PATH                 tcp:HOST:PORT        tcp-listen:HOST:PORT
  *   unix:PATH                 unix-listen:PATH     stdin  stdout  null
+ *   tls:HOST:PORT             tls-listen:HOST:PORT (tcp with TLS: tls set)
  *
  * HOST is a name, an IPv4 literal, or an IPv6 literal in brackets
  * ([::1]:9000). Kinds are case-insensitive; options are lowercase. A PATH

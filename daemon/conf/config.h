@@ -18,25 +18,28 @@
 #include "sys/log.h"
 #include "conf/value.h"
 #include "weir/loop.h"
+#include "weir/tls.h"
 
 /* Defaults and limits; config/weir.conf.md quotes them. The chunk size
  * is the fastest measured for file -> tcp (bench/results/placement.md). */
-#define CONF_DEFAULT_HWM      (1 * MiB)
-#define CONF_MIN_HWM          UINT64_C(1)
-#define CONF_MAX_HWM          (16 * GiB)
-#define CONF_DEFAULT_CHUNK    (256 * KiB)
-#define CONF_MIN_CHUNK        UINT64_C(512)
-#define CONF_MAX_CHUNK        (16 * MiB)
-#define CONF_MAX_WORKERS      1024
-#define CONF_DEFAULT_DRAIN_MS 5000
-#define CONF_MAX_DRAIN_MS     (3600 * 1000)
-#define CONF_DEFAULT_BACKLOG  511
-#define CONF_MAX_BACKLOG      65535
-#define CONF_MAX_CLIENTS      1000000
-#define CONF_MAX_NAME         64
-#define CONF_MAX_TRANSFORMS   32
-#define CONF_MAX_SINKS        64
-#define CONF_ERRORS_SHOWN     100 /* then only counted */
+#define CONF_DEFAULT_HWM          (1 * MiB)
+#define CONF_MIN_HWM              UINT64_C(1)
+#define CONF_MAX_HWM              (16 * GiB)
+#define CONF_DEFAULT_CHUNK        (256 * KiB)
+#define CONF_MIN_CHUNK            UINT64_C(512)
+#define CONF_MAX_CHUNK            (16 * MiB)
+#define CONF_MAX_WORKERS          1024
+#define CONF_DEFAULT_DRAIN_MS     5000
+#define CONF_MAX_DRAIN_MS         (3600 * 1000)
+#define CONF_DEFAULT_BACKLOG      511
+#define CONF_MAX_BACKLOG          65535
+#define CONF_MAX_CLIENTS          1000000
+#define CONF_MAX_NAME             64
+#define CONF_MAX_TRANSFORMS       32
+#define CONF_MAX_SINKS            64
+#define CONF_ERRORS_SHOWN         100   /* then only counted */
+#define CONF_DEFAULT_HANDSHAKE_MS 30000 /* tls, tls-listen */
+#define CONF_MAX_HANDSHAKE_MS     (3600 * 1000)
 
 /* The control socket, in the unit's RuntimeDirectory. */
 #define CONF_DEFAULT_CONTROL "/run/weir/control"
@@ -106,6 +109,13 @@ struct weir_address {
     uint64_t high_water_mark; /* sinks; 0 until resolved */
     unsigned max_clients;     /* listen kinds; 0 = no limit */
     unsigned backlog;         /* listen kinds */
+    /* tls: and tls-listen: are tcp and tcp-listen with tls set. */
+    bool tls;
+    char *cert, *key, *ca, *sni, *alpn, *ciphers; /* NULL: not given */
+    bool verify;                                  /* tls: default yes */
+    enum weir_tls_version min_version;            /* default TLS 1.2 */
+    uint64_t handshake_timeout_ms;
+    struct weir_tls_ctx *tls_ctx; /* made by config_check (conf/tls.c) */
     struct conf_loc loc;
 };
 

@@ -21,6 +21,7 @@
 
 #include "conf/address.h"
 #include "conf/keymap.h"
+#include "conf/tls.h"
 
 /* "line 12" in a file, "argument 3" on the command line. */
 static const char *where(const struct conf_loc *loc, char *buf, size_t len)
@@ -95,6 +96,7 @@ static bool same_file(const char *a, const char *b)
 static void file_key(const char *path, char *key, size_t len)
 {
     char *copy, *dir, resolved[PATH_MAX];
+    const char *base = strrchr(path, '/');
     struct stat st;
 
     if (stat(path, &st) == 0) {
@@ -105,7 +107,8 @@ static void file_key(const char *path, char *key, size_t len)
     copy = strdup(path);
     dir = copy ? dirname(copy) : NULL;
     if (dir && realpath(dir, resolved))
-        snprintf(key, len, "p:%s/%s", resolved, strrchr(path, '/') + 1);
+        /* weir pipe leaves a relative path as written: "out" has no '/'. */
+        snprintf(key, len, "p:%s/%s", resolved, base ? base + 1 : path);
     else
         snprintf(key, len, "p:%s", path);
     free(copy);
@@ -243,6 +246,8 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         check_source_file(src, p->follow || src->follow, diag);
     if (src != NULL && src->kind == ADDR_UNIX_LISTEN)
         check_created_path(src, "source", diag);
+    if (src != NULL)
+        conf_tls_check(src, diag);
     for (size_t i = 0; i < p->nsinks; i++) {
         struct weir_address *s = p->sinks[i];
         if (s->high_water_mark == 0)
@@ -254,6 +259,7 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
             s->append = !oneshot;
         if (s->kind == ADDR_FILE || s->kind == ADDR_UNIX_LISTEN)
             check_created_path(s, "sink", diag);
+        conf_tls_check(s, diag);
         if (s->kind == ADDR_FILE && src != NULL && src->kind == ADDR_FILE &&
             same_file(s->path, src->path))
             config_error(diag, &s->loc,

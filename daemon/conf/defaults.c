@@ -56,6 +56,13 @@ int config_print_defaults(FILE *f)
             fprintf(f, "max_clients=none\n");
         else
             fprintf(f, "max_clients=%u\n", listen->max_clients);
+        /* tls: and tls-listen: (an address's fields before parsing any
+         * option are the defaults). */
+        fprintf(f, "verify=%s\n", listen->verify ? "yes" : "no");
+        fprintf(f, "min_version=%s\n",
+                listen->min_version == WEIR_TLS_1_3 ? "1.3" : "1.2");
+        fprintf(f, "handshake_timeout=%" PRIu64 "ms\n",
+                listen->handshake_timeout_ms);
         r = 0;
     }
     address_free(listen);

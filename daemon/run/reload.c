@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "conf/pipeline_same.h"
+#include "conf/tls.h"
 #include "run/run_impl.h"
 #include "sys/notify.h"
 
@@ -208,6 +209,13 @@ static void plan_commit(struct run *r, struct conf_ref *cref, struct plan *pn)
     r->conf = cref->conf;
     if (!r->verbose)
         log_set_level(r->conf->daemon.log_level);
+    /* Kept pipelines run on: their TLS files are read again, so a renewed
+     * certificate serves the next handshakes. */
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        if (!pipeline_of(pos)->replaced)
+            conf_tls_reload(pipeline_of(pos)->p);
+    }
     for (size_t i = 0; i < pn->nfresh; i++)
         weir_list_push_tail(&r->pls, &pn->fresh[i]->link);
     /* New first: they take the sockets over before the old ones close

@@ -223,16 +223,21 @@ static void client_attach(struct bhub *hub, struct bclient *c)
         .on_disconnect = client_evicted,
         .disconnect_ctx = c,
     };
+    struct weir_tls_session *t = NULL;
     int rc;
 
     c->cut_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
-    rc = weir_tee_add_branch(hub->tee, &bo, &c->branch);
+    rc = half_tls_open(h, c->addr, c->fd, &t);
+    if (rc == 0)
+        rc = weir_tee_add_branch(hub->tee, &bo, &c->branch);
     if (rc == 0) {
+        o.tls = t;
         rc = weir_endpoint_fd_sink(&c->ep, h->loop, c->fd, &o);
         c->fd = -1; /* own_fd: the endpoint has it, or closed it */
         if (rc)
             weir_tee_remove_branch(hub->tee, c->branch);
     }
+    weir_tls_session_release(t); /* the endpoint holds its own */
     if (rc) {
         if (c->fd >= 0)
             close(c->fd);

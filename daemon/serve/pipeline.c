@@ -62,13 +62,15 @@ static const struct stream_hooks pipeline_stream_hooks = {
 };
 
 /* A stream of pl's spec; fds as stream_new. Returns 0 or -ENOMEM. */
-static int spawn(struct pipeline *pl, int src_fd, int sink_fd, const char *peer)
+static int spawn(struct pipeline *pl, int src_fd, int sink_fd, const char *peer,
+                 const struct weir_address *via)
 {
     struct stream *s =
         stream_new(pl->env->cx, &pl->spec, pl, src_fd, sink_fd, peer);
 
     if (!s)
         return -ENOMEM;
+    s->via = via;
     weir_list_push_tail(&pl->streams, &s->link);
     pl->nstreams++;
     alive_hold(&pl->alive);
@@ -92,7 +94,7 @@ static void client_stream(struct pipeline *pl, struct listener *l, int fd,
         return;
     }
     log_debug("pipeline %s: client %s connected", pl->p->name, peer);
-    if (spawn(pl, as_sink ? -1 : fd, as_sink ? fd : -1, peer) != 0) {
+    if (spawn(pl, as_sink ? -1 : fd, as_sink ? fd : -1, peer, a) != 0) {
         log_warnx("pipeline %s: dropped %s: out of memory", pl->p->name, peer);
         pl->clients.refused++;
         close(fd);
@@ -126,7 +128,7 @@ static void once_spec(struct pipeline *pl)
 
 static int once_start(struct pipeline *pl)
 {
-    return spawn(pl, -1, -1, NULL);
+    return spawn(pl, -1, -1, NULL, NULL);
 }
 
 /* "FILE:LINE: " of the line that wrote a (or "argument N: "), so a start

@@ -59,6 +59,7 @@ static int make_source(struct half *h)
     };
     int fd = s->src_fd;
     struct stat st;
+    int rc;
 
     if (o.follow && p->source->kind == ADDR_FILE) {
         o.follow_path = p->source->path;
@@ -67,6 +68,13 @@ static int make_source(struct half *h)
     }
 
     s->src_fd = -1;
+    if (p->source->tls && !s->src_regular) {
+        if ((rc = half_tls_open(h, p->source, fd, &h->tls_src)) != 0) {
+            close(fd);
+            return rc;
+        }
+        o.tls = h->tls_src;
+    }
     /* A live stream starts at the file's end. */
     if (s->sp->src_at_end && s->src_regular && fstat(fd, &st) == 0)
         o.offset = (uint64_t)st.st_size;

@@ -55,6 +55,9 @@ void half_teardown(struct half *h)
     }
     half_xforms_destroy(h);
     relay_teardown(h);
+    weir_tls_session_release(h->tls_src);
+    weir_tls_session_release(h->tls_up);
+    h->tls_src = h->tls_up = NULL;
     if (h->src)
         weir_endpoint_destroy(h->src);
     if (h->tx)

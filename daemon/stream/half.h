@@ -79,7 +79,10 @@ struct half {
     struct weir_endpoint *rsrc, *rsink;
     struct pipe_ctx rpc;
     int rfd_up, rfd_cli; /* their fds: cutting the pair shuts both down */
-    void *tail;          /* the last stage's own state (stream_tail) */
+    /* TLS sessions of the source's socket and of the proxy's upstream,
+     * shared by both directions; the creator's references (tls.c). */
+    struct weir_tls_session *tls_src, *tls_up;
+    void *tail; /* the last stage's own state (stream_tail) */
 };
 
 /* half.c. half_hold and half_put take and release a hold (the last put
@@ -153,6 +156,11 @@ int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
  * the client to read it before weir closes (weir_endpoint_options's
  * linger_ns; nginx's lingering_timeout is the same). */
 #define STREAM_LINGER_NS (5ull * 1000 * 1000 * 1000)
+
+/* tls.c: a TLS session on fd for address a (server for tls-listen,
+ * client for tls), or *out NULL when a is not TLS. 0 or -errno. */
+int half_tls_open(struct half *h, const struct weir_address *a, int fd,
+                  struct weir_tls_session **out);
 
 /* relay.c: the proxy's reverse direction. */
 int relay_open(struct stream *s);   /* main thread */

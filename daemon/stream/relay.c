@@ -98,6 +98,7 @@ void relay_start(struct half *h)
         goto fail;
     }
     fd = h->rfd_up;
+    o.tls = h->tls_up;
     rc = weir_endpoint_fd_source(&h->rsrc, h->loop, weir_worker_pool(), fd, &o);
     if (rc) {
         h->rsrc = NULL;
@@ -105,6 +106,7 @@ void relay_start(struct half *h)
         goto fail;
     }
     fd = h->rfd_cli;
+    o.tls = h->tls_src;
     rc = weir_endpoint_fd_sink(&h->rsink, h->loop, fd, &o);
     if (rc) {
         h->rsink = NULL;

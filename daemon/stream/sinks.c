@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stream/stream.h"
 #include "sys/clock.h"
@@ -85,18 +86,31 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         .own_fd = true,
         .counter = stream_sink_counter(s, i),
     };
-    int fd;
+    struct weir_tls_session *t;
+    int fd, rc;
 
     if (s->sp->client_sink) {
         fd = s->sink_fd;
         s->sink_fd = -1;
         o.linger_ns = STREAM_LINGER_NS;
-        return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+        if ((rc = half_tls_open(h, s->via, fd, &t)) != 0) {
+            close(fd);
+            return rc;
+        }
+        o.tls = t;
+        rc = weir_endpoint_fd_sink(out, h->loop, fd, &o);
+        weir_tls_session_release(t); /* the endpoint holds its own */
+        return rc;
     }
     if (s->relay) {
         /* The upstream this stream's worker connected (relay.c). */
         fd = s->up_fd;
         s->up_fd = -1;
+        if ((rc = half_tls_open(h, a, fd, &h->tls_up)) != 0) {
+            close(fd);
+            return rc;
+        }
+        o.tls = h->tls_up;
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
     }
     switch (a->kind) {
@@ -128,6 +142,8 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
             .replay_fd = p->ntransforms ? -1 : s->replay_fd,
             .on_event = sink_event,
             .event_arg = stream_pipe_ctx(s, (int)i),
+            .tls = a->tls ? a->tls_ctx : NULL,
+            .tls_name = a->sni ? a->sni : a->host,
         };
         return weir_endpoint_socket_sink(out, h->loop, &o, &so);
     }

@@ -124,6 +124,11 @@ static bool wants_zero_copy(const struct stream *s)
 {
     const struct weir_pipeline *p = s->sp->p;
 
+    /* TLS needs the bytes in user space (no kernel TLS here); a served
+     * client's sink is one of the pipeline's listen sinks. */
+    for (size_t i = 0; i < p->nsinks; i++)
+        if (p->sinks[i]->tls)
+            return false;
     return s->sp->zero_copy && s->src_regular && p->nsinks == 1 &&
            p->ntransforms == 0 && p->sinks[0]->on_full == ON_FULL_BLOCK &&
            !(p->follow || p->source->follow);

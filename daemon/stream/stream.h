@@ -131,6 +131,9 @@ struct stream {
     struct weir_list link; /* in the owner's list */
     uint64_t id;
     char peer[80]; /* the client, for log lines; "" when none */
+    /* The listen address an accepted client came through (its TLS, if
+     * any), or NULL; set before the start. */
+    const struct weir_address *via;
     int src_fd;    /* handed to the source endpoint */
     int sink_fd;   /* client_sink: the client */
     int replay_fd; /* a file source, for a reconnecting sink; or -1 */

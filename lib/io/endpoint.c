@@ -37,6 +37,11 @@ void weir__ep_free_now(struct weir_endpoint *ep)
     }
     if (ep->rd_buf)
         weir_buf_unref(ep->rd_buf, ep->slot);
+    if (ep->tls)
+        weir__tls_unref(ep->tls);
+    if (ep->kind == EP_SOCKET_SINK && ep->so.tls)
+        weir__tls_ctx_unref(ep->so.tls);
+    free(ep->tls_name);
     free(ep->replay_buf);
     free(ep->path);
     free(ep);
@@ -122,6 +127,11 @@ int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
     ep->fd = fd;
     if (o)
         ep->o = *o;
+    /* The endpoint's own reference; the caller keeps its own. */
+    if (ep->o.tls) {
+        ep->tls = ep->o.tls;
+        weir__tls_ref(ep->tls);
+    }
     if (ep->o.hwm == 0)
         ep->o.hwm = 1u << 20;
     if (ep->o.depth == 0)
@@ -161,6 +171,7 @@ static void ep_cancel_ops(struct weir_endpoint *ep)
         weir_loop_cancel(ep->loop, &ep->wr_op);
     if (ep->conn_op.pending)
         weir_loop_cancel(ep->loop, &ep->conn_op);
+    weir__ep_tls_cancel(ep);
     for (uint32_t s = ep->head; ep->reads && s != ep->tail; s++) {
         struct ep_read *r = &ep->reads[s % ep->o.depth];
 
@@ -188,6 +199,7 @@ void weir_endpoint_destroy(struct weir_endpoint *ep)
     if (ep->is_socket && ep->fd >= 0)
         shutdown(ep->fd, SHUT_RDWR);
     ep_cancel_ops(ep);
+    weir__ep_tls_detach(ep);
     ep_maybe_reap(ep);
 }
 
@@ -206,6 +218,7 @@ void weir_endpoint_stop(struct weir_endpoint *ep)
         weir_loop_timer_stop(ep->loop, &ep->timer);
     if (ep->rd_op.pending)
         weir_loop_cancel(ep->loop, &ep->rd_op);
+    weir__ep_tls_cancel(ep);
     if ((ep->kind == EP_FILE_SOURCE && ep->head == ep->tail) ||
         (ep->kind == EP_FD_SOURCE && !ep->reading)) {
         ep->ended = true;

@@ -13,12 +13,10 @@ static void fdsrc_timer(struct weir_endpoint *ep)
     fdsrc_issue(ep);
 }
 
-static void fdsrc_done(struct weir_op *op, int res, uint32_t flags)
+void weir__ep_fdsrc_result(struct weir_endpoint *ep, int res)
 {
-    struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, rd_op);
     struct weir_buf *b = ep->rd_buf;
 
-    (void)flags;
     ep->reading = false;
     ep->rd_buf = NULL;
     if (weir__ep_op_done(ep) || ep->ended) {
@@ -45,6 +43,12 @@ static void fdsrc_done(struct weir_op *op, int res, uint32_t flags)
         fdsrc_issue(ep);
 }
 
+static void fdsrc_done(struct weir_op *op, int res, uint32_t flags)
+{
+    (void)flags;
+    weir__ep_fdsrc_result(EP_CONTAINER(op, struct weir_endpoint, rd_op), res);
+}
+
 static void fdsrc_issue(struct weir_endpoint *ep)
 {
     struct weir_buf *b;
@@ -62,7 +66,9 @@ static void fdsrc_issue(struct weir_endpoint *ep)
         return;
     }
     ep->rd_op.fn = fdsrc_done;
-    if (ep->is_socket)
+    if (ep->tls)
+        rc = weir__ep_tls_read(ep, b);
+    else if (ep->is_socket)
         rc = weir_loop_recv(ep->loop, &ep->rd_op, ep->fd, b->data,
                             ep->o.chunk_size, 0);
     else
@@ -99,6 +105,7 @@ static int fdsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
     ep->ended = true;
     if (ep->rd_op.pending)
         weir_loop_cancel(ep->loop, &ep->rd_op);
+    weir__ep_tls_cancel(ep);
     if (ep->timer.op.pending)
         weir_loop_timer_stop(ep->loop, &ep->timer);
     return 0;
@@ -122,6 +129,8 @@ int weir_endpoint_fd_source(struct weir_endpoint **out, struct weir_loop *loop,
     rc = weir__ep_new(&ep, EP_FD_SOURCE, loop, pool, fd, o);
     if (rc)
         return rc;
+    if (ep->tls)
+        weir__tls_set_reader(ep->tls);
     ro.strategy.hwm = 2 * (size_t)ep->o.chunk_size;
     ro.slot = ep->slot;
     rc = weir_readable_create(&ep->rs, &fdsrc_ops, ep, &ro);

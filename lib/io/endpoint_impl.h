@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 
 #include "weir/endpoint.h"
+#include "tls_impl.h"
 
 #define EP_CONTAINER(ptr, type, member)                                        \
     ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -106,6 +107,11 @@ struct weir_endpoint {
     uint32_t replay_len, replay_at;
     bool started; /* start has completed */
     int failed;   /* a sink write failed: later writes fail at once */
+
+    /* TLS (endpoint_tls.c): the session the bytes go through, and the
+     * socket sink's server name for the sessions it makes. */
+    struct weir_tls_session *tls;
+    char *tls_name;
 };
 
 int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
@@ -138,6 +144,23 @@ int weir__ep_sink_submit(struct weir_endpoint *ep);
 void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags);
 /* An fd sink's lingering close ends now (weir_endpoint_stop). */
 void weir__ep_linger_stop(struct weir_endpoint *ep);
+
+/* A sink's end on its socket: shut the sending side, linger when asked.
+ * 0, or WEIR_PENDING when lingering ends with close_done. */
+int weir__ep_sink_shut(struct weir_endpoint *ep);
+/* The fd source's read completed with res (endpoint_fd.c). */
+void weir__ep_fdsrc_result(struct weir_endpoint *ep, int res);
+
+/* TLS endpoints (endpoint_tls.c): the batch's plaintext to the session;
+ * a sink's close (close_notify, then weir__ep_sink_shut); a source's read
+ * into b; cancels of what the endpoint asked of the session. */
+int weir__ep_tls_submit(struct weir_endpoint *ep);
+int weir__ep_tls_close(struct weir_endpoint *ep);
+int weir__ep_tls_read(struct weir_endpoint *ep, struct weir_buf *b);
+void weir__ep_tls_cancel(struct weir_endpoint *ep);
+/* At destroy: the endpoint's requests end now and its reference goes, so
+ * that a session nobody else holds winds its own ops down at once. */
+void weir__ep_tls_detach(struct weir_endpoint *ep);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */

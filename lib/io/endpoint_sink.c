@@ -14,6 +14,8 @@ int weir__ep_sink_submit(struct weir_endpoint *ep)
     unsigned n = ep->niov - ep->iov_at;
     int rc;
 
+    if (ep->tls)
+        return weir__ep_tls_submit(ep);
     ep->wr_op.fn = weir__ep_sink_done;
     if (ep->is_socket) {
         ep->msg = (struct msghdr){.msg_iov = iov, .msg_iovlen = n};
@@ -192,11 +194,8 @@ void weir__ep_linger_stop(struct weir_endpoint *ep)
     linger_end(ep);
 }
 
-static int sink_close(struct weir_writable *ws, void *ctx)
+int weir__ep_sink_shut(struct weir_endpoint *ep)
 {
-    struct weir_endpoint *ep = ctx;
-
-    (void)ws;
     /* The peer sees the end after the data; the fd closes on destroy. */
     if (!ep->is_socket || ep->fd < 0)
         return 0;
@@ -207,6 +206,16 @@ static int sink_close(struct weir_writable *ws, void *ctx)
     if (weir__ep_timer(ep, ep->o.linger_ns, linger_timeout) != 0)
         weir_loop_cancel(ep->loop, &ep->rd_op); /* no bound: no linger */
     return WEIR_PENDING;
+}
+
+static int sink_close(struct weir_writable *ws, void *ctx)
+{
+    struct weir_endpoint *ep = ctx;
+
+    (void)ws;
+    if (ep->tls)
+        return weir__ep_tls_close(ep);
+    return weir__ep_sink_shut(ep);
 }
 
 const struct weir_sink_ops weir__ep_fd_sink_ops = {

@@ -44,6 +44,10 @@ static void ep_event(struct weir_endpoint *ep, enum weir_endpoint_event ev,
 
 static void conn_close(struct weir_endpoint *ep)
 {
+    if (ep->tls) {
+        weir__tls_unref(ep->tls);
+        ep->tls = NULL;
+    }
     if (ep->fd >= 0)
         close(ep->fd);
     ep->fd = -1;
@@ -165,7 +169,7 @@ static void conn_up(struct weir_endpoint *ep)
         weir_writable_start_done(ep->ws, 0);
         return;
     }
-    if (ep->so.replay_fd < 0)
+    if (ep->so.replay_fd < 0 || ep->so.tls)
         ep->replay_off = ep->stream_sent;
     ep->conn_base = ep->replay_off;
     ep->conn_sent = 0;
@@ -202,6 +206,42 @@ static bool self_connected(int fd)
            memcmp(&me, &peer, ml) == 0;
 }
 
+/* TLS: the connection is up once its handshake is. */
+static void tls_ready(void *arg, int res)
+{
+    struct weir_endpoint *ep = arg;
+
+    if (weir__ep_op_done(ep))
+        return;
+    if (res == 0) {
+        conn_up(ep);
+        return;
+    }
+    conn_close(ep);
+    if (!ep->so.reconnect) {
+        conn_fail(ep, res);
+        return;
+    }
+    ep_event(ep, WEIR_EP_CONNECT_FAIL, res, ep->replay_off);
+    conn_backoff(ep);
+}
+
+static int tls_begin(struct weir_endpoint *ep)
+{
+    int rc = weir_tls_session_create(&ep->tls, ep->so.tls, ep->loop, ep->fd,
+                                     ep->tls_name);
+
+    if (rc) {
+        ep->tls = NULL;
+        return rc;
+    }
+    rc = weir__tls_ready(ep->tls, tls_ready, ep);
+    if (rc)
+        return rc; /* conn_close drops the session */
+    ep_op_started(ep);
+    return 0;
+}
+
 static void conn_done(struct weir_op *op, int res, uint32_t flags)
 {
     struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, conn_op);
@@ -211,10 +251,14 @@ static void conn_done(struct weir_op *op, int res, uint32_t flags)
         return;
     if (res == 0 && self_connected(ep->fd))
         res = -ECONNREFUSED;
-    if (res == 0) {
+    if (res == 0 && ep->so.tls)
+        res = tls_begin(ep);
+    else if (res == 0) {
         conn_up(ep);
         return;
     }
+    if (res == 0)
+        return;
     conn_close(ep);
     if (!ep->so.reconnect) {
         conn_fail(ep, res);
@@ -336,6 +380,13 @@ int weir_endpoint_socket_sink(struct weir_endpoint **out,
         return rc;
     ep->o.own_fd = true;
     ep->so = *so;
+    if (so->tls) {
+        weir__tls_ctx_ref(so->tls);
+        if (so->tls_name && !(ep->tls_name = strdup(so->tls_name))) {
+            weir__ep_free_now(ep);
+            return -ENOMEM;
+        }
+    }
     if (!ep->so.backoff_min_ns)
         ep->so.backoff_min_ns = 100 * 1000 * 1000ull;
     if (!ep->so.backoff_max_ns)

@@ -20,9 +20,14 @@ struct worker {
     struct weir_loop *loop;
     struct weir_pool *pool;
     struct weir_task stop;
+    unsigned stop_turns; /* turns the stop has waited for ops to finish */
     int err;
     bool ready;
 };
+
+/* How many turns a stop lets the ops still out (cancels of objects freed
+ * last, mostly) come back, so their owners are freed before the loop is. */
+#define STOP_TURNS 1000
 
 struct weir_workers {
     struct weir_workers_options opts;
@@ -40,6 +45,10 @@ static void stop_task(struct weir_task *t)
     struct worker *wk =
         (struct worker *)((char *)t - offsetof(struct worker, stop));
 
+    if (weir_loop_pending(wk->loop) > 0 && wk->stop_turns++ < STOP_TURNS) {
+        weir_loop_post(wk->loop, &wk->stop);
+        return;
+    }
     weir_loop_stop(wk->loop);
 }
 

@@ -40,6 +40,7 @@
 #include "weir/loop.h"
 #include "weir/pool.h"
 #include "weir/readable.h"
+#include "weir/tls.h"
 #include "weir/writable.h"
 
 #ifdef __cplusplus
@@ -87,6 +88,12 @@ struct weir_endpoint_options {
     /* Statistics: bytes delivered (sinks) or read (sources) are added here
      * when not NULL, relaxed: another thread may sample it. */
     _Atomic uint64_t *counter;
+    /* A TLS session on the fd (weir/tls.h): the endpoint reads or writes
+     * plaintext through it, and holds its own reference. A TLS sink's
+     * close sends close_notify first; a sink whose session no source
+     * reads lingers after it (linger_ns, or 2 s when 0) so that the
+     * peer's last records are read, not reset. NULL: plain. */
+    struct weir_tls_session *tls;
 };
 
 /* Options of a socket sink that connects by itself. */
@@ -105,6 +112,15 @@ struct weir_socket_sink_options {
     uint64_t replay_base;
     weir_endpoint_event_fn on_event; /* may be NULL */
     void *event_arg;
+    /* TLS: every connection gets a session of this context (the endpoint
+     * holds a reference) and counts as connected once its handshake is
+     * done; a failed handshake is a failed connect. tls_name is the
+     * server name to send and check (copied; NULL: none). With TLS a
+     * reconnect does not resend: the peer's TCP acknowledgements count
+     * records, not stream bytes, so what the old connection had not had
+     * acknowledged is lost, as without a replay file. */
+    struct weir_tls_ctx *tls;
+    const char *tls_name;
 };
 
 /*

@@ -36,6 +36,7 @@ typedef int (*bench_suite_fn)(int argc, char **argv);
 int bench_ring(int argc, char **argv);
 int bench_e2e(int argc, char **argv);
 int bench_sendpath(int argc, char **argv);
+int bench_serve(int argc, char **argv);
 int bench_channel(int argc, char **argv);
 int bench_fileio(int argc, char **argv);
 int bench_core_pipe_to(int argc, char **argv);

@@ -16,6 +16,8 @@ static const struct {
 } suites[] = {
     {"ring", bench_ring, "SPSC ring transfer vs ck_ring and rte_ring"},
     {"e2e", bench_e2e, "file to TCP socket vs socat, nc, sendfile, Node"},
+    {"serve", bench_serve,
+     "many clients of a file server: waves, RSS per client, accepts/s"},
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
     {"channel", bench_channel,
      "io engine: setup flags, doorbell round trip, channel throughput"},

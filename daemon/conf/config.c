@@ -38,6 +38,7 @@ struct weir_config *config_new(const char *file, const char *base_dir)
         return NULL;
     conf->daemon.log_level = LOG_LEVEL_INFO;
     conf->daemon.drain_timeout_ms = CONF_DEFAULT_DRAIN_MS;
+    conf->daemon.pool_size = CONF_DEFAULT_POOL;
     if (file != NULL && (conf->file = strdup(file)) == NULL)
         goto fail;
     if (base_dir != NULL && (conf->base_dir = strdup(base_dir)) == NULL)

@@ -91,6 +91,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         fd = s->sink_fd;
         s->sink_fd = -1;
         o.linger_ns = STREAM_LINGER_NS;
+        o.own_fd = !s->sink_borrowed; /* the stream closes it at its end */
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
     }
     if (s->relay) {

@@ -249,6 +249,11 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
     unsigned long long out =
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
 
+    if (s->refused) {
+        /* Its worker said so, once a second at most: no line per client. */
+        pl->clients.refused++;
+        return;
+    }
     if (s->peer[0]) {
         if (err)
             log_warnx("pipeline %s: client %s: %s after %llu bytes",

@@ -142,6 +142,7 @@ void half_start_task(struct weir_task *t)
     /* A client's stream promises its buffers first: a pool promised to
      * running streams refuses it rather than starve them. */
     if (s->peer[0] && h == &s->h[0] && !budget_take(h)) {
+        s->refused = true;
         s->src_rc = -ENOBUFS;
         s->sink_rc[0] = -ENOBUFS;
         half_put(h);

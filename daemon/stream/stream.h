@@ -167,6 +167,7 @@ struct stream {
      * (sink_borrowed), that socket itself. */
     int kill_fd;
     bool sink_borrowed;
+    bool refused; /* its worker's pool could not cover it (budget.h) */
     struct src_file *src_file; /* src_fd is borrowed from it, or NULL */
     struct half h[2];          /* [0] source side, [1] sink side when split */
     bool split;

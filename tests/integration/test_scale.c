@@ -222,6 +222,16 @@ static void test_nonreaders_leave_the_pool_to_others(void **state)
     assert_int_equal(size, 65 * MiB);
     assert_string_equal(got, sent);
 
+    /* The refusals are told once a second at most, not once a client. */
+    {
+        char *log = h_slurp(w.log);
+
+        assert_non_null(log);
+        assert_int_equal(h_count(log, "No buffer space"), 0);
+        assert_true(h_count(log, "refused client") < 100);
+        free(log);
+    }
+
     /* After they left, idle buffers go back: near the idle size again. */
     for (int i = 0; i < NONREADERS; i++)
         close(fds[i]);

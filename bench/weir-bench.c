@@ -18,6 +18,8 @@ static const struct {
     {"e2e", bench_e2e, "file to TCP socket vs socat, nc, sendfile, Node"},
     {"e2e-tls", bench_e2e_tls,
      "file to TLS socket, many TLS clients: vs socat, nginx stream"},
+    {"serve", bench_serve,
+     "many clients of a file server: waves, RSS per client, accepts/s"},
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
     {"channel", bench_channel,
      "io engine: setup flags, doorbell round trip, channel throughput"},

@@ -42,6 +42,7 @@ struct weir_config *config_new(const char *file, const char *base_dir)
     conf->daemon.control_socket = strdup(CONF_DEFAULT_CONTROL);
     if (conf->daemon.control_socket == NULL)
         goto fail;
+    conf->daemon.pool_size = CONF_DEFAULT_POOL;
     if (file != NULL && (conf->file = strdup(file)) == NULL)
         goto fail;
     if (base_dir != NULL && (conf->base_dir = strdup(base_dir)) == NULL)

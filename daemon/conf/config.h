@@ -29,6 +29,9 @@
 #define CONF_MIN_CHUNK            UINT64_C(512)
 #define CONF_MAX_CHUNK            (16 * MiB)
 #define CONF_MAX_WORKERS          1024
+#define CONF_DEFAULT_POOL         (1 * GiB)
+#define CONF_MIN_POOL             (4 * MiB)
+#define CONF_MAX_POOL             (64 * GiB)
 #define CONF_DEFAULT_DRAIN_MS     5000
 #define CONF_MAX_DRAIN_MS         (3600 * 1000)
 #define CONF_DEFAULT_BACKLOG      511
@@ -150,6 +153,8 @@ struct weir_daemon_conf {
     enum log_level log_level;
     struct conf_loc log_level_loc;
     uint64_t drain_timeout_ms; /* a stop's and a reload's drain */
+    uint64_t pool_size;        /* buffer pool per worker, bytes */
+    struct conf_loc pool_size_loc;
     struct conf_loc drain_timeout_loc;
     struct weir_address *metrics; /* reserved: HOST:PORT, or NULL */
     struct conf_loc daemon_loc;   /* the first [daemon] line */

@@ -160,6 +160,17 @@ static void key_drain_timeout(struct parser *p, const char *value)
         PARSE_ERROR(p, "drain_timeout: %s", err);
 }
 
+static void key_pool_size(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    char err[256];
+
+    if (first_time(p, &d->pool_size_loc, "pool_size") &&
+        value_size(value, CONF_MIN_POOL, CONF_MAX_POOL, &d->pool_size, err,
+                   sizeof(err)) < 0)
+        PARSE_ERROR(p, "pool_size: %s", err);
+}
+
 static void key_metrics(struct parser *p, const char *value)
 {
     struct weir_daemon_conf *d = &p->conf->daemon;
@@ -262,6 +273,7 @@ const struct key_def config_keys[] = {
     {SECTION_DAEMON, "access_log", false, key_access_log},
     {SECTION_DAEMON, "log_format", false, key_log_format},
     {SECTION_DAEMON, "log_target", false, key_log_target},
+    {SECTION_DAEMON, "pool_size", false, key_pool_size},
     {SECTION_PIPELINE, "source", true, key_source},
     {SECTION_PIPELINE, "sink", true, key_sink},
     {SECTION_PIPELINE, "transform", false, key_transform},

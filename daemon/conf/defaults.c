@@ -43,6 +43,7 @@ int config_print_defaults(FILE *f)
                 conf->daemon.log_target == LOG_TARGET_AUTO     ? "auto"
                 : conf->daemon.log_target == LOG_TARGET_STDERR ? "stderr"
                                                                : "journal");
+        fprintf(f, "pool_size=%" PRIu64 "\n", conf->daemon.pool_size);
         fprintf(f, "high_water_mark=%" PRIu64 "\n", p->high_water_mark);
         fprintf(f, "chunk_size=%" PRIu64 "\n", p->chunk_size);
         fprintf(f, "follow=%s\n", p->follow ? "yes" : "no");

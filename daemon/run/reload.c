@@ -89,6 +89,9 @@ static unsigned check_against_run(const struct run *r,
         log_warnx("%s: control_socket changed; that takes effect at the next "
                   "start",
                   conf->file);
+    if (conf->daemon.pool_size != r->cref->conf->daemon.pool_size)
+        log_warnx("%s: pool_size changed; that takes effect at the next start",
+                  conf->file);
     if (!same_text(conf->daemon.metrics, r->cref->conf->daemon.metrics))
         log_warnx("%s: metrics changed; that takes effect at the next start",
                   conf->file);

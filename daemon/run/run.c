@@ -287,6 +287,11 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
     unsigned long long out =
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
 
+    if (s->refused) {
+        /* Its worker said so, once a second at most: no line per client. */
+        pl->clients.refused++;
+        return;
+    }
     if (s->peer[0]) {
         client_line(r, pl, s, err, out);
     } else if (err) {
@@ -464,11 +469,15 @@ static int workers_start(struct run *r)
     wo.count = n;
     wo.buf_size = r->bufsz;
     wo.engine = r->conf->daemon.engine;
-    /* Up to 1 GiB of buffer address space per worker; pages are committed
-     * only as buffers are first used. */
-    wo.pool_buffers = (uint32_t)((1ull << 30) / r->bufsz);
-    if (wo.pool_buffers > 4096)
-        wo.pool_buffers = 4096;
+    /* pool_size of buffer address space per worker; pages are committed
+     * only as buffers are first used, and idle ones given back. */
+    wo.pool_buffers = (uint32_t)(r->conf->daemon.pool_size / r->bufsz);
+    if (wo.pool_buffers < 16)
+        wo.pool_buffers = 16;
+    if (wo.pool_buffers > 16384) /* bounds the pool's bookkeeping */
+        wo.pool_buffers = 16384;
+    /* A few idle buffers stay resident for the next burst. */
+    wo.trim_keep = 16;
     rc = weir_workers_start(&r->cx.workers, &wo);
     if (rc)
         return rc;

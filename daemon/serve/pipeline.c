@@ -163,6 +163,7 @@ static void serve_spec(struct pipeline *pl)
     pl->spec.nsinks = 1;
     pl->spec.client_sink = true;
     pl->spec.zero_copy = pl->env->cx->place.zero_copy_serve;
+    pl->spec.share = &pl->share;
 }
 
 static void serve_client(struct pipeline *pl, struct listener *l, int fd,
@@ -620,6 +621,7 @@ void pipeline_free(struct pipeline *pl)
     free(pl->res);
     free(pl->ls);
     broadcast_free(pl->bc);
+    stream_share_release(&pl->share);
     conf_ref_put(pl->cref);
     free(pl);
 }

@@ -67,6 +67,7 @@ struct pipeline {
     unsigned nls;
     struct stream_sink_res *res; /* [p->nsinks] */
     struct stream_spec spec;     /* its streams' (not the broadcast's) */
+    struct src_share share;      /* serve: the file its clients share */
     struct weir_list streams;
     unsigned nstreams;
     struct bcast *bc; /* the broadcast mode's */

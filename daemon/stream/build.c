@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stream/budget.h"
 #include "stream/stream.h"
 #include "sys/log.h"
 
@@ -54,7 +55,7 @@ static int make_source(struct half *h)
     struct weir_endpoint_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
         .follow = p->follow || p->source->follow,
-        .own_fd = true,
+        .own_fd = !s->src_file, /* a shared file stays open */
         .counter = &s->bytes_in,
     };
     int fd = s->src_fd;
@@ -108,6 +109,8 @@ static bool try_splice(struct half *h)
     if (s->sp->client_sink) {
         sock = s->sink_fd;
         o.max_length = s->cx->place.splice_serve_max;
+        o.sendfile = s->cx->place.serve_sendfile;
+        o.keep_fds = s->sink_borrowed;
         o.linger_ns = STREAM_LINGER_NS;
     } else {
         o.connect_addr = (const struct sockaddr *)&s->sp->res[0].addr;
@@ -119,7 +122,9 @@ static bool try_splice(struct half *h)
     rc = weir_splice_start(&h->splice, h->loop, s->src_fd, sock, &o,
                            splice_done, pc);
     if (rc == 0) {
-        s->src_fd = -1;
+        /* Kept fds stay the stream's: a shared file's, or its own. */
+        if (!o.keep_fds)
+            s->src_fd = -1;
         s->sink_fd = -1;
         return true;
     }
@@ -139,6 +144,15 @@ void half_start_task(struct weir_task *t)
 
     h->pipes = 1; /* held while building */
     if (s->zero_copy && try_splice(h)) {
+        half_put(h);
+        return;
+    }
+    /* A client's stream promises its buffers first: a pool promised to
+     * running streams refuses it rather than starve them. */
+    if (s->peer[0] && h == &s->h[0] && !budget_take(h)) {
+        s->refused = true;
+        s->src_rc = -ENOBUFS;
+        s->sink_rc[0] = -ENOBUFS;
         half_put(h);
         return;
     }

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "stream/budget.h"
 #include "stream/stream.h"
 
 struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx)
@@ -68,6 +69,7 @@ void half_teardown(struct half *h)
     h->src = NULL;
     h->tx = NULL;
     h->rx = NULL;
+    budget_give(h);
     /* Acq_rel: the release half publishes this half's results (sink_rc,
      * sink_bytes, src_rc) to the thread that makes the last decrement;
      * the acquire half, on that thread, makes the other half's results

@@ -69,7 +69,8 @@ struct half {
     /* A followed source's idle time, for syncing the transforms. */
     uint64_t idle_bytes, synced_bytes;
     unsigned idle_ticks;
-    unsigned pipes; /* holds: the build, and each pipe still running */
+    uint32_t budget; /* pool buffers promised for it (budget.h) */
+    unsigned pipes;  /* holds: the build, and each pipe still running */
     bool finished;
     bool stopped; /* stop arrived (a connect may still be in flight) */
     /* A connect on the worker before the stages are built (relay.c). */

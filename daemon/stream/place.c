@@ -6,10 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A served file of at most this size takes the splice stage, which holds
- * no user memory; bigger ones stream (bench/results/placement.md). */
-#define SPLICE_SERVE_MAX (4ull << 20)
-
 static bool env_is(const char *name, const char *value)
 {
     const char *e = getenv(name);
@@ -19,15 +15,16 @@ static bool env_is(const char *name, const char *value)
 
 void placement_choose(struct placement *pl)
 {
-    bool sendpath = getenv("WEIR_SENDPATH") != NULL;
-
     *pl = (struct placement){
         .split = env_is("WEIR_PLACEMENT", "split"),
         .xf_side = PLACE_SAME,
         .zero_copy = env_is("WEIR_SENDPATH", "splice"),
         .zero_copy_serve = !env_is("WEIR_SENDPATH", "stream"),
-        /* WEIR_SENDPATH=splice lifts the size limit, for measuring. */
-        .splice_serve_max = sendpath ? 0 : SPLICE_SERVE_MAX,
+        /* A served file takes sendfile at any size: no buffer of ours and
+         * no pipe per client (bench/results/serve.md); =splice a pipe per
+         * client, =stream the stream path. */
+        .splice_serve_max = 0,
+        .serve_sendfile = !env_is("WEIR_SENDPATH", "splice"),
         .xform_helper = !env_is("WEIR_XFORM_HELPER", "off"),
     };
     if (env_is("WEIR_PLACEMENT", "same"))

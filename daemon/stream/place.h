@@ -4,8 +4,9 @@
  *
  * By measurement (bench/results/placement.md): a whole stream on one
  * worker beats a stream split over two by 2.5-4x on two cores, with
- * transforms too; one file into one socket takes the stream path, many
- * clients of a small file the splice stage. WEIR_PLACEMENT=split|same,
+ * transforms too; one file into one socket takes the stream path; a
+ * served file's clients take sendfile at any size (bench/results/
+ * serve.md: no buffer of ours per client). WEIR_PLACEMENT=split|same,
  * WEIR_XFORM_SIDE=source|sink, WEIR_SENDPATH=splice|stream and
  * WEIR_XFORM_HELPER=off override the defaults, for measuring.
  */
@@ -25,6 +26,7 @@ struct placement {
     bool zero_copy;            /* weir pipe's file -> socket: splice stage */
     bool zero_copy_serve;      /* a served file: splice stage */
     uint64_t splice_serve_max; /* bigger served files take streams; 0: any */
+    bool serve_sendfile;       /* a served file: sendfile, not a pipe */
     bool xform_helper;         /* gzip may lend members to another worker */
 };
 

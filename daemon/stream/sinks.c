@@ -93,8 +93,10 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         fd = s->sink_fd;
         s->sink_fd = -1;
         o.linger_ns = STREAM_LINGER_NS;
+        o.own_fd = !s->sink_borrowed; /* the stream closes it at its end */
         if ((rc = half_tls_open(h, s->via, fd, &t)) != 0) {
-            close(fd);
+            if (o.own_fd)
+                close(fd);
             return rc;
         }
         o.tls = t;

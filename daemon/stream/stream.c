@@ -20,15 +20,65 @@
 #include "conf/sockaddr.h"
 #include "sys/clock.h"
 
+static void src_file_put(struct src_file *f)
+{
+    if (f && --f->refs == 0) {
+        if (f->share)
+            f->share->cur = NULL;
+        close(f->fd);
+        free(f);
+    }
+}
+
+void stream_share_release(struct src_share *sh)
+{
+    if (sh->cur)
+        sh->cur->share = NULL;
+    sh->cur = NULL;
+}
+
+/* The shared fd of the file at path, when it is a regular file; -ENOENT
+ * or -errno; 1 when it is not a regular file (the caller opens it). */
+static int share_get(struct stream *s, const char *path, struct stat *st)
+{
+    struct src_share *sh = s->sp->share;
+    struct src_file *f = sh->cur;
+    int fd;
+
+    if (stat(path, st) != 0)
+        return -errno;
+    if (!S_ISREG(st->st_mode))
+        return 1;
+    if (!f || f->dev != st->st_dev || f->ino != st->st_ino) {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        f = calloc(1, sizeof(*f));
+        if (!f || fstat(fd, st) != 0) {
+            free(f);
+            close(fd);
+            return -ENOMEM;
+        }
+        *f = (struct src_file){
+            .fd = fd, .dev = st->st_dev, .ino = st->st_ino, .share = sh};
+        stream_share_release(sh);
+        sh->cur = f;
+    }
+    f->refs++;
+    s->src_file = f;
+    return f->fd;
+}
+
 static void stream_free(struct stream *s)
 {
     const struct stream_hooks *hk = s->sp->hooks;
 
     if (hk && hk->released)
         hk->released(s);
-    if (s->src_fd >= 0)
+    if (s->src_fd >= 0 && !s->src_file)
         close(s->src_fd);
-    if (s->sink_fd >= 0)
+    src_file_put(s->src_file);
+    if (s->sink_fd >= 0 && s->sink_fd != s->kill_fd)
         close(s->sink_fd);
     if (s->replay_fd >= 0)
         close(s->replay_fd);
@@ -80,6 +130,14 @@ static int open_source(struct stream *s)
 
     switch (a->kind) {
     case ADDR_FILE:
+        if (s->sp->share && !(p->follow || a->follow) &&
+            (rc = share_get(s, a->path, &st)) != 1) {
+            if (rc < 0)
+                return rc;
+            s->src_regular = true;
+            s->src_size = (uint64_t)st.st_size;
+            return rc;
+        }
         fd = open(a->path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT && (p->follow || a->follow)) {
             /* A log that does not exist yet: the source waits for it. */
@@ -195,8 +253,12 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
             s->src_fd = -1;
         }
     }
-    if (sink_fd >= 0)
-        s->kill_fd = fcntl(sink_fd, F_DUPFD_CLOEXEC, 0);
+    if (sink_fd >= 0) {
+        /* The stream keeps the client's socket and the worker borrows
+         * it, so a drain timeout can shut it down without a dup. */
+        s->kill_fd = sink_fd;
+        s->sink_borrowed = true;
+    }
     s->zero_copy = wants_zero_copy(s);
     /* A proxy relays replies on the worker that carries the requests. */
     if (s->src_fd >= 0 && sp->relay && relay_open(s) != 0)

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "conf/config.h"
 #include "stream/half.h"
@@ -72,6 +73,28 @@ struct stream_hooks {
     void (*released)(struct stream *s);
 };
 
+/* One open file that the streams of a served pipeline share: each
+ * borrows its fd, so a client costs no fd of its own for the file. A
+ * file replaced under the path is opened anew for the next clients; a
+ * file closes with the last stream that reads it, so an idle server holds
+ * nothing open. Main thread only. */
+struct src_share;
+
+struct src_file {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    unsigned refs;           /* the streams that read it */
+    struct src_share *share; /* while it is the share's current file */
+};
+
+struct src_share {
+    struct src_file *cur; /* what new clients get, or NULL */
+};
+
+/* Main thread. Forgets the share's current file (its streams keep it). */
+void stream_share_release(struct src_share *sh);
+
 /* What the streams of one maker have in common; outlives them. */
 struct stream_spec {
     const struct weir_pipeline *p;
@@ -85,6 +108,7 @@ struct stream_spec {
     bool src_at_end;  /* a regular file source starts at its end (live) */
     bool one_worker;  /* never split over two workers */
     bool log_connect; /* a failed source connect is logged here */
+    struct src_share *share;        /* a served file: one fd for every client */
     const struct stream_tail *tail; /* NULL: the pipeline's sinks */
     const struct stream_hooks *hooks;
 };
@@ -143,8 +167,14 @@ struct stream {
     bool src_waits;    /* a followed file that does not exist yet */
     uint64_t src_size; /* a regular file not followed: its size; else 0 */
     bool zero_copy;    /* try the splice stage first */
-    int kill_fd;       /* an accepted client's socket (a dup), to cut it */
-    struct half h[2];  /* [0] source side, [1] sink side when split */
+    /* An accepted client's socket (a dup), to cut it; or, when the
+     * stream owns the client's socket and the worker borrows it
+     * (sink_borrowed), that socket itself. */
+    int kill_fd;
+    bool sink_borrowed;
+    bool refused; /* its worker's pool could not cover it (budget.h) */
+    struct src_file *src_file; /* src_fd is borrowed from it, or NULL */
+    struct half h[2];          /* [0] source side, [1] sink side when split */
     bool split;
     _Atomic unsigned halves_left;
     struct weir_task done; /* posted to the main loop */

@@ -27,6 +27,10 @@ struct weir_pool {
 
     struct weir_buf **free_stack; /* owner only */
     uint32_t free_top;
+    /* Trimming (owner only): free_stack[0 .. clean_top) hold no pages;
+     * no get has reached below idle_top since the last trim. */
+    uint32_t clean_top;
+    uint32_t idle_top;
 
     /* One return ring per thread slot; the owner's slot is unused. */
     struct weir_ring *returns;
@@ -36,6 +40,7 @@ struct weir_pool {
     _Atomic uint32_t peak;
     _Atomic uint64_t gets;
     _Atomic uint64_t empty;
+    _Atomic uint64_t trimmed;
 };
 
 static uint32_t round_up_pow2(uint32_t v)
@@ -133,6 +138,8 @@ int weir_pool_create(struct weir_pool **out,
         p->free_stack[opts->count - 1 - i] = b;
     }
     p->free_top = opts->count;
+    p->clean_top = opts->count; /* never touched: nothing resident */
+    p->idle_top = opts->count;
     *out = p;
     return 0;
 }
@@ -181,6 +188,10 @@ int weir_pool_get(struct weir_pool *p, struct weir_buf **out)
         return -ENOBUFS;
     }
     b = p->free_stack[--p->free_top];
+    if (p->free_top < p->clean_top)
+        p->clean_top = p->free_top;
+    if (p->free_top < p->idle_top)
+        p->idle_top = p->free_top;
     /* Relaxed: the buffer is private to the owner until it is handed on,
      * and that handoff orders it. */
     atomic_store_explicit(&b->refs, 1, memory_order_relaxed);
@@ -206,6 +217,30 @@ void weir_pool_free_(struct weir_buf *b, unsigned self)
     (void)weir_ring_push(&p->returns[self], b);
 }
 
+uint32_t weir_pool_trim(struct weir_pool *p, uint32_t keep)
+{
+    uint32_t end = p->idle_top, n = 0;
+
+    weir_pool_reclaim(p);
+    if (end + keep > p->free_top)
+        end = p->free_top > keep ? p->free_top - keep : 0;
+    for (uint32_t i = p->clean_top; i < end; i++) {
+        /* DONTNEED, not FREE: the pages leave the RSS now, and a later
+         * get finds zeroed pages, which is all a fresh buffer promises. */
+        if (madvise(p->free_stack[i]->data, p->buf_size, MADV_DONTNEED) == 0)
+            n++;
+    }
+    if (end > p->clean_top)
+        p->clean_top = end;
+    p->idle_top = p->free_top;
+    if (n)
+        atomic_store_explicit(
+            &p->trimmed,
+            atomic_load_explicit(&p->trimmed, memory_order_relaxed) + n,
+            memory_order_relaxed);
+    return n;
+}
+
 void weir_pool_stats(const struct weir_pool *p, struct weir_pool_stats *st)
 {
     st->allocated = p->count;
@@ -213,6 +248,7 @@ void weir_pool_stats(const struct weir_pool *p, struct weir_pool_stats *st)
     st->peak = counter_get32(&p->peak);
     st->gets = atomic_load_explicit(&p->gets, memory_order_relaxed);
     st->empty = atomic_load_explicit(&p->empty, memory_order_relaxed);
+    st->trimmed = atomic_load_explicit(&p->trimmed, memory_order_relaxed);
 }
 
 size_t weir_pool_buf_size(const struct weir_pool *p)

@@ -15,10 +15,17 @@
  * users share a budget of pipe pages (fs.pipe-user-pages-soft); past it the
  * kernel refuses to grow a pipe, and pipe() itself fails at the fd limits. Both
  * are reported to the caller, which then uses the stream path for that stream.
+ *
+ * The sendfile mechanism needs no pipe: when the socket is writable,
+ * one sendfile(2) on the loop's thread queues up to sendfile_max bytes of
+ * page-cache pages on the socket, and the next poll waits for room. The
+ * socket is non-blocking while it sends, blocking again for the linger.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +45,7 @@ struct weir_splice {
     weir_done_cb done;
     void *ctx;
     bool finished, destroyed, reaping;
+    bool nonblocking;  /* sendfile: the socket was made non-blocking */
     bool lingering;    /* sent; waiting for the peer's end (sp_finish) */
     bool linger_done;  /* the linger ended: done runs once its ops are back */
     uint64_t lingered; /* bytes it sent meanwhile, dropped */
@@ -55,11 +63,15 @@ static void sp_free(struct weir_reap *r)
         (struct weir_splice *)(void *)((char *)r -
                                        offsetof(struct weir_splice, reap));
 
-    close(sp->pipe_rd);
-    close(sp->pipe_wr);
-    close(sp->file_fd);
-    if (sp->sock_fd >= 0)
-        close(sp->sock_fd);
+    if (sp->pipe_rd >= 0) {
+        close(sp->pipe_rd);
+        close(sp->pipe_wr);
+    }
+    if (!sp->o.keep_fds) {
+        close(sp->file_fd);
+        if (sp->sock_fd >= 0)
+            close(sp->sock_fd);
+    }
     free(sp);
 }
 
@@ -155,6 +167,13 @@ static void sp_finish(struct weir_splice *sp, int rc)
     if (sp->finished)
         return;
     sp->finished = true;
+    if (sp->nonblocking) {
+        int fl = fcntl(sp->sock_fd, F_GETFL);
+
+        if (fl >= 0)
+            (void)fcntl(sp->sock_fd, F_SETFL, fl & ~O_NONBLOCK);
+        sp->nonblocking = false;
+    }
     if (rc == 0) {
         shutdown(sp->sock_fd, SHUT_WR);
         if (sp->o.linger_ns && !sp->destroyed && sp_linger_recv(sp) == 0) {
@@ -233,11 +252,84 @@ static void sp_in_done(struct weir_op *op, int res, uint32_t flags)
         sp_round(sp);
 }
 
+static void sf_round(struct weir_splice *sp);
+
+static void sf_ready(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_splice *sp = SP_OF(op, out_op);
+
+    (void)flags;
+    if (sp_back(sp))
+        return;
+    if (res < 0 && res != -EINTR && res != -EAGAIN) {
+        sp_finish(sp, res);
+        return;
+    }
+    sf_round(sp);
+}
+
+/* One sendfile, then a wait for room (or, when it took all it was asked,
+ * for the next turn, so that other sockets of the loop get theirs). */
+static void sf_round(struct weir_splice *sp)
+{
+    uint64_t left = sp->end - sp->off;
+    off_t off = (off_t)sp->off;
+    ssize_t k;
+    int rc;
+
+    if (!sp->nonblocking) {
+        int fl = fcntl(sp->sock_fd, F_GETFL);
+
+        if (fl < 0 || fcntl(sp->sock_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+            sp_finish(sp, -errno);
+            return;
+        }
+        sp->nonblocking = true;
+    }
+    if (sp->off >= sp->end) {
+        sp_finish(sp, 0);
+        return;
+    }
+    k = sendfile(sp->sock_fd, sp->file_fd, &off,
+                 left < sp->o.sendfile_max ? (size_t)left : sp->o.sendfile_max);
+    if (k > 0) {
+        sp->off += (uint64_t)k;
+        sp->sent += (uint64_t)k;
+        if (sp->o.counter)
+            /* Relaxed: a statistic, as in sp_out_done. */
+            atomic_fetch_add_explicit(sp->o.counter, (uint64_t)k,
+                                      memory_order_relaxed);
+        if (sp->off >= sp->end) {
+            sp_finish(sp, 0);
+            return;
+        }
+    } else if (k == 0) {
+        /* The file ended before `end` (it shrank). */
+        sp->end = sp->off;
+        sp_finish(sp, 0);
+        return;
+    } else if (errno != EAGAIN && errno != EINTR) {
+        sp_finish(sp, -errno);
+        return;
+    }
+    sp->out_op.fn = sf_ready;
+    rc = weir_loop_poll(sp->loop, &sp->out_op, sp->sock_fd, POLLOUT);
+    if (rc) {
+        sp_finish(sp, rc);
+        return;
+    }
+    sp->pending++;
+}
+
 static void sp_round(struct weir_splice *sp)
 {
     uint32_t n;
     int rc;
 
+    if (sp->o.sendfile) {
+        sf_round(sp);
+        return;
+    }
     if (sp->in_pipe > 0) {
         sp->out_op.fn = sp_out_done;
         rc = weir_loop_splice(sp->loop, &sp->out_op, sp->pipe_rd, -1,
@@ -289,6 +381,14 @@ static void sp_connected(struct weir_op *op, int res, uint32_t flags)
     sp_round(sp);
 }
 
+static void close_pipe(const int p[2])
+{
+    if (p[0] >= 0) {
+        close(p[0]);
+        close(p[1]);
+    }
+}
+
 int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
                       int file_fd, int sock_fd,
                       const struct weir_splice_options *o, weir_done_cb done,
@@ -304,22 +404,24 @@ int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
         (uint64_t)st.st_size - o->offset > o->max_length &&
         o->length > o->max_length)
         return -EFBIG;
-    if (pipe2(p, O_CLOEXEC) != 0)
+    p[0] = p[1] = -1;
+    if (!o->sendfile && pipe2(p, O_CLOEXEC) != 0)
         return -errno;
     sp = calloc(1, sizeof(*sp));
     if (!sp) {
-        close(p[0]);
-        close(p[1]);
+        close_pipe(p);
         return -ENOMEM;
     }
     sp->o = *o;
     if (!sp->o.pipe_size)
         sp->o.pipe_size = 1024u * 1024u;
-    rc = fcntl(p[1], F_SETPIPE_SZ, (int)sp->o.pipe_size);
+    if (!sp->o.sendfile_max)
+        sp->o.sendfile_max = 1024u * 1024u;
+    rc = o->sendfile ? (int)sp->o.pipe_size
+                     : fcntl(p[1], F_SETPIPE_SZ, (int)sp->o.pipe_size);
     if (rc < 0 || (uint32_t)rc < sp->o.pipe_size) {
         rc = rc < 0 ? -errno : -EPERM;
-        close(p[0]);
-        close(p[1]);
+        close_pipe(p);
         free(sp);
         return rc;
     }
@@ -356,8 +458,7 @@ int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
     *out = sp;
     return 0;
 fail:
-    close(p[0]);
-    close(p[1]);
+    close_pipe(p);
     if (sp->sock_fd >= 0)
         close(sp->sock_fd);
     free(sp);

@@ -21,6 +21,7 @@ struct worker {
     struct weir_pool *pool;
     struct weir_task stop;
     unsigned stop_turns; /* turns the stop has waited for ops to finish */
+    struct weir_timer trim;
     int err;
     bool ready;
 };
@@ -52,6 +53,22 @@ static void stop_task(struct weir_task *t)
     weir_loop_stop(wk->loop);
 }
 
+/* Idle pool pages go back to the kernel on a timer, so that the resident
+ * size follows the working set down after a burst. */
+static void trim_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct worker *wk =
+        (struct worker *)((char *)op - offsetof(struct worker, trim.op));
+    const struct weir_workers_options *o = &wk->w->opts;
+
+    (void)flags;
+    if (res == -ECANCELED)
+        return;
+    weir_pool_trim(wk->pool, o->trim_keep);
+    (void)weir_loop_timer_start(wk->loop, &wk->trim,
+                                o->trim_ns ? o->trim_ns : 1000000000ull);
+}
+
 static int worker_setup(struct worker *wk)
 {
     const struct weir_workers_options *o = &wk->w->opts;
@@ -78,6 +95,7 @@ static int worker_setup(struct worker *wk)
         return err;
     }
     weir_task_init(&wk->stop, stop_task);
+    wk->trim.op.fn = trim_fire;
     return 0;
 }
 
@@ -96,8 +114,12 @@ static void *worker_main(void *arg)
         pthread_cond_wait(&w->cond, &w->lock);
     run = w->go && !wk->err;
     pthread_mutex_unlock(&w->lock);
-    if (run)
+    if (run) {
+        (void)weir_loop_timer_start(wk->loop, &wk->trim,
+                                    w->opts.trim_ns ? w->opts.trim_ns
+                                                    : 1000000000ull);
         wk->err = weir_loop_run(wk->loop);
+    }
     return NULL;
 }
 

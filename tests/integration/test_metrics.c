@@ -409,8 +409,10 @@ static void test_endpoints(void **state)
     struct reply r;
 
     (void)state;
+    /* A transform keeps its clients on the stream path, with a queue to
+     * watch (a plain file is sent with sendfile, which has none). */
     snprintf(extra, sizeof(extra),
-             "\n[pipeline big]\nsource = file:%s\n"
+             "\n[pipeline big]\nsource = file:%s\ntransform = uppercase\n"
              "sink = tcp-listen:127.0.0.1:%u\n",
              big, bport);
     start(&w, "endpoints", mport, port, data, extra);

@@ -1,7 +1,8 @@
 /*
  * test_pool.c - the buffer pool: exhaustion answers -ENOBUFS, shared
  * references release once, buffers dropped on another thread come home
- * through the return ring, and no buffer is ever lost.
+ * through the return ring, no buffer is ever lost, and trimming gives
+ * idle buffers' pages back to the kernel.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +11,9 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "weir/pool.h"
@@ -216,6 +219,59 @@ static void buffers_come_home_from_another_thread(void **state)
     assert_int_equal(weir_pool_destroy(p), 0);
 }
 
+/* Buffers of p whose first page is resident. */
+static uint32_t resident(struct weir_pool *p, uint32_t count)
+{
+    size_t len, bs = weir_pool_buf_size(p), page = (size_t)getpagesize();
+    uint8_t *region = weir_pool_region(p, &len);
+    unsigned char *vec = calloc(len / page, 1);
+    uint32_t n = 0;
+
+    assert_non_null(vec);
+    assert_int_equal(mincore(region, len, vec), 0);
+    for (uint32_t i = 0; i < count; i++)
+        n += vec[i * bs / page] & 1;
+    free(vec);
+    return n;
+}
+
+static void trim_returns_idle_pages_and_keeps_the_hot_ones(void **state)
+{
+    struct weir_pool *p = make_pool(64, 1);
+    struct weir_buf *b[64];
+    struct weir_pool_stats st;
+
+    (void)state;
+    for (uint32_t i = 0; i < 64; i++) {
+        assert_int_equal(weir_pool_get(p, &b[i]), 0);
+        memset(b[i]->data, 0xa5, weir_pool_buf_size(p));
+    }
+    for (uint32_t i = 0; i < 64; i++)
+        weir_buf_unref(b[i], 0);
+    assert_int_equal(resident(p, 64), 64);
+    /* Every buffer was in use since the pool began: none is idle yet. */
+    assert_int_equal(weir_pool_trim(p, 4), 0);
+    /* A whole period without a get: all but the 4 kept go back. */
+    assert_int_equal(weir_pool_trim(p, 4), 60);
+    assert_int_equal(resident(p, 64), 4);
+    assert_int_equal(weir_pool_trim(p, 4), 0);
+    /* The next gets take the kept ones first, then trimmed (zeroed) ones. */
+    for (uint32_t i = 0; i < 10; i++) {
+        assert_int_equal(weir_pool_get(p, &b[i]), 0);
+        assert_int_equal(b[i]->data[0], i < 4 ? 0xa5 : 0);
+        b[i]->data[0] = 1;
+    }
+    for (uint32_t i = 0; i < 10; i++)
+        weir_buf_unref(b[i], 0);
+    assert_int_equal(resident(p, 64), 10);
+    assert_int_equal(weir_pool_trim(p, 4), 0); /* they were used */
+    assert_int_equal(weir_pool_trim(p, 4), 6);
+    assert_int_equal(resident(p, 64), 4);
+    weir_pool_stats(p, &st);
+    assert_int_equal(st.trimmed, 66);
+    assert_int_equal(weir_pool_destroy(p), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +281,7 @@ int main(void)
         cmocka_unit_test(shared_buffer_returns_after_last_reference),
         cmocka_unit_test(destroy_refuses_while_buffers_are_out),
         cmocka_unit_test(buffers_come_home_from_another_thread),
+        cmocka_unit_test(trim_returns_idle_pages_and_keeps_the_hot_ones),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,7 @@ struct weir_pool_stats {
     uint32_t peak;      /* highest in_use seen */
     uint64_t gets;      /* successful weir_pool_get calls */
     uint64_t empty;     /* weir_pool_get calls answered -ENOBUFS */
+    uint64_t trimmed;   /* buffers whose pages weir_pool_trim gave back */
 };
 
 /* Any thread (then handed to the owner). Creates a pool. Returns 0,
@@ -143,6 +144,17 @@ static inline void weir_chunk_unref(const struct weir_chunk *c, unsigned self)
     if (c->buf)
         weir_buf_unref(c->buf, self);
 }
+
+/*
+ * Owner. Gives the pages of idle buffers back to the kernel: the free
+ * buffers that no weir_pool_get reached since the previous trim, except
+ * the `keep` most recently freed. Called on a timer, it returns the pool's
+ * memory beyond its working set within two periods after a burst; a later
+ * get of a trimmed buffer faults in zeroed pages. Not for a region
+ * registered with io_uring (the kernel pins those pages). Returns how many
+ * buffers it trimmed.
+ */
+uint32_t weir_pool_trim(struct weir_pool *p, uint32_t keep);
 
 /* Any thread. Reads the counters; exact on the owner after reclaim,
  * a recent snapshot elsewhere. */

@@ -1,7 +1,11 @@
 /*
  * weir/splice.h - the zero-copy stage: a byte range of a regular file into
- * a socket through a pipe, with linked io_uring SPLICE pairs (file -> pipe,
- * pipe -> socket), no buffer of ours in between.
+ * a socket with no buffer of ours in between. Two mechanisms: a pipe with
+ * linked io_uring SPLICE pairs (file -> pipe, pipe -> socket), or, with
+ * the `sendfile` option, sendfile(2) on the loop's thread each time the
+ * socket is writable, which needs no pipe and holds nothing but page-cache
+ * pages referenced by the socket's queue (a file whose pages are not
+ * cached is read from disk on the loop's thread, as nginx's sendfile does).
  *
  * It is not a core stream: no chunk ever exists, so there is nothing to
  * pipe, tee or transform. The daemon chooses it instead of the stream path
@@ -14,6 +18,7 @@
 #define WEIR_SPLICE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -27,9 +32,16 @@ extern "C" {
 struct weir_splice;
 
 struct weir_splice_options {
-    uint64_t offset;           /* first byte of the file to send */
-    uint64_t length;           /* bytes to send; UINT64_MAX: to the end */
-    uint32_t pipe_size;        /* bytes per splice pair; 0: 1 MiB */
+    uint64_t offset;    /* first byte of the file to send */
+    uint64_t length;    /* bytes to send; UINT64_MAX: to the end */
+    uint32_t pipe_size; /* bytes per splice pair; 0: 1 MiB */
+    /* sendfile(2) when the socket is writable instead of a pipe (the
+     * socket is in non-blocking mode while it sends); pipe_size unused. */
+    bool sendfile;
+    uint32_t sendfile_max; /* bytes per sendfile call; 0: 1 MiB */
+    /* file_fd and sock_fd stay the caller's: the stage never closes them
+     * (a file shared by many stages, a socket the caller closes later). */
+    bool keep_fds;
     uint64_t max_length;       /* a longer range: -EFBIG; 0: no limit */
     _Atomic uint64_t *counter; /* bytes sent are added here (relaxed) */
     /* After the range: read and drop what the peer sends, until it closes
@@ -48,7 +60,7 @@ struct weir_splice_options {
  * when no pipe of the wanted size can be had (the per-user pipe limits),
  * -EFBIG when the range is longer than max_length; the caller then takes
  * the stream path. Both fds are the stage's
- * from a successful start: it closes them.
+ * from a successful start: it closes them, unless keep_fds.
  */
 int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
                       int file_fd, int sock_fd,

@@ -30,6 +30,10 @@ struct weir_workers_options {
     unsigned loop_entries;   /* submission queue size; 0: the default */
     enum weir_doorbell bell; /* 0: the measured default */
     enum weir_engine engine; /* 0: AUTO (weir_loop_options.engine) */
+    /* Every trim_ns the worker gives its pool's idle buffers back to the
+     * kernel (weir_pool_trim), keeping trim_keep; 0: every second. */
+    uint64_t trim_ns;
+    uint32_t trim_keep;
 };
 
 /*

@@ -88,6 +88,8 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&w->lock);
     if (run)
         wk->err = weir_loop_run(wk->loop);
+    if (run && wk->err && w->opts.on_fail)
+        w->opts.on_fail(w->opts.fail_arg, wk->index, wk->err);
     return NULL;
 }
 

@@ -30,6 +30,13 @@ struct weir_workers_options {
     unsigned loop_entries;   /* submission queue size; 0: the default */
     enum weir_doorbell bell; /* 0: the measured default */
     enum weir_engine engine; /* 0: AUTO (weir_loop_options.engine) */
+    /* Called on worker `index`'s thread when its loop fails for good
+     * (weir_loop_run returned `err`, a negative errno: the kernel refused
+     * the loop's wait); the thread ends after it returns, and what ran on
+     * it stops. The owner decides what that means (the daemon logs and
+     * exits). NULL: the thread ends silently. */
+    void (*on_fail)(void *arg, unsigned index, int err);
+    void *fail_arg;
 };
 
 /*

@@ -51,8 +51,21 @@ static void check_source_file(const struct weir_address *a, bool follow,
                      a->path, strerror(errno));
         return;
     }
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    if (fstat(fd, &st) != 0)
+        config_error(diag, &a->loc, "source: cannot stat '%s': %s", a->path,
+                     strerror(errno));
+    else if (S_ISDIR(st.st_mode))
         config_error(diag, &a->loc, "source: '%s' is a directory", a->path);
+    else if (!S_ISREG(st.st_mode) && !a->fifo)
+        /* Reading one may wait for a writer forever, or never end. */
+        config_error(diag, &a->loc,
+                     "source: '%s' is not a regular file (a FIFO or a device "
+                     "is read with fifo=yes)",
+                     a->path);
+    else if (a->fifo && follow)
+        config_error(diag, &a->loc,
+                     "source: fifo=yes and follow exclude each other (a FIFO "
+                     "is read until weir stops)");
     close(fd);
 }
 

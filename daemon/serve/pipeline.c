@@ -317,13 +317,28 @@ static int open_file_sinks(struct pipeline *pl)
 
         if (a->kind != ADDR_FILE || pl->res[i].file_fd >= 0)
             continue;
+        /* O_NONBLOCK: a path that is a FIFO with no reader fails here
+         * (ENXIO) rather than holding the main thread in open(2). */
         fd = open(a->path,
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK |
                       (a->append ? 0 : O_TRUNC),
                   0644);
+        if (fd < 0 && errno == ENXIO) {
+            log_errx("pipeline %s: %s is a FIFO with no reader", p->name,
+                     a->path);
+            return -ENXIO;
+        }
         if (fd < 0) {
             log_err("pipeline %s: %s", p->name, a->path);
             return -errno;
+        }
+        /* Writes go through the loop, which waits for room itself. */
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+            int rc = -errno;
+
+            log_err("pipeline %s: %s", p->name, a->path);
+            close(fd);
+            return rc;
         }
         pl->res[i].file_fd = fd;
     }

@@ -9,7 +9,9 @@
  *   - a fifo=yes source with no writer: weir starts, and SIGTERM ends it
  *     with exit 0; writers that come and go each get their bytes through,
  *     byte for byte;
- *   - a device source with fifo=yes (/dev/null) ends at its end.
+ *   - a device source with fifo=yes (/dev/null) ends at its end;
+ *   - a file sink that is a FIFO with no reader fails its pipeline's
+ *     start, named, at once; with a reader the bytes go through.
  * Every wait is for an event (a log line, an exit, a file's size).
  */
 #include <errno.h>
@@ -195,6 +197,47 @@ static void test_device_source(void **state)
     assert_int_equal(st.st_size, 0);
 }
 
+/* A file sink that is a FIFO: with no reader the pipeline cannot start
+ * (exit 1, named), rather than weir waiting in open(2); with one, the
+ * bytes go through. */
+static void test_fifo_sink(void **state)
+{
+    char sink[200], arg[820], want[800], hex[65], expect[65];
+    struct h_weir w;
+    int rfd;
+
+    (void)state;
+    h_path(sink, sizeof(sink), "out.fifo");
+    assert_int_equal(mkfifo(sink, 0600), 0);
+    snprintf(arg, sizeof(arg), "file:%s", sink);
+    h_start_conf(&w, "sinkfifo", H_CONF_FRESH_LOG,
+                 "[pipeline s]\nsource = file:/dev/null,fifo=yes\n"
+                 "sink = %s\n",
+                 arg);
+    h_expect_exit(&w, 1, false, WAIT);
+    snprintf(want, sizeof(want), "pipeline s: %s is a FIFO with no reader",
+             sink);
+    h_expect_log(&w, want, 0);
+
+    rfd = open(sink, O_RDONLY | O_NONBLOCK);
+    assert_true(rfd >= 0);
+    assert_int_equal(fcntl(rfd, F_SETFL, 0), 0);
+    h_path(want, sizeof(want), "src.bin");
+    h_make_file(want, 300000, 9, expect);
+    snprintf(arg, sizeof(arg), "file:%s", want);
+    {
+        char dst[220];
+
+        snprintf(dst, sizeof(dst), "file:%s", sink);
+        spawn(&w, "sinkpipe.log",
+              (char *const[]){"weir", "pipe", arg, dst, NULL});
+    }
+    assert_int_equal(h_drain(rfd, hex, UINT64_MAX, WAIT), 300000);
+    assert_string_equal(hex, expect);
+    close(rfd);
+    h_expect_exit(&w, 0, false, WAIT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +248,7 @@ int main(void)
         cmocka_unit_test_teardown(test_fifo_no_writer_sigterm, h_teardown),
         cmocka_unit_test_teardown(test_reload_config_became_fifo, h_teardown),
         cmocka_unit_test_teardown(test_device_source, h_teardown),
+        cmocka_unit_test_teardown(test_fifo_sink, h_teardown),
     };
     int rc;
 

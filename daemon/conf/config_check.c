@@ -108,8 +108,11 @@ static bool same_file(const char *a, const char *b)
 static void file_key(const char *path, char *key, size_t len)
 {
     char *copy, *dir, resolved[PATH_MAX];
+    const char *base = strrchr(path, '/');
     struct stat st;
 
+    /* weir pipe leaves a relative path as written: "out" has no '/'. */
+    base = base ? base + 1 : path;
     if (stat(path, &st) == 0) {
         snprintf(key, len, "f:%llu:%llu", (unsigned long long)st.st_dev,
                  (unsigned long long)st.st_ino);
@@ -118,7 +121,7 @@ static void file_key(const char *path, char *key, size_t len)
     copy = strdup(path);
     dir = copy ? dirname(copy) : NULL;
     if (dir && realpath(dir, resolved))
-        snprintf(key, len, "p:%s/%s", resolved, strrchr(path, '/') + 1);
+        snprintf(key, len, "p:%s/%s", resolved, base);
     else
         snprintf(key, len, "p:%s", path);
     free(copy);

@@ -91,6 +91,13 @@ static int opt_follow(struct weir_address *a, const char *v, char *err,
     return value_bool(v, &a->follow, err, errlen);
 }
 
+static int opt_fifo(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    a->fifo_set = true;
+    return value_bool(v, &a->fifo, err, errlen);
+}
+
 static int opt_append(struct weir_address *a, const char *v, char *err,
                       size_t errlen)
 {
@@ -248,6 +255,7 @@ static int opt_handshake_timeout(struct weir_address *a, const char *v,
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_follow},
     {"append", KIND(ADDR_FILE), ROLE(ADDR_SINK), "a file sink", opt_append},
+    {"fifo", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_fifo},
     {"on_full", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_on_full},
     {"high_water_mark", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_hwm},
     {"max_clients", LISTENERS, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),

@@ -40,8 +40,9 @@
 #define CONF_MAX_NAME             64
 #define CONF_MAX_TRANSFORMS       32
 #define CONF_MAX_SINKS            64
-#define CONF_ERRORS_SHOWN         100   /* then only counted */
-#define CONF_DEFAULT_HANDSHAKE_MS 30000 /* tls, tls-listen */
+#define CONF_ERRORS_SHOWN         100        /* then only counted */
+#define CONF_MAX_FILE_SIZE        (16 * MiB) /* a config file, in bytes */
+#define CONF_DEFAULT_HANDSHAKE_MS 30000      /* tls, tls-listen */
 #define CONF_MAX_HANDSHAKE_MS     (3600 * 1000)
 
 /* The control socket, in the unit's RuntimeDirectory. */
@@ -106,6 +107,7 @@ struct weir_address {
     char *path; /* file, unix, unix-listen: absolute if it was relative */
     /* Options; each *_set tells whether the address gave it. */
     bool follow, follow_set; /* file source */
+    bool fifo, fifo_set;     /* file source: a FIFO or a device, by intent */
     bool append, append_set; /* file sink */
     enum on_full on_full;    /* sinks */
     bool on_full_set;

@@ -52,8 +52,21 @@ static void check_source_file(const struct weir_address *a, bool follow,
                      a->path, strerror(errno));
         return;
     }
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    if (fstat(fd, &st) != 0)
+        config_error(diag, &a->loc, "source: cannot stat '%s': %s", a->path,
+                     strerror(errno));
+    else if (S_ISDIR(st.st_mode))
         config_error(diag, &a->loc, "source: '%s' is a directory", a->path);
+    else if (!S_ISREG(st.st_mode) && !a->fifo)
+        /* Reading one may wait for a writer forever, or never end. */
+        config_error(diag, &a->loc,
+                     "source: '%s' is not a regular file (a FIFO or a device "
+                     "is read with fifo=yes)",
+                     a->path);
+    else if (a->fifo && follow)
+        config_error(diag, &a->loc,
+                     "source: fifo=yes and follow exclude each other (a FIFO "
+                     "is read until weir stops)");
     close(fd);
 }
 
@@ -99,6 +112,8 @@ static void file_key(const char *path, char *key, size_t len)
     const char *base = strrchr(path, '/');
     struct stat st;
 
+    /* weir pipe leaves a relative path as written: "out" has no '/'. */
+    base = base ? base + 1 : path;
     if (stat(path, &st) == 0) {
         snprintf(key, len, "f:%llu:%llu", (unsigned long long)st.st_dev,
                  (unsigned long long)st.st_ino);
@@ -107,8 +122,7 @@ static void file_key(const char *path, char *key, size_t len)
     copy = strdup(path);
     dir = copy ? dirname(copy) : NULL;
     if (dir && realpath(dir, resolved))
-        /* weir pipe leaves a relative path as written: "out" has no '/'. */
-        snprintf(key, len, "p:%s/%s", resolved, base ? base + 1 : path);
+        snprintf(key, len, "p:%s/%s", resolved, base);
     else
         snprintf(key, len, "p:%s", path);
     free(copy);

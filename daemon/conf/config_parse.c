@@ -17,6 +17,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <libgen.h>
 #include <limits.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Longer lines are an error; inih's buffer may grow to hold this much. */
 #define MAX_LINE 8192
@@ -305,11 +307,45 @@ static struct weir_config *parse_stream(FILE *in, const char *name,
     return NULL;
 }
 
+/*
+ * The config file, opened so that nothing waits: a path that became a
+ * FIFO would block a start or a reload until some writer came. Only a
+ * regular file of at most CONF_MAX_FILE_SIZE bytes is read. NULL, after
+ * saying why, otherwise.
+ */
+static FILE *open_config(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    FILE *in;
+
+    if (fd < 0) {
+        log_errx("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) != 0) {
+        log_errx("%s: %s", path, strerror(errno));
+    } else if (S_ISDIR(st.st_mode)) {
+        log_errx("%s: %s", path, strerror(EISDIR));
+    } else if (!S_ISREG(st.st_mode)) {
+        log_errx("%s: not a regular file (a config must be one)", path);
+    } else if ((uint64_t)st.st_size > CONF_MAX_FILE_SIZE) {
+        log_errx("%s: %llu bytes is larger than a config may be (%llu MiB)",
+                 path, (unsigned long long)st.st_size,
+                 (unsigned long long)(CONF_MAX_FILE_SIZE / MiB));
+    } else if ((in = fdopen(fd, "r")) != NULL) {
+        return in;
+    } else {
+        log_errx("%s: %s", path, strerror(errno));
+    }
+    close(fd);
+    return NULL;
+}
+
 struct weir_config *config_load_file(const char *path, unsigned *errors)
 {
     char *copy = strdup(path), *dir, real[PATH_MAX];
     struct weir_config *conf = NULL;
-    struct stat st;
     FILE *in;
 
     *errors = 1;
@@ -318,12 +354,9 @@ struct weir_config *config_load_file(const char *path, unsigned *errors)
         return NULL;
     }
     dir = dirname(copy);
-    in = fopen(path, "re");
+    in = open_config(path);
     if (in == NULL) {
-        log_errx("%s: %s", path, strerror(errno));
-    } else if (fstat(fileno(in), &st) == 0 && S_ISDIR(st.st_mode)) {
-        log_errx("%s: %s", path, strerror(EISDIR));
-        fclose(in);
+        /* open_config said why. */
     } else if (realpath(dir, real) == NULL) {
         log_errx("%s: %s", dir, strerror(errno));
         fclose(in);

@@ -7,16 +7,21 @@
 #include "conf/address.h"
 #include "conf/config.h"
 
-/* A sink as the parser makes it when it names no option. */
-static struct weir_address *plain_sink(const char *text)
+/* An address as the parser makes it when it names no option. */
+static struct weir_address *plain_address(const char *text, enum addr_role role)
 {
     struct conf_loc loc = {"defaults", 1};
     struct weir_address *a = NULL;
     char err[256];
 
-    if (address_parse(text, ADDR_SINK, "/", &loc, &a, err, sizeof(err)) < 0)
+    if (address_parse(text, role, "/", &loc, &a, err, sizeof(err)) < 0)
         return NULL;
     return a;
+}
+
+static struct weir_address *plain_sink(const char *text)
+{
+    return plain_address(text, ADDR_SINK);
 }
 
 int config_print_defaults(FILE *f)
@@ -27,9 +32,10 @@ int config_print_defaults(FILE *f)
         conf ? config_add_pipeline(conf, "d", &loc) : NULL;
     struct weir_address *listen = plain_sink("tcp-listen:127.0.0.1:1");
     struct weir_address *file = plain_sink("file:out");
+    struct weir_address *in = plain_address("file:in", ADDR_SOURCE);
     int r = -1;
 
-    if (p != NULL && listen != NULL && file != NULL) {
+    if (p != NULL && listen != NULL && file != NULL && in != NULL) {
         fprintf(f, "workers=%s\n",
                 conf->daemon.workers == 0 ? "auto" : "(a count)");
         fprintf(f, "log_level=%s\n", log_level_name(conf->daemon.log_level));
@@ -47,6 +53,7 @@ int config_print_defaults(FILE *f)
         fprintf(f, "high_water_mark=%" PRIu64 "\n", p->high_water_mark);
         fprintf(f, "chunk_size=%" PRIu64 "\n", p->chunk_size);
         fprintf(f, "follow=%s\n", p->follow ? "yes" : "no");
+        fprintf(f, "fifo=%s\n", in->fifo ? "yes" : "no");
         /* A config file's file sinks append unless told (config_check;
          * weir pipe's truncate). */
         fprintf(f, "append=%s\n",
@@ -68,6 +75,7 @@ int config_print_defaults(FILE *f)
     }
     address_free(listen);
     address_free(file);
+    address_free(in);
     config_free(conf);
     return r;
 }

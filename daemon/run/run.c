@@ -459,6 +459,45 @@ static int pipelines_start(struct run *r)
     return 0;
 }
 
+/* The system call a loop's wait failed in, for the log. */
+static const char *loop_wait_call(const struct weir_loop *loop)
+{
+    return weir_loop_engine(loop) == WEIR_ENGINE_EPOLL ? "epoll_wait"
+                                                       : "io_uring_enter";
+}
+
+/* On the main loop: a worker's loop failed, so the streams on it are
+ * stuck for good; waiting for them would never end. */
+static void worker_fail_task(struct weir_task *t)
+{
+    struct run *r = weir_container_of(t, struct run, fail_task);
+    int err = atomic_load(&r->worker_err);
+
+    log_errx("worker %u: %s failed: %s (errno %d); exiting",
+             atomic_load(&r->worker_failed), loop_wait_call(r->main),
+             strerror(-err), -err);
+    r->exit_status = EX_OSERR;
+    r->finished = true;
+    weir_loop_stop(r->main);
+}
+
+/* On the failing worker's thread, which ends after this. The first
+ * failure is kept; the main loop, once there is one, reports it. */
+static void worker_failed(void *arg, unsigned index, int err)
+{
+    struct run *r = arg;
+    int none = 0;
+    struct weir_loop *main;
+
+    if (atomic_compare_exchange_strong(&r->worker_err, &none, err))
+        atomic_store(&r->worker_failed, index);
+    /* Pairs with the store in workers_start: either this sees the main
+     * loop, or workers_start sees worker_err (both seq_cst). */
+    main = atomic_load(&r->fail_loop);
+    if (main)
+        weir_loop_post(main, &r->fail_task);
+}
+
 static int workers_start(struct run *r)
 {
     struct weir_workers_options wo = {0};
@@ -469,6 +508,9 @@ static int workers_start(struct run *r)
     wo.count = n;
     wo.buf_size = r->bufsz;
     wo.engine = r->conf->daemon.engine;
+    wo.on_fail = worker_failed;
+    wo.fail_arg = r;
+    weir_task_init(&r->fail_task, worker_fail_task);
     /* pool_size of buffer address space per worker; pages are committed
      * only as buffers are first used, and idle ones given back. */
     wo.pool_buffers = (uint32_t)(r->conf->daemon.pool_size / r->bufsz);
@@ -490,6 +532,9 @@ static int workers_start(struct run *r)
         return rc;
     }
     r->cx.main = r->main;
+    atomic_store(&r->fail_loop, r->main);
+    if (atomic_load(&r->worker_err) != 0)
+        weir_loop_post(r->main, &r->fail_task);
     r->cx.nworkers = n;
     r->cx.compressing = calloc(n, sizeof(*r->cx.compressing));
     placement_choose(&r->cx.place);
@@ -554,7 +599,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     struct conf_ref *cref = conf_ref_new(conf);
     unsigned long long fd_limit;
     struct run r;
-    int rc;
+    int rc, main_err = 0;
 
     if (!cref) {
         log_errx("out of memory");
@@ -610,15 +655,21 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     }
     alive_drop(&r.alive);
     if (!r.finished && (rc = weir_loop_run(r.main)) < 0) {
+        main_err = rc;
         /* The kernel refused the loop's wait: nothing can go on. */
-        log_errx("the main loop's wait for events failed: %s; exiting",
-                 strerror(-rc));
+        log_errx("main loop: %s failed: %s (errno %d); exiting",
+                 loop_wait_call(r.main), strerror(-rc), -rc);
         r.exit_status = EX_OSERR;
     }
 
     /* Workers first: after this nothing posts to the main loop. */
     if (weir_workers_stop(r.cx.workers) != 0)
         log_debug("buffers were still in use at exit");
+    /* What ran on a failed loop cannot be taken apart: the teardown of
+     * a stream needs both the main loop and its worker's. Exit with it
+     * all still in place. */
+    if (main_err != 0 || atomic_load(&r.worker_err) != 0)
+        exit(EX_OSERR);
     if (r.failures)
         r.exit_status = 1;
     rc = r.exit_status;

@@ -10,6 +10,7 @@
 #ifndef WEIR_DAEMON_RUN_IMPL_H
 #define WEIR_DAEMON_RUN_IMPL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -91,6 +92,13 @@ struct run {
      * NULL in weir pipe, or without a socket. */
     struct board *board;
     struct control *control;
+    /* A worker whose loop failed (its thread has ended): the first
+     * error and worker, and the main loop's task that ends the run;
+     * fail_loop is the main loop once the task may be posted. */
+    _Atomic int worker_err;
+    _Atomic unsigned worker_failed;
+    _Atomic(struct weir_loop *) fail_loop;
+    struct weir_task fail_task;
 };
 
 /* run.c */

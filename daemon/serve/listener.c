@@ -154,6 +154,34 @@ static void pause_fire(struct weir_op *op, int res, uint32_t flags)
     settle(l);
 }
 
+/*
+ * A client accepted at the fd limit would get a socket and then no fd
+ * for its stream's file: it would be closed unserved. So the listener
+ * accepts only while it holds a few spare fds (dups of its socket),
+ * which it lets go just before handing the client on: the stream's own
+ * opens find them. Taking them back fails at the limit, and accepting
+ * pauses instead, leaving clients in the backlog until fds come free.
+ */
+#define NSPARE (sizeof(((struct listener *)0)->spare) / sizeof(int))
+
+static int spares_take(struct listener *l)
+{
+    while (l->nspare < NSPARE) {
+        int fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0);
+
+        if (fd < 0)
+            return -errno;
+        l->spare[l->nspare++] = fd;
+    }
+    return 0;
+}
+
+static void spares_give(struct listener *l)
+{
+    while (l->nspare > 0)
+        close(l->spare[--l->nspare]);
+}
+
 /* Out of fds or memory: try again after PAUSE_NS, saying so once. */
 static void accept_pause(struct listener *l, int err)
 {
@@ -192,6 +220,7 @@ static void accepted(struct weir_op *op, int res, uint32_t flags)
         sockaddr_format((const struct sockaddr *)&l->peer, l->peerlen, peer,
                         sizeof(peer));
     if (l->closing) {
+        spares_give(l);
         if (res >= 0)
             l->on_client(l, res, peer);
         listener_close(l);
@@ -210,6 +239,7 @@ static void accepted(struct weir_op *op, int res, uint32_t flags)
         listener_arm(l);
         return;
     }
+    spares_give(l);
     l->on_client(l, res, peer);
     if (!l->closing)
         listener_arm(l);
@@ -219,6 +249,11 @@ void listener_arm(struct listener *l)
 {
     int rc;
 
+    rc = spares_take(l);
+    if (rc && out_of_resources(rc)) {
+        accept_pause(l, rc);
+        return;
+    }
     l->peerlen = sizeof(l->peer);
     l->op.fn = accepted;
     rc = weir_loop_accept(l->loop, &l->op, l->fd, (struct sockaddr *)&l->peer,
@@ -230,6 +265,7 @@ void listener_arm(struct listener *l)
 
 static void close_socket(struct listener *l)
 {
+    spares_give(l);
     if (l->fd < 0)
         return;
     close(l->fd);

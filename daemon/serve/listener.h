@@ -49,6 +49,10 @@ struct listener {
     struct weir_timer pause;
     int64_t paused_since; /* the episode's start; 0: none */
     unsigned long paused_refusals;
+    /* Descriptors held while accepting and let go for the accepted
+     * client's stream (listener.c): nspare of spare[] are open. */
+    int spare[3];
+    unsigned nspare;
     bool systemd; /* passed by systemd: its path is not ours to unlink */
     /* While a reload is prepared: the listener of a pipeline being
      * replaced whose socket this one takes over at the commit. */

@@ -336,10 +336,17 @@ static int open_file_sinks(struct pipeline *pl)
 
         if (a->kind != ADDR_FILE || pl->res[i].file_fd >= 0)
             continue;
+        /* O_NONBLOCK: a path that is a FIFO with no reader fails here
+         * (ENXIO) rather than holding the main thread in open(2). */
         fd = open(a->path,
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK |
                       (a->append ? 0 : O_TRUNC),
                   0644);
+        if (fd < 0 && errno == ENXIO) {
+            log_errx("pipeline %s: %s is a FIFO with no reader", p->name,
+                     a->path);
+            return -ENXIO;
+        }
         if (fd < 0) {
             char w[320];
             int err = errno;
@@ -347,6 +354,14 @@ static int open_file_sinks(struct pipeline *pl)
             log_errx("%spipeline %s: %s: %s", at(a, w, sizeof(w)), p->name,
                      a->path, strerror(err));
             return -err;
+        }
+        /* Writes go through the loop, which waits for room itself. */
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+            int rc = -errno;
+
+            log_err("pipeline %s: %s", p->name, a->path);
+            close(fd);
+            return rc;
         }
         pl->res[i].file_fd = fd;
     }

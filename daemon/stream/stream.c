@@ -138,7 +138,9 @@ static int open_source(struct stream *s)
             s->src_size = (uint64_t)st.st_size;
             return rc;
         }
-        fd = open(a->path, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: opening a FIFO must not wait for a writer here, on
+         * the main thread. */
+        fd = open(a->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0 && errno == ENOENT && (p->follow || a->follow)) {
             /* A log that does not exist yet: the source waits for it. */
             log_info("pipeline %s: %s does not exist yet; waiting for it",
@@ -150,6 +152,22 @@ static int open_source(struct stream *s)
         if (fd < 0)
             return -errno;
         s->src_regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        if (!s->src_regular && S_ISFIFO(st.st_mode)) {
+            /* Read and write: the FIFO always has a writer (this one), so
+             * writers may come and go and a read waits for the next
+             * rather than ending the stream; opening so never waits. */
+            close(fd);
+            fd = open(a->path, O_RDWR | O_CLOEXEC);
+            if (fd < 0)
+                return -errno;
+        }
+        /* Reads go through the loop, which waits for data itself; an
+         * O_NONBLOCK fd would fail them with EAGAIN instead. */
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+            rc = -errno;
+            close(fd);
+            return rc;
+        }
         if (s->src_regular && s->sp->replay)
             s->replay_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (s->src_regular && !(p->follow || a->follow))

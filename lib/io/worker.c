@@ -120,6 +120,8 @@ static void *worker_main(void *arg)
                                                     : 1000000000ull);
         wk->err = weir_loop_run(wk->loop);
     }
+    if (run && wk->err && w->opts.on_fail)
+        w->opts.on_fail(w->opts.fail_arg, wk->index, wk->err);
     return NULL;
 }
 

@@ -34,6 +34,13 @@ struct weir_workers_options {
      * kernel (weir_pool_trim), keeping trim_keep; 0: every second. */
     uint64_t trim_ns;
     uint32_t trim_keep;
+    /* Called on worker `index`'s thread when its loop fails for good
+     * (weir_loop_run returned `err`, a negative errno: the kernel refused
+     * the loop's wait); the thread ends after it returns, and what ran on
+     * it stops. The owner decides what that means (the daemon logs and
+     * exits). NULL: the thread ends silently. */
+    void (*on_fail)(void *arg, unsigned index, int err);
+    void *fail_arg;
 };
 
 /*

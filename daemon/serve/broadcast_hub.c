@@ -225,6 +225,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
     };
     int rc;
 
+    stream_peer_options(p, &o);
     c->cut_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
     rc = weir_tee_add_branch(hub->tee, &bo, &c->branch);
     if (rc == 0) {

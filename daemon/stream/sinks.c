@@ -74,6 +74,22 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
     }
 }
 
+void stream_peer_options(const struct weir_pipeline *p,
+                         struct weir_endpoint_options *o)
+{
+    /* Probes every 10 s, 3 of them: with TCP_USER_TIMEOUT set, the
+     * kernel gives the connection up once that much time has passed
+     * without an answer, so the user timeout is the bound that counts. */
+    o->tcp = (struct weir_tcp_options){
+        .keepalive = p->keepalive,
+        .keepalive_idle_s = (uint32_t)(p->keepalive_idle_ms / 1000),
+        .keepalive_intvl_s = 10,
+        .keepalive_cnt = 3,
+        .user_timeout_ms = (uint32_t)p->tcp_user_timeout_ms,
+    };
+    o->send_timeout_ns = p->send_timeout_ms * 1000 * 1000;
+}
+
 static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
 {
     struct stream *s = h->s;
@@ -87,6 +103,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     };
     int fd;
 
+    stream_peer_options(p, &o);
     if (s->sp->client_sink) {
         fd = s->sink_fd;
         s->sink_fd = -1;
@@ -126,6 +143,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
             .reconnect = s->sp->reconnect,
             /* The file's bytes are not the stream's once transformed. */
             .replay_fd = p->ntransforms ? -1 : s->replay_fd,
+            .connect_timeout_ns = p->connect_timeout_ms * 1000 * 1000,
             .on_event = sink_event,
             .event_arg = stream_pipe_ctx(s, (int)i),
         };

@@ -106,6 +106,19 @@ struct weir_endpoint {
     uint32_t replay_len, replay_at;
     bool started; /* start has completed */
     int failed;   /* a sink write failed: later writes fail at once */
+
+    /* Sockets: the bound on a send or connect that does not move
+     * (endpoint.c). io_since: when it began or last moved; io_err: the
+     * error a shutdown made here stands for (the timeout, or what the
+     * watch saw), given to the op it makes fail. */
+    struct weir_timer io_timer;
+    int64_t io_since;
+    int io_err;
+    /* Socket sink: the watch of an idle connection (endpoint_socket.c).
+     * conn_gen counts connections; watch_gen is the one watched. */
+    struct weir_op watch_op;
+    uint32_t conn_gen, watch_gen;
+    bool closing; /* the sink's close began: no more watching */
 };
 
 int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
@@ -126,6 +139,15 @@ int weir__ep_timer(struct weir_endpoint *ep, uint64_t ns,
                    void (*fn)(struct weir_endpoint *ep));
 
 void weir__ep_count(struct weir_endpoint *ep, uint64_t n);
+
+/* Sockets. Sets o.tcp on a TCP socket (nothing on others). */
+void weir__ep_tcp_tune(struct weir_endpoint *ep, int fd, int family);
+/* A send (or connect, with its bound) was queued: the bound starts, or
+ * goes on when one was running. */
+void weir__ep_io_started(struct weir_endpoint *ep, uint64_t bound_ns);
+/* What a send's or connect's callback reports: res, or the error a
+ * shutdown made here stands for. A send that moved restarts its bound. */
+int weir__ep_io_result(struct weir_endpoint *ep, int res);
 void weir__ep_drop_batch(struct weir_endpoint *ep);
 
 /* Sink helpers shared by the fd and socket sinks (endpoint_sink.c). */

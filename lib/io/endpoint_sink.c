@@ -23,8 +23,11 @@ int weir__ep_sink_submit(struct weir_endpoint *ep)
         rc = weir_loop_writev(ep->loop, &ep->wr_op, ep->fd, iov, n,
                               (uint64_t)-1);
     }
-    if (rc == 0)
+    if (rc == 0) {
         ep_op_started(ep);
+        if (ep->is_socket)
+            weir__ep_io_started(ep, ep->o.send_timeout_ns);
+    }
     return rc;
 }
 
@@ -61,6 +64,8 @@ void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     if (weir__ep_op_done(ep))
         return;
+    if (ep->is_socket)
+        res = weir__ep_io_result(ep, res);
     if (ep->conn == CONN_REPLAY) {
         weir__ep_replay_sent(ep, res);
         return;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -44,9 +45,94 @@ static void ep_event(struct weir_endpoint *ep, enum weir_endpoint_event ev,
 
 static void conn_close(struct weir_endpoint *ep)
 {
+    /* The watch of this connection ends with it; its answer, when it
+     * comes, is recognised as stale (watch_gen). */
+    if (ep->watch_op.pending)
+        weir_loop_cancel(ep->loop, &ep->watch_op);
     if (ep->fd >= 0)
         close(ep->fd);
     ep->fd = -1;
+}
+
+/*
+ * The watch. A connected sink usually has nothing to read: a collector
+ * does not answer. So a poll for input on its socket, kept armed while it
+ * is up, fires only when the peer closes or resets (or fails), and the
+ * loss is taken then, not at the next write, which on a quiet log may be
+ * minutes later and would first be accepted by the kernel into a dead
+ * connection. Whatever the peer does send is read and dropped. A loss
+ * seen while a send is pending is handed to that send: the socket is shut
+ * down, the send fails, and its callback takes the loss as usual.
+ */
+static _Thread_local uint8_t watch_scratch[16384];
+
+static void watch_arm(struct weir_endpoint *ep);
+
+static int watch_check(struct weir_endpoint *ep, int res)
+{
+    int soerr = 0;
+    socklen_t len = sizeof(soerr);
+
+    if (res < 0)
+        return res;
+    if (res & POLLIN) {
+        for (int k = 0; k < 4; k++) {
+            ssize_t n = recv(ep->fd, watch_scratch, sizeof(watch_scratch),
+                             MSG_DONTWAIT);
+
+            if (n == 0)
+                return -EPIPE; /* the peer closed its end */
+            if (n < 0)
+                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+        }
+        return 0;
+    }
+    if (res & (POLLERR | POLLHUP | POLLRDHUP)) {
+        if (getsockopt(ep->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 &&
+            soerr)
+            return -soerr;
+        return -EPIPE;
+    }
+    return 0;
+}
+
+static void watch_done(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_endpoint *ep = EP_CONTAINER(op, struct weir_endpoint, watch_op);
+    int err;
+
+    (void)flags;
+    if (weir__ep_op_done(ep) || ep->closing)
+        return;
+    if (ep->conn != CONN_UP && ep->conn != CONN_REPLAY)
+        return; /* lost meanwhile; the next connection arms it again */
+    if (ep->watch_gen != ep->conn_gen || res == -ECANCELED) {
+        watch_arm(ep);
+        return;
+    }
+    err = watch_check(ep, res);
+    if (err == 0) {
+        watch_arm(ep);
+        return;
+    }
+    if (ep->wr_op.pending) {
+        ep->io_err = err;
+        shutdown(ep->fd, SHUT_RDWR);
+        return;
+    }
+    if (!weir__ep_socket_lost(ep, err))
+        ep->failed = err; /* no reconnect: the next write fails */
+}
+
+static void watch_arm(struct weir_endpoint *ep)
+{
+    if (ep->watch_op.pending || ep->fd < 0 || ep->closing || ep->destroyed)
+        return;
+    ep->watch_op.fn = watch_done;
+    ep->watch_gen = ep->conn_gen;
+    if (weir_loop_poll(ep->loop, &ep->watch_op, ep->fd, POLLIN | POLLRDHUP) ==
+        0)
+        ep_op_started(ep);
 }
 
 static bool conn_transient(int err)
@@ -138,6 +224,7 @@ static void replay_next(struct weir_endpoint *ep)
         return;
     }
     ep_op_started(ep);
+    weir__ep_io_started(ep, ep->o.send_timeout_ns);
 }
 
 void weir__ep_replay_sent(struct weir_endpoint *ep, int res)
@@ -158,6 +245,8 @@ static void conn_up(struct weir_endpoint *ep)
     int rc;
 
     ep->backoff_ns = ep->so.backoff_min_ns;
+    ep->conn_gen++;
+    watch_arm(ep);
     ep_event(ep, WEIR_EP_CONNECTED, 0, ep->replay_off);
     if (!ep->started) {
         ep->started = true;
@@ -209,6 +298,7 @@ static void conn_done(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     if (weir__ep_op_done(ep))
         return;
+    res = weir__ep_io_result(ep, res);
     if (res == 0 && self_connected(ep->fd))
         res = -ECONNREFUSED;
     if (res == 0) {
@@ -233,6 +323,8 @@ static int conn_begin(struct weir_endpoint *ep)
         return -errno;
     ep->fd = fd;
     ep->is_socket = true;
+    ep->io_err = 0;
+    weir__ep_tcp_tune(ep, fd, ep->so.addr.ss_family);
     ep->conn = CONN_CONNECTING;
     ep->conn_op.fn = conn_done;
     rc = weir_loop_connect(ep->loop, &ep->conn_op, fd,
@@ -244,6 +336,7 @@ static int conn_begin(struct weir_endpoint *ep)
         return rc;
     }
     ep_op_started(ep);
+    weir__ep_io_started(ep, ep->so.connect_timeout_ns);
     return 0;
 }
 
@@ -286,6 +379,14 @@ int weir__ep_socket_lost(struct weir_endpoint *ep, int err)
         }
     }
     ep->replay_off = ep->conn_base + acked;
+    /* A reset, not a close: what the old peer had not received yet must
+     * not reach it later (a stalled peer that reads again), as it is
+     * resent on the next connection. */
+    {
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+        (void)setsockopt(ep->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
     conn_close(ep);
     ep->conn = CONN_DOWN;
     ep_event(ep, WEIR_EP_DISCONNECTED, err, ep->replay_off);
@@ -310,6 +411,11 @@ static int sock_start(struct weir_writable *ws, void *ctx)
 
 static int sock_close(struct weir_writable *ws, void *ctx)
 {
+    struct weir_endpoint *ep = ctx;
+
+    ep->closing = true;
+    if (ep->watch_op.pending)
+        weir_loop_cancel(ep->loop, &ep->watch_op);
     return weir__ep_fd_sink_ops.close(ws, ctx);
 }
 

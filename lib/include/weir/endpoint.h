@@ -22,7 +22,10 @@
  *   socket an fd sink that owns its connection: connects to `addr` on
  *          start, and, when `reconnect` is set, reconnects with exponential
  *          backoff while the peer is down or after it went away (see
- *          weir_endpoint_socket_sink).
+ *          weir_endpoint_socket_sink). While it is
+ *          connected it watches its socket, also when idle: a peer that
+ *          closes or resets its end is a lost connection at once, not at
+ *          the next write (what the peer sends is read and dropped).
  *   null   discards.
  *
  * Lifetime: weir_endpoint_destroy destroys the stream (which must no longer
@@ -63,6 +66,22 @@ enum weir_endpoint_event {
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
                                        int err, uint64_t offset);
 
+/*
+ * What is set on every TCP connection an endpoint reads or writes (an fd
+ * given to it, and each connection a socket sink makes), so that a peer
+ * whose host vanished is noticed: keepalive probes while the connection
+ * is idle, and TCP_USER_TIMEOUT (how long sent bytes may stay
+ * unacknowledged before the kernel gives the connection up, also bounding
+ * the keepalive probes). Zeros leave the kernel's settings.
+ */
+struct weir_tcp_options {
+    bool keepalive;
+    uint32_t keepalive_idle_s;  /* TCP_KEEPIDLE */
+    uint32_t keepalive_intvl_s; /* TCP_KEEPINTVL */
+    uint32_t keepalive_cnt;     /* TCP_KEEPCNT */
+    uint32_t user_timeout_ms;   /* TCP_USER_TIMEOUT */
+};
+
 struct weir_endpoint_options {
     uint32_t chunk_size; /* bytes per read; 0: the pool's buffer size */
     uint64_t hwm;        /* the stream's high-water mark in bytes; 0: 1 MiB */
@@ -84,6 +103,11 @@ struct weir_endpoint_options {
      * that closing never resets a connection whose peer has not read
      * everything yet (a client that sent a request). 0: close at once. */
     uint64_t linger_ns;
+    /* A sink on a socket: a send that moves no byte for this long ends
+     * the connection with -ETIMEDOUT (a socket sink that reconnects
+     * reconnects; any other sink fails its write). 0: no bound. */
+    uint64_t send_timeout_ns;
+    struct weir_tcp_options tcp; /* sockets: see above */
     /* Statistics: bytes delivered (sinks) or read (sources) are added here
      * when not NULL, relaxed: another thread may sample it. */
     _Atomic uint64_t *counter;
@@ -96,6 +120,10 @@ struct weir_socket_sink_options {
     bool reconnect;          /* retry while down, reconnect after a loss */
     uint64_t backoff_min_ns; /* first retry delay; 0: 100 ms */
     uint64_t backoff_max_ns; /* cap of the doubling; 0: 10 s */
+    /* A connect that has not completed after this long fails with
+     * -ETIMEDOUT (and is retried when reconnect is set). 0: the
+     * kernel's bound (its SYN retries, about two minutes). */
+    uint64_t connect_timeout_ns;
     /* A regular file whose bytes [replay_base, ...) are this stream's
      * bytes, or -1. With it, a reconnect resends from the last byte the
      * old connection's peer acknowledged (TCP_INFO tcpi_bytes_acked);

@@ -74,6 +74,22 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
     }
 }
 
+/* What a reconnecting sink keeps: transformed bytes are not the file's,
+ * so a copy; resumed where the last transform's members begin. */
+static enum weir_resume stream_resume(const struct weir_pipeline *p)
+{
+    const char *last;
+
+    if (p->ntransforms == 0)
+        return WEIR_RESUME_OFF;
+    last = p->transforms[p->ntransforms - 1].spec;
+    if (strncmp(last, "gzip", 4) == 0)
+        return WEIR_RESUME_GZIP;
+    if (strncmp(last, "zstd", 4) == 0)
+        return WEIR_RESUME_ZSTD;
+    return WEIR_RESUME_BYTES;
+}
+
 void stream_peer_options(const struct weir_pipeline *p,
                          struct weir_endpoint_options *o)
 {
@@ -143,6 +159,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
             .reconnect = s->sp->reconnect,
             /* The file's bytes are not the stream's once transformed. */
             .replay_fd = p->ntransforms ? -1 : s->replay_fd,
+            .resume = stream_resume(p),
             .connect_timeout_ns = p->connect_timeout_ms * 1000 * 1000,
             .on_event = sink_event,
             .event_arg = stream_pipe_ctx(s, (int)i),

@@ -41,6 +41,7 @@ void weir__ep_free_now(struct weir_endpoint *ep)
     if (ep->rd_buf)
         weir_buf_unref(ep->rd_buf, ep->slot);
     free(ep->replay_buf);
+    free(ep->rb);
     free(ep->path);
     free(ep);
 }

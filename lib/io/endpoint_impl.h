@@ -119,6 +119,24 @@ struct weir_endpoint {
     struct weir_op watch_op;
     uint32_t conn_gen, watch_gen;
     bool closing; /* the sink's close began: no more watching */
+
+    /* Socket sink: what it keeps to resend (endpoint_resume.c). rb holds
+     * stream bytes [rb_base, stream_sent) from rb + rb_off; bounds are
+     * the member boundaries after rb_base, ascending. acked_hi: stream
+     * bytes a peer acknowledged, as counted. */
+    uint8_t *rb;
+    size_t rb_off, rb_len, rb_cap;
+    uint64_t rb_base;
+    uint64_t bounds[32];
+    unsigned nbounds;
+    struct ep_framer {
+        uint8_t st, hn, hwant;
+        uint8_t hb[20];
+        bool checksum, lost;
+        uint64_t skip, at;
+    } fr;
+    uint64_t acked_hi;
+    int64_t wait_since; /* waiting for room in rb since */
 };
 
 int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
@@ -160,6 +178,19 @@ int weir__ep_sink_submit(struct weir_endpoint *ep);
 void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags);
 /* An fd sink's lingering close ends now (weir_endpoint_stop). */
 void weir__ep_linger_stop(struct weir_endpoint *ep);
+
+/* Socket sink, resuming (endpoint_resume.c). sent: n bytes of the batch
+ * (from iov_at) went out, kept. acked: counts what the peer acknowledged
+ * and lets go of what no resend needs. point: where a new connection
+ * starts after the old peer acknowledged up to `acked`. room: whether a
+ * batch of n bytes fits in the copy now. */
+int weir__ep_resume_sent(struct weir_endpoint *ep, size_t n);
+void weir__ep_resume_acked(struct weir_endpoint *ep);
+uint64_t weir__ep_resume_point(struct weir_endpoint *ep, uint64_t acked);
+bool weir__ep_resume_room(struct weir_endpoint *ep, size_t n);
+/* The batch held waits for room (endpoint_socket.c): WEIR_PENDING or
+ * -errno. */
+int weir__ep_resume_wait(struct weir_endpoint *ep);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */

@@ -84,9 +84,22 @@ void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags)
         weir_writable_write_done(ep->ws, res);
         return;
     }
-    weir__ep_count(ep, (uint32_t)res);
+    if (ep->kind == EP_SOCKET_SINK) {
+        int rc = weir__ep_resume_sent(ep, (uint32_t)res);
+
+        if (rc) {
+            ep->failed = rc;
+            weir__ep_drop_batch(ep);
+            weir_writable_write_done(ep->ws, rc);
+            return;
+        }
+    } else {
+        weir__ep_count(ep, (uint32_t)res);
+    }
     ep->stream_sent += (uint32_t)res;
     ep->conn_sent += (uint32_t)res;
+    if (ep->kind == EP_SOCKET_SINK)
+        weir__ep_resume_acked(ep); /* counts what the peer acknowledged */
     if (!sink_advance(ep, (uint32_t)res)) {
         sink_retry(ep);
         return;
@@ -118,6 +131,14 @@ int weir__ep_sink_writev(struct weir_writable *ws, void *ctx,
     ep->writing = true;
     if (ep->kind == EP_SOCKET_SINK && ep->conn != CONN_UP)
         return WEIR_PENDING; /* the reconnect sends it */
+    if (ep->kind == EP_SOCKET_SINK) {
+        size_t len = 0;
+
+        for (unsigned i = 0; i < n; i++)
+            len += c[i].len;
+        if (!weir__ep_resume_room(ep, len))
+            return weir__ep_resume_wait(ep);
+    }
     rc = weir__ep_sink_submit(ep);
     if (rc == -EBUSY)
         rc = weir__ep_timer(ep, 1000 * 1000, sink_retry);

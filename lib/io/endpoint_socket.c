@@ -26,11 +26,17 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "endpoint_impl.h"
 
 #define REPLAY_BUF (256u * 1024u)
+
+/* A resuming sink's send buffer (the kernel doubles it): what the peer
+ * has not acknowledged is kept in the copy too, so this bounds the copy
+ * to about 2 MiB plus one member instead of the autotuned maximum. */
+#define RESUME_SNDBUF (1 << 20)
 
 static int conn_begin(struct weir_endpoint *ep);
 static void conn_fail(struct weir_endpoint *ep, int err);
@@ -192,6 +198,34 @@ static void replay_next(struct weir_endpoint *ep)
 {
     int rc;
 
+    if (ep->so.resume != WEIR_RESUME_OFF) {
+        /* From the copy, in place: nothing is added to it meanwhile. */
+        uint64_t left = ep->stream_sent - ep->replay_off;
+
+        if (left == 0) {
+            ep->conn = CONN_UP;
+            if (ep->writing && (rc = weir__ep_sink_submit(ep)) != 0)
+                conn_fail(ep, rc);
+            return;
+        }
+        if (left > REPLAY_BUF)
+            left = REPLAY_BUF;
+        ep->replay_len = (uint32_t)left;
+        ep->replay_at = 0;
+        ep->replay_iov = (struct iovec){
+            ep->rb + ep->rb_off + (ep->replay_off - ep->rb_base), left};
+        ep->msg = (struct msghdr){.msg_iov = &ep->replay_iov, .msg_iovlen = 1};
+        ep->wr_op.fn = weir__ep_sink_done;
+        rc = weir_loop_sendmsg(ep->loop, &ep->wr_op, ep->fd, &ep->msg,
+                               MSG_NOSIGNAL);
+        if (rc) {
+            conn_fail(ep, rc);
+            return;
+        }
+        ep_op_started(ep);
+        weir__ep_io_started(ep, ep->o.send_timeout_ns);
+        return;
+    }
     if (ep->replay_at == ep->replay_len) {
         uint64_t left = ep->stream_sent - ep->replay_off;
         ssize_t n;
@@ -237,6 +271,7 @@ void weir__ep_replay_sent(struct weir_endpoint *ep, int res)
     ep->conn_sent += (uint32_t)res;
     ep->replay_at += (uint32_t)res;
     ep->replay_off += (uint32_t)res;
+    weir__ep_resume_acked(ep);
     replay_next(ep);
 }
 
@@ -254,16 +289,20 @@ static void conn_up(struct weir_endpoint *ep)
         weir_writable_start_done(ep->ws, 0);
         return;
     }
-    if (ep->so.replay_fd < 0)
+    if (ep->so.replay_fd < 0 && ep->so.resume == WEIR_RESUME_OFF)
         ep->replay_off = ep->stream_sent;
     ep->conn_base = ep->replay_off;
     ep->conn_sent = 0;
+    /* Said also when nothing is to be resent: where the new connection
+     * begins in the stream. */
+    if (ep->so.resume != WEIR_RESUME_OFF || ep->so.replay_fd >= 0)
+        ep_event(ep, WEIR_EP_RESUMED, 0, ep->replay_off);
     if (ep->replay_off < ep->stream_sent) {
-        if (!ep->replay_buf && !(ep->replay_buf = malloc(REPLAY_BUF))) {
+        if (ep->so.resume == WEIR_RESUME_OFF && !ep->replay_buf &&
+            !(ep->replay_buf = malloc(REPLAY_BUF))) {
             conn_fail(ep, -ENOMEM);
             return;
         }
-        ep_event(ep, WEIR_EP_RESUMED, 0, ep->replay_off);
         ep->conn = CONN_REPLAY;
         ep->replay_at = ep->replay_len = 0;
         replay_next(ep);
@@ -325,6 +364,11 @@ static int conn_begin(struct weir_endpoint *ep)
     ep->is_socket = true;
     ep->io_err = 0;
     weir__ep_tcp_tune(ep, fd, ep->so.addr.ss_family);
+    if (ep->so.resume != WEIR_RESUME_OFF) {
+        int sz = RESUME_SNDBUF;
+
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    }
     ep->conn = CONN_CONNECTING;
     ep->conn_op.fn = conn_done;
     rc = weir_loop_connect(ep->loop, &ep->conn_op, fd,
@@ -378,7 +422,13 @@ int weir__ep_socket_lost(struct weir_endpoint *ep, int err)
             acked = 0;
         }
     }
+    if (ep->conn_base + acked > ep->acked_hi) {
+        weir__ep_count(ep, ep->conn_base + acked - ep->acked_hi);
+        ep->acked_hi = ep->conn_base + acked;
+    }
     ep->replay_off = ep->conn_base + acked;
+    if (ep->so.resume != WEIR_RESUME_OFF)
+        ep->replay_off = weir__ep_resume_point(ep, ep->replay_off);
     /* A reset, not a close: what the old peer had not received yet must
      * not reach it later (a stalled peer that reads again), as it is
      * resent on the next connection. */
@@ -409,14 +459,119 @@ static int sock_start(struct weir_writable *ws, void *ctx)
     return rc ? rc : WEIR_PENDING;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* How often a sink waiting for acknowledgements looks again. */
+#define ACK_POLL_NS (5ull * 1000 * 1000)
+
+static size_t batch_left(const struct weir_endpoint *ep)
+{
+    size_t len = 0;
+
+    for (unsigned i = ep->iov_at; i < ep->niov; i++)
+        len += ep->iov[i].iov_len;
+    return len;
+}
+
+/* Waited longer than a send may stall. */
+static bool wait_over(const struct weir_endpoint *ep)
+{
+    uint64_t bound = ep->o.send_timeout_ns ? ep->o.send_timeout_ns
+                                           : 30ull * 1000 * 1000 * 1000;
+
+    return mono_ns() - ep->wait_since >= (int64_t)bound;
+}
+
+static void resume_retry(struct weir_endpoint *ep)
+{
+    int rc;
+
+    if (!ep->writing || ep->conn != CONN_UP)
+        return; /* a loss took the batch: the reconnect sends it */
+    if (weir__ep_resume_room(ep, batch_left(ep))) {
+        rc = weir__ep_sink_submit(ep);
+    } else if (wait_over(ep)) {
+        if (weir__ep_socket_lost(ep, -ETIMEDOUT))
+            return;
+        rc = ep->failed = -ETIMEDOUT;
+    } else {
+        rc = weir__ep_timer(ep, ACK_POLL_NS, resume_retry);
+    }
+    if (rc) {
+        weir__ep_drop_batch(ep);
+        weir_writable_write_done(ep->ws, rc);
+    }
+}
+
+int weir__ep_resume_wait(struct weir_endpoint *ep)
+{
+    int rc;
+
+    ep->wait_since = mono_ns();
+    rc = weir__ep_timer(ep, ACK_POLL_NS, resume_retry);
+    if (rc) {
+        weir__ep_drop_batch(ep);
+        return rc;
+    }
+    return WEIR_PENDING;
+}
+
+/* The close waits until the peer acknowledged everything (or a send's
+ * bound passed), so that the count says delivered only what arrived. */
+static void close_wait(struct weir_endpoint *ep)
+{
+    weir__ep_resume_acked(ep);
+    if (ep->acked_hi < ep->stream_sent && ep->fd >= 0 && !wait_over(ep) &&
+        weir__ep_timer(ep, ACK_POLL_NS, close_wait) == 0)
+        return;
+    /* Not everything was acknowledged in time: the close says so. */
+    if (ep->ws)
+        weir_writable_close_done(
+            ep->ws, ep->acked_hi < ep->stream_sent ? -ETIMEDOUT : 0);
+}
+
 static int sock_close(struct weir_writable *ws, void *ctx)
 {
     struct weir_endpoint *ep = ctx;
+    int rc;
 
     ep->closing = true;
     if (ep->watch_op.pending)
         weir_loop_cancel(ep->loop, &ep->watch_op);
-    return weir__ep_fd_sink_ops.close(ws, ctx);
+    rc = weir__ep_fd_sink_ops.close(ws, ctx);
+    if (rc != 0 || ep->fd < 0)
+        return rc;
+    weir__ep_resume_acked(ep);
+    if (ep->acked_hi >= ep->stream_sent)
+        return 0;
+    ep->wait_since = mono_ns();
+    return weir__ep_timer(ep, ACK_POLL_NS, close_wait) == 0 ? WEIR_PENDING : 0;
+}
+
+/* Aborted (a policy cut the sink loose, or the stream failed): the
+ * close that follows is graceful, and the kernel still delivers what it
+ * holds to a peer that reads, so that counts as delivered: the count is
+ * then what such a peer receives. */
+static int sock_abort(struct weir_writable *ws, void *ctx, int reason)
+{
+    struct weir_endpoint *ep = ctx;
+
+    (void)ws;
+    (void)reason;
+    ep->closing = true;
+    if (ep->watch_op.pending)
+        weir_loop_cancel(ep->loop, &ep->watch_op);
+    if (ep->fd >= 0 && ep->conn == CONN_UP && ep->stream_sent > ep->acked_hi) {
+        weir__ep_count(ep, ep->stream_sent - ep->acked_hi);
+        ep->acked_hi = ep->stream_sent;
+    }
+    return 0;
 }
 
 static const struct weir_sink_ops sock_ops = {
@@ -424,6 +579,7 @@ static const struct weir_sink_ops sock_ops = {
     .write = weir__ep_sink_write,
     .writev = weir__ep_sink_writev,
     .close = sock_close,
+    .abort = sock_abort,
 };
 
 int weir_endpoint_socket_sink(struct weir_endpoint **out,

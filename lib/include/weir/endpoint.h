@@ -113,6 +113,17 @@ struct weir_endpoint_options {
     _Atomic uint64_t *counter;
 };
 
+/* What a reconnecting socket sink keeps to resend (see resume below). */
+enum weir_resume {
+    WEIR_RESUME_OFF = 0, /* nothing: replay_fd, or the bytes are lost */
+    WEIR_RESUME_BYTES,   /* a copy; the new connection starts at any byte */
+    WEIR_RESUME_GZIP,    /* a copy; it starts where a gzip member does */
+    WEIR_RESUME_ZSTD,    /* a copy; it starts where a zstd frame does */
+};
+
+/* The most a resuming sink keeps (WEIR_RESUME_BYTES and up). */
+#define WEIR_RESUME_MAX (8u * 1024u * 1024u)
+
 /* Options of a socket sink that connects by itself. */
 struct weir_socket_sink_options {
     struct sockaddr_storage addr;
@@ -131,6 +142,18 @@ struct weir_socket_sink_options {
      * acknowledged is lost. Not closed by the endpoint. */
     int replay_fd;
     uint64_t replay_base;
+    /*
+     * Instead of a replay file: the sink keeps a copy of what it sent,
+     * from the start of the member (gzip) or frame (zstd) the peer's
+     * acknowledgements have reached, so that after a loss the new
+     * connection starts there and its bytes decode by themselves. The
+     * members are found by their own headers: weir's gzip writes each
+     * member's size in an extra field, and zstd frames say their blocks'
+     * sizes. The copy holds at most WEIR_RESUME_MAX; a sink about to go
+     * past it waits for acknowledgements first (within send_timeout).
+     * Bytes the old peer received of that member arrive again.
+     */
+    enum weir_resume resume;
     weir_endpoint_event_fn on_event; /* may be NULL */
     void *event_arg;
 };

@@ -20,6 +20,7 @@
 #include "demo.h"
 #include "sys/log.h"
 #include "conf/pipe_args.h"
+#include "conf/sockaddr.h"
 #include "run/run.h"
 #include "version.h"
 
@@ -136,6 +137,7 @@ int main(int argc, char *argv[])
     }
 
     if (check) {
+        (void)sockaddr_check_names(conf);
         fprintf(stderr, "%s: configuration OK\n",
                 pipe_mode ? "weir pipe"
                           : (conffile ? conffile : WEIR_DEMO_NAME));

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,15 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
         log_warnx("pipeline %s: lost %s (%s); the peer acknowledged %llu "
                   "bytes; reconnecting",
                   name, a->text, strerror(-err), (unsigned long long)off);
+        break;
+    case WEIR_EP_RESOLVE_FAIL:
+        if (outage_begins(&s->ss[pc->idx]))
+            log_warnx("pipeline %s: cannot resolve %s: %s; retrying "
+                      "(one line when it is up again)",
+                      name, a->text, gai_strerror(err));
+        else
+            log_debug("pipeline %s: still cannot resolve %s: %s", name, a->text,
+                      gai_strerror(err));
         break;
     case WEIR_EP_RESUMED:
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
@@ -153,6 +163,8 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         struct weir_socket_sink_options so = {
             .addr = s->sp->res[i].addr,
             .addrlen = s->sp->res[i].addrlen,
+            .host = s->sp->res[i].host,
+            .port = s->sp->res[i].port,
             /* A per-client proxy stream fails with its upstream; a
              * pipeline's one stream keeps trying; weir pipe reports
              * the failure instead. */

@@ -42,6 +42,9 @@ void weir__ep_free_now(struct weir_endpoint *ep)
         weir_buf_unref(ep->rd_buf, ep->slot);
     free(ep->replay_buf);
     free(ep->rb);
+    free(ep->host);
+    free(ep->addrs);
+    free(ep->addrlens);
     free(ep->path);
     free(ep);
 }
@@ -277,6 +280,8 @@ static void ep_cancel_ops(struct weir_endpoint *ep)
         weir_loop_timer_stop(ep->loop, &ep->io_timer);
     if (ep->watch_op.pending)
         weir_loop_cancel(ep->loop, &ep->watch_op);
+    if (ep->kind == EP_SOCKET_SINK)
+        weir__ep_lookup_drop(ep);
     for (uint32_t s = ep->head; ep->reads && s != ep->tail; s++) {
         struct ep_read *r = &ep->reads[s % ep->o.depth];
 

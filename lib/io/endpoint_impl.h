@@ -137,6 +137,14 @@ struct weir_endpoint {
     } fr;
     uint64_t acked_hi;
     int64_t wait_since; /* waiting for room in rb since */
+
+    /* Socket sink with a host name (endpoint_resolve.c): the lookup out,
+     * and the addresses it gave, tried in turn. */
+    char *host;
+    struct ep_lookup *lookup;
+    struct sockaddr_storage *addrs;
+    socklen_t *addrlens;
+    unsigned naddrs, addr_at;
 };
 
 int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
@@ -191,6 +199,14 @@ bool weir__ep_resume_room(struct weir_endpoint *ep, size_t n);
 /* The batch held waits for room (endpoint_socket.c): WEIR_PENDING or
  * -errno. */
 int weir__ep_resume_wait(struct weir_endpoint *ep);
+
+/* Socket sink with a host name (endpoint_resolve.c). lookup_start asks
+ * for the name's addresses; the answer comes to weir__ep_resolved on the
+ * loop's thread: 0 with ep->addrs filled, or an EAI_* code. lookup_drop
+ * (at destroy) lets go of a lookup still out. */
+int weir__ep_lookup_start(struct weir_endpoint *ep);
+void weir__ep_resolved(struct weir_endpoint *ep, int eai);
+void weir__ep_lookup_drop(struct weir_endpoint *ep);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */

@@ -20,6 +20,7 @@
  * read keeps this path short.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <string.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
@@ -39,6 +40,7 @@
 #define RESUME_SNDBUF (1 << 20)
 
 static int conn_begin(struct weir_endpoint *ep);
+static int conn_connect_at(struct weir_endpoint *ep);
 static void conn_fail(struct weir_endpoint *ep, int err);
 static void conn_backoff(struct weir_endpoint *ep);
 
@@ -144,7 +146,7 @@ static void watch_arm(struct weir_endpoint *ep)
 static bool conn_transient(int err)
 {
     return err == -EMFILE || err == -ENFILE || err == -ENOBUFS ||
-           err == -ENOMEM || err == -EBUSY;
+           err == -ENOMEM || err == -EBUSY || err == -EAGAIN;
 }
 
 static void conn_retry(struct weir_endpoint *ep)
@@ -345,6 +347,12 @@ static void conn_done(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     conn_close(ep);
+    /* A name's next address, before the attempt counts as failed. */
+    while (ep->host && ep->addr_at + 1 < ep->naddrs) {
+        ep->addr_at++;
+        if (conn_connect_at(ep) == 0)
+            return;
+    }
     if (!ep->so.reconnect) {
         conn_fail(ep, res);
         return;
@@ -353,7 +361,8 @@ static void conn_done(struct weir_op *op, int res, uint32_t flags)
     conn_backoff(ep);
 }
 
-static int conn_begin(struct weir_endpoint *ep)
+/* Connects to so.addr (with a host name: the address tried now). */
+static int conn_connect(struct weir_endpoint *ep)
 {
     int fd, rc;
 
@@ -382,6 +391,54 @@ static int conn_begin(struct weir_endpoint *ep)
     ep_op_started(ep);
     weir__ep_io_started(ep, ep->so.connect_timeout_ns);
     return 0;
+}
+
+/* The address at addr_at of a host name's into so.addr, and a connect. */
+static int conn_connect_at(struct weir_endpoint *ep)
+{
+    ep->so.addr = ep->addrs[ep->addr_at];
+    ep->so.addrlen = ep->addrlens[ep->addr_at];
+    return conn_connect(ep);
+}
+
+/* A connect attempt: with a host name, its lookup first (every attempt
+ * asks again: the name may point elsewhere by now). */
+static int conn_begin(struct weir_endpoint *ep)
+{
+    int rc;
+
+    if (!ep->host)
+        return conn_connect(ep);
+    ep->is_socket = true;
+    ep->conn = CONN_CONNECTING;
+    rc = weir__ep_lookup_start(ep);
+    if (rc)
+        ep->conn = CONN_DOWN;
+    return rc;
+}
+
+void weir__ep_resolved(struct weir_endpoint *ep, int eai)
+{
+    int rc;
+
+    if (eai == 0) {
+        rc = conn_connect_at(ep);
+        if (rc == 0)
+            return;
+        if (!ep->so.reconnect) {
+            conn_fail(ep, rc);
+            return;
+        }
+        ep_event(ep, WEIR_EP_CONNECT_FAIL, rc, ep->replay_off);
+        conn_backoff(ep);
+        return;
+    }
+    ep_event(ep, WEIR_EP_RESOLVE_FAIL, eai, ep->replay_off);
+    if (!ep->so.reconnect) {
+        conn_fail(ep, eai == EAI_SYSTEM ? -EIO : -EHOSTUNREACH);
+        return;
+    }
+    conn_backoff(ep);
 }
 
 static bool conn_error(int err)
@@ -591,13 +648,19 @@ int weir_endpoint_socket_sink(struct weir_endpoint **out,
     struct weir_endpoint *ep;
     int rc;
 
-    if (!so || so->addrlen == 0 || so->addrlen > sizeof(so->addr))
+    if (!so ||
+        (!so->host && (so->addrlen == 0 || so->addrlen > sizeof(so->addr))))
         return -EINVAL;
     rc = weir__ep_new(&ep, EP_SOCKET_SINK, loop, NULL, -1, o);
     if (rc)
         return rc;
     ep->o.own_fd = true;
     ep->so = *so;
+    ep->so.host = NULL;
+    if (so->host && !(ep->host = strdup(so->host))) {
+        weir__ep_free_now(ep);
+        return -ENOMEM;
+    }
     if (!ep->so.backoff_min_ns)
         ep->so.backoff_min_ns = 100 * 1000 * 1000ull;
     if (!ep->so.backoff_max_ns)

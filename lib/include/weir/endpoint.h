@@ -61,6 +61,10 @@ enum weir_endpoint_event {
     WEIR_EP_ROTATED,   /* the path names another file: reading it from 0 */
     WEIR_EP_TRUNCATED, /* the file was cut (copytruncate): reading from 0 */
     WEIR_EP_APPEARED,  /* the path that did not exist yet was opened */
+    /* A socket sink's host name did not resolve. err: getaddrinfo's
+     * EAI_* code (for gai_strerror); a retry is scheduled when reconnect
+     * is set. */
+    WEIR_EP_RESOLVE_FAIL,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -128,6 +132,12 @@ enum weir_resume {
 struct weir_socket_sink_options {
     struct sockaddr_storage addr;
     socklen_t addrlen;
+    /* Or a host name (copied) and port: resolved at every connect
+     * attempt, off the loop's thread (getaddrinfo on a short-lived
+     * thread of its own), and every address it gives is tried in turn
+     * before the attempt counts as failed. NULL: addr. */
+    const char *host;
+    uint16_t port;
     bool reconnect;          /* retry while down, reconnect after a loss */
     uint64_t backoff_min_ns; /* first retry delay; 0: 100 ms */
     uint64_t backoff_max_ns; /* cap of the doubling; 0: 10 s */

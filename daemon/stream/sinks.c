@@ -170,7 +170,12 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
              * the failure instead. */
             .reconnect = s->sp->reconnect,
             /* The file's bytes are not the stream's once transformed. */
-            .replay_fd = p->ntransforms ? -1 : s->replay_fd,
+            /* A dropping sink's bytes are not the file's, and it is cut
+             * when it stalls: the tee goes on without it. */
+            .replay_fd = p->ntransforms || a->on_full != ON_FULL_BLOCK
+                             ? -1
+                             : s->replay_fd,
+            .cut_stalled = a->on_full != ON_FULL_BLOCK,
             .resume = stream_resume(p),
             .connect_timeout_ns = p->connect_timeout_ms * 1000 * 1000,
             .on_event = sink_event,

@@ -150,8 +150,11 @@ static void io_fired(struct weir_op *op, int res, uint32_t flags)
     int64_t idle;
 
     (void)flags;
-    if (weir__ep_op_done(ep) || res == -ECANCELED || ep->fd < 0)
+    /* -ECANCELED: stopped to be armed sooner (weir__ep_io_started), or
+     * the endpoint's end (then op_done says so). */
+    if (weir__ep_op_done(ep) || ep->fd < 0)
         return;
+    (void)res;
     if (ep->conn == CONN_CONNECTING && ep->conn_op.pending)
         bound = ep->so.connect_timeout_ns;
     else if (ep->wr_op.pending)
@@ -165,6 +168,13 @@ static void io_fired(struct weir_op *op, int res, uint32_t flags)
     }
     if (!ep->io_err)
         ep->io_err = -ETIMEDOUT;
+    /* Cut: the close resets, so what the peer has not taken stays here
+     * (it is resent on a reconnect, or counted as not delivered). */
+    {
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+        (void)setsockopt(ep->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
     shutdown(ep->fd, SHUT_RDWR);
 }
 
@@ -172,6 +182,7 @@ static int io_arm(struct weir_endpoint *ep, uint64_t ns)
 {
     int rc;
 
+    ep->io_deadline = ep_now() + (int64_t)ns;
     ep->io_timer.op.fn = io_fired;
     rc = weir_loop_timer_start(ep->loop, &ep->io_timer, ns);
     if (rc == 0)
@@ -187,6 +198,9 @@ void weir__ep_io_started(struct weir_endpoint *ep, uint64_t bound_ns)
     ep->io_since = ep_now();
     if (!ep->io_timer.op.pending)
         (void)io_arm(ep, bound_ns); /* no timer: no bound, as before */
+    else if (ep->io_deadline > ep->io_since + (int64_t)bound_ns)
+        /* Armed for a longer bound (a connect's): its answer re-arms. */
+        (void)weir_loop_timer_stop(ep->loop, &ep->io_timer);
 }
 
 int weir__ep_io_result(struct weir_endpoint *ep, int res)
@@ -318,6 +332,8 @@ void weir_endpoint_stop(struct weir_endpoint *ep)
         /* A sink: it closes without lingering from now on. */
         ep->stopping = true;
         weir__ep_linger_stop(ep);
+        if (ep->kind == EP_SOCKET_SINK)
+            weir__ep_socket_stop(ep);
         return;
     }
     if (ep->destroyed || ep->ended || !ep->rs)

@@ -112,7 +112,7 @@ struct weir_endpoint {
      * error a shutdown made here stands for (the timeout, or what the
      * watch saw), given to the op it makes fail. */
     struct weir_timer io_timer;
-    int64_t io_since;
+    int64_t io_since, io_deadline;
     int io_err;
     /* Socket sink: the watch of an idle connection (endpoint_socket.c).
      * conn_gen counts connections; watch_gen is the one watched. */
@@ -207,6 +207,9 @@ int weir__ep_resume_wait(struct weir_endpoint *ep);
 int weir__ep_lookup_start(struct weir_endpoint *ep);
 void weir__ep_resolved(struct weir_endpoint *ep, int eai);
 void weir__ep_lookup_drop(struct weir_endpoint *ep);
+
+/* Socket sink: weir_endpoint_stop (no retries from now on). */
+void weir__ep_socket_stop(struct weir_endpoint *ep);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */

@@ -14,6 +14,9 @@
  */
 #include <errno.h>
 #include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -220,15 +223,37 @@ static uint64_t bound_before(struct weir_endpoint *ep, uint64_t off)
     return b;
 }
 
+/* Bytes of this connection the peer acknowledged. TCP: TCP_INFO's
+ * tcpi_bytes_acked, less the SYN (and never past what was sent, which a
+ * FIN's acknowledgement would be); a unix socket: what left its send
+ * queue (SIOCOUTQ). */
+static uint64_t conn_acked(const struct weir_endpoint *ep)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    int outq = 0;
+
+    if (ep->fd < 0)
+        return 0;
+    if (ep->so.addr.ss_family != AF_UNIX) {
+        if (getsockopt(ep->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+            len < offsetof(struct tcp_info, tcpi_bytes_acked) +
+                      sizeof(ti.tcpi_bytes_acked) ||
+            ti.tcpi_bytes_acked == 0)
+            return 0;
+        return ti.tcpi_bytes_acked - 1 < ep->conn_sent ? ti.tcpi_bytes_acked - 1
+                                                       : ep->conn_sent;
+    }
+    if (ioctl(ep->fd, SIOCOUTQ, &outq) != 0 || outq < 0)
+        return 0;
+    return (uint64_t)outq < ep->conn_sent ? ep->conn_sent - (uint64_t)outq : 0;
+}
+
 void weir__ep_resume_acked(struct weir_endpoint *ep)
 {
-    uint64_t acked = ep->conn_base + ep->conn_sent, keep;
-    int outq = 0;
+    uint64_t acked = ep->conn_base + conn_acked(ep), keep;
     unsigned k = 0;
 
-    if (ep->fd >= 0 && ioctl(ep->fd, SIOCOUTQ, &outq) == 0 && outq > 0 &&
-        (uint64_t)outq <= ep->conn_sent)
-        acked -= (uint64_t)outq;
     if (acked > ep->acked_hi) {
         weir__ep_count(ep, acked - ep->acked_hi);
         ep->acked_hi = acked;

@@ -79,6 +79,8 @@ void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags)
             res = -EPIPE;
         if (ep->kind == EP_SOCKET_SINK && weir__ep_socket_lost(ep, res))
             return;
+        if (ep->kind == EP_SOCKET_SINK)
+            weir__ep_resume_acked(ep); /* the last count: what the peer got */
         ep->failed = res;
         weir__ep_drop_batch(ep);
         weir_writable_write_done(ep->ws, res);

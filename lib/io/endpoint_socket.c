@@ -110,7 +110,7 @@ static void watch_done(struct weir_op *op, int res, uint32_t flags)
     int err;
 
     (void)flags;
-    if (weir__ep_op_done(ep) || ep->closing)
+    if (weir__ep_op_done(ep) || ep->closing || ep->failed)
         return;
     if (ep->conn != CONN_UP && ep->conn != CONN_REPLAY)
         return; /* lost meanwhile; the next connection arms it again */
@@ -151,7 +151,7 @@ static bool conn_transient(int err)
 
 static void conn_retry(struct weir_endpoint *ep)
 {
-    int rc = conn_begin(ep);
+    int rc = ep->stopping ? -ENOTCONN : conn_begin(ep);
 
     if (rc == 0)
         return;
@@ -353,7 +353,7 @@ static void conn_done(struct weir_op *op, int res, uint32_t flags)
         if (conn_connect_at(ep) == 0)
             return;
     }
-    if (!ep->so.reconnect) {
+    if (!ep->so.reconnect || ep->stopping) {
         conn_fail(ep, res);
         return;
     }
@@ -425,7 +425,7 @@ void weir__ep_resolved(struct weir_endpoint *ep, int eai)
         rc = conn_connect_at(ep);
         if (rc == 0)
             return;
-        if (!ep->so.reconnect) {
+        if (!ep->so.reconnect || ep->stopping) {
             conn_fail(ep, rc);
             return;
         }
@@ -434,7 +434,7 @@ void weir__ep_resolved(struct weir_endpoint *ep, int eai)
         return;
     }
     ep_event(ep, WEIR_EP_RESOLVE_FAIL, eai, ep->replay_off);
-    if (!ep->so.reconnect) {
+    if (!ep->so.reconnect || ep->stopping) {
         conn_fail(ep, eai == EAI_SYSTEM ? -EIO : -EHOSTUNREACH);
         return;
     }
@@ -462,7 +462,8 @@ int weir__ep_socket_lost(struct weir_endpoint *ep, int err)
 {
     uint64_t acked = ep->conn_sent;
 
-    if (!ep->so.reconnect || !conn_error(err))
+    if (!ep->so.reconnect || !conn_error(err) || ep->stopping ||
+        (err == -ETIMEDOUT && ep->so.cut_stalled))
         return 0;
     if (ep->so.addr.ss_family != AF_UNIX) {
         struct tcp_info ti;
@@ -524,6 +525,9 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* At a stop, how long a closing sink waits for its last acks. */
+#define STOP_ACK_NS (2ull * 1000 * 1000 * 1000)
+
 /* How often a sink waiting for acknowledgements looks again. */
 #define ACK_POLL_NS (5ull * 1000 * 1000)
 
@@ -542,6 +546,10 @@ static bool wait_over(const struct weir_endpoint *ep)
     uint64_t bound = ep->o.send_timeout_ns ? ep->o.send_timeout_ns
                                            : 30ull * 1000 * 1000 * 1000;
 
+    /* A stop is itself bounded (the drain): the last acknowledgements
+     * get a short while only. */
+    if (ep->stopping && bound > STOP_ACK_NS)
+        bound = STOP_ACK_NS;
     return mono_ns() - ep->wait_since >= (int64_t)bound;
 }
 
@@ -593,10 +601,25 @@ static void close_wait(struct weir_endpoint *ep)
             ep->ws, ep->acked_hi < ep->stream_sent ? -ETIMEDOUT : 0);
 }
 
+void weir__ep_socket_stop(struct weir_endpoint *ep)
+{
+    /* Down at a stop: no more retries; what it holds is not delivered.
+     * A connect or lookup out ends the same way when it fails. */
+    if (ep->conn == CONN_BACKOFF) {
+        if (ep->timer.op.pending)
+            weir_loop_timer_stop(ep->loop, &ep->timer);
+        conn_fail(ep, -ENOTCONN);
+    }
+}
+
 static int sock_close(struct weir_writable *ws, void *ctx)
 {
     struct weir_endpoint *ep = ctx;
     int rc;
+
+    /* Down, with bytes the peer never acknowledged: not delivered. */
+    if (ep->fd < 0 && ep->stream_sent > ep->acked_hi && ep->started)
+        return -ENOTCONN;
 
     ep->closing = true;
     if (ep->watch_op.pending)

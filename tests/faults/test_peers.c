@@ -7,6 +7,7 @@
  * fires and the connect is retried). Every byte is accounted for: what the
  * collector received on each connection is compared with the file.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -285,12 +286,79 @@ static void test_connect_timeout(void **state)
     free(a);
 }
 
+static uint64_t log_number(const char *log, const char *after)
+{
+    char *t = h_slurp(log), *at = t ? strstr(t, after) : NULL;
+    uint64_t v = at ? strtoull(at + strlen(after), NULL, 10) : UINT64_MAX;
+
+    free(t);
+    return v;
+}
+
+/*
+ * A tee of a plain file to a collector that reads and one, on_full =
+ * drop-newest, that stalls. The stalled sink is cut at its send timeout
+ * (a dropping sink is not reconnected) and the stream ends: the healthy
+ * sink got every byte, and the stalled one's count is what its collector
+ * can still read.
+ */
+static void test_tee_stall(void **state)
+{
+    struct h_weir w;
+    struct got ga = {0}, gb = {0};
+    char src[300], hex[65], hex_a[65], needle[128];
+    uint16_t pa, pb;
+    int la = listen_any(&pa), lb = listen_any(&pb), ca, cb;
+    const size_t n = 24u << 20; /* past the stalled sink's buffers */
+    uint64_t delivered;
+
+    (void)state;
+    h_path(src, sizeof(src), "tee.src");
+    h_make_file(src, n, 11, hex);
+    h_start_conf(&w, "tee", H_CONF_VERBOSE,
+                 "[pipeline tee]\n"
+                 "source = file:%s\n"
+                 "sink = tcp:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u,on_full=drop-newest\n"
+                 "send_timeout = 1s\n",
+                 src, pa, pb);
+    ca = h_accept(la, WAIT);
+    cb = h_accept(lb, WAIT);
+    assert_true(ca >= 0 && cb >= 0);
+    assert_true(got_eof(&ga, ca));
+    assert_int_equal(ga.n, n);
+    h_sha_hex(ga.p, ga.n, hex_a);
+    assert_string_equal(hex_a, hex);
+    /* The stream ends without anyone reading the stalled sink. */
+    snprintf(needle, sizeof(needle),
+             "sink tcp:127.0.0.1:%u,on_full=drop-newest: ", pb);
+    h_expect_log(&w, needle, WAIT);
+    delivered = log_number(w.log, needle);
+    assert_true(got_eof(&gb, cb));
+    assert_int_equal(gb.n, delivered);
+    assert_memory_equal(gb.p, ga.p, gb.n);
+    printf("tee stall: healthy sink %zu bytes, stalled sink cut at %" PRIu64
+           " bytes (what its collector read)\n",
+           ga.n, delivered);
+    /* The cut sink failed its pipe: the pipeline's one stream ends with
+     * an error, and the daemon with it (exit 1). */
+    h_expect_log(&w, "failed: Connection timed out", WAIT);
+    h_expect_exit(&w, 1, false, WAIT);
+    close(ca);
+    close(cb);
+    close(la);
+    close(lb);
+    got_free(&ga);
+    got_free(&gb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_idle_restart, h_teardown),
         cmocka_unit_test_teardown(test_stall, h_teardown),
         cmocka_unit_test_teardown(test_connect_timeout, h_teardown),
+        cmocka_unit_test_teardown(test_tee_stall, h_teardown),
     };
     int rc;
 

@@ -138,7 +138,11 @@ struct weir_socket_sink_options {
      * before the attempt counts as failed. NULL: addr. */
     const char *host;
     uint16_t port;
-    bool reconnect;          /* retry while down, reconnect after a loss */
+    bool reconnect; /* retry while down, reconnect after a loss */
+    /* With reconnect: a peer that stalls (the send timeout, or the
+     * kernel's TCP_USER_TIMEOUT) fails the sink instead; for a sink that
+     * may lose bytes anyway (a tee branch that drops). */
+    bool cut_stalled;
     uint64_t backoff_min_ns; /* first retry delay; 0: 100 ms */
     uint64_t backoff_max_ns; /* cap of the doubling; 0: 10 s */
     /* A connect that has not completed after this long fails with

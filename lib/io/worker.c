@@ -19,6 +19,7 @@ struct worker {
     struct weir_loop *loop;
     struct weir_pool *pool;
     struct weir_task stop;
+    unsigned stop_turns; /* turns the stop has let run */
     int err;
     bool ready;
 };
@@ -34,11 +35,20 @@ struct weir_workers {
 
 static _Thread_local struct worker *tls_worker;
 
+/* Turns a stop lets run first: an object destroyed in the last turn
+ * before the stop cancelled its ops, and their answers (which free it)
+ * come in the next turn or two. Re-posting costs a turn each, no sleep. */
+#define STOP_TURNS 4
+
 static void stop_task(struct weir_task *t)
 {
     struct worker *wk =
         (struct worker *)((char *)t - offsetof(struct worker, stop));
 
+    if (wk->stop_turns++ < STOP_TURNS) {
+        weir_loop_post(wk->loop, &wk->stop);
+        return;
+    }
     weir_loop_stop(wk->loop);
 }
 

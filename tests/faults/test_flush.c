@@ -22,7 +22,7 @@
 struct writer {
     char path[300];
     atomic_bool stop;
-    unsigned lines;
+    atomic_uint lines; /* read by the test while the writer runs */
     unsigned errors;
     pthread_t th;
 };
@@ -37,12 +37,12 @@ static void *writer_run(void *arg)
     if (fd < 0)
         wr->errors++;
     while (fd >= 0 && !atomic_load(&wr->stop)) {
-        int len =
-            snprintf(line, sizeof(line), "line %08u of the log\n", wr->lines);
+        int len = snprintf(line, sizeof(line), "line %08u of the log\n",
+                           atomic_load(&wr->lines));
 
         if (len != LINE_LEN || !h_write_all(fd, line, (size_t)len))
             wr->errors++;
-        wr->lines++;
+        atomic_fetch_add(&wr->lines, 1);
         h_sleep_ms(5);
     }
     if (fd >= 0)
@@ -131,7 +131,7 @@ static void shipped_while_growing(const char *xf, const char *tool)
             free(t);
         }
     }
-    early_lines = wr.lines;
+    early_lines = atomic_load(&wr.lines);
     assert_true(decoded);
     atomic_store(&wr.stop, true);
     pthread_join(wr.th, NULL);

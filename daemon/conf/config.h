@@ -40,7 +40,7 @@
 /* Dead and stalled peers (config/weir.conf.md says why these values). */
 #define CONF_DEFAULT_KEEPALIVE_IDLE_MS   (30 * 1000)
 #define CONF_DEFAULT_TCP_USER_TIMEOUT_MS (30 * 1000)
-#define CONF_DEFAULT_SEND_TIMEOUT_MS     (30 * 1000)
+#define CONF_DEFAULT_SEND_TIMEOUT_MS     (60 * 1000)
 #define CONF_DEFAULT_CONNECT_TIMEOUT_MS  (10 * 1000)
 #define CONF_MAX_PEER_TIMEOUT_MS         (3600 * 1000)
 #define CONF_DEFAULT_FLUSH_INTERVAL_MS   1000

@@ -23,6 +23,7 @@
 #include "conf/pipe_args.h"
 #include "check_env.h"
 #include "ctl.h"
+#include "conf/sockaddr.h"
 #include "run/run.h"
 #include "version.h"
 
@@ -167,6 +168,7 @@ int main(int argc, char *argv[])
         return EX_CONFIG;
     }
     if (check) {
+        (void)sockaddr_check_names(conf);
         fprintf(stderr, "%s: configuration OK\n",
                 pipe_mode ? "weir pipe"
                           : (conffile ? conffile : WEIR_DEMO_NAME));

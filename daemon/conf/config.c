@@ -71,6 +71,12 @@ struct weir_pipeline *config_add_pipeline(struct weir_config *conf,
     p->loc = *loc;
     p->high_water_mark = CONF_DEFAULT_HWM;
     p->chunk_size = CONF_DEFAULT_CHUNK;
+    p->keepalive = true;
+    p->keepalive_idle_ms = CONF_DEFAULT_KEEPALIVE_IDLE_MS;
+    p->tcp_user_timeout_ms = CONF_DEFAULT_TCP_USER_TIMEOUT_MS;
+    p->send_timeout_ms = CONF_DEFAULT_SEND_TIMEOUT_MS;
+    p->connect_timeout_ms = CONF_DEFAULT_CONNECT_TIMEOUT_MS;
+    p->flush_interval_ms = CONF_DEFAULT_FLUSH_INTERVAL_MS;
     conf->pipelines = v;
     conf->pipelines[conf->npipelines++] = p;
     return p;

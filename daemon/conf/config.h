@@ -47,6 +47,14 @@
 
 /* The control socket, in the unit's RuntimeDirectory. */
 #define CONF_DEFAULT_CONTROL "/run/weir/control"
+/* Dead and stalled peers (config/weir.conf.md says why these values). */
+#define CONF_DEFAULT_KEEPALIVE_IDLE_MS   (30 * 1000)
+#define CONF_DEFAULT_TCP_USER_TIMEOUT_MS (30 * 1000)
+#define CONF_DEFAULT_SEND_TIMEOUT_MS     (60 * 1000)
+#define CONF_DEFAULT_CONNECT_TIMEOUT_MS  (10 * 1000)
+#define CONF_MAX_PEER_TIMEOUT_MS         (3600 * 1000)
+#define CONF_DEFAULT_FLUSH_INTERVAL_MS   1000
+#define CONF_MAX_FLUSH_INTERVAL_MS       (3600 * 1000)
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -145,6 +153,23 @@ struct weir_pipeline {
     struct conf_loc chunk_size_loc;
     bool follow;
     struct conf_loc follow_loc;
+    /* Peers: TCP keepalive (and its idle time), TCP_USER_TIMEOUT, and
+     * the bounds on a send that moves nothing and on a connect; 0: none
+     * (the kernel's). */
+    bool keepalive;
+    struct conf_loc keepalive_loc;
+    uint64_t keepalive_idle_ms;
+    struct conf_loc keepalive_idle_loc;
+    uint64_t tcp_user_timeout_ms;
+    struct conf_loc tcp_user_timeout_loc;
+    uint64_t send_timeout_ms;
+    struct conf_loc send_timeout_loc;
+    uint64_t connect_timeout_ms;
+    struct conf_loc connect_timeout_loc;
+    /* A followed source's compressors end their member/frame at least
+     * this often while bytes come in; 0: only when it is idle. */
+    uint64_t flush_interval_ms;
+    struct conf_loc flush_interval_loc;
 };
 
 struct weir_daemon_conf {

@@ -108,6 +108,69 @@ static void key_follow(struct parser *p, const char *value)
         PARSE_ERROR(p, "follow: %s", err);
 }
 
+static void key_keepalive(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    char err[256];
+
+    if (first_time(p, &pl->keepalive_loc, "keepalive") &&
+        value_bool(value, &pl->keepalive, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "keepalive: %s", err);
+}
+
+/* A duration key of a pipeline, 0 (none) up to max_ms. */
+static void pipeline_duration(struct parser *p, const char *key,
+                              const char *value, struct conf_loc *loc,
+                              uint64_t min_ms, uint64_t max_ms, uint64_t *out)
+{
+    char err[256];
+
+    if (first_time(p, loc, key) &&
+        value_duration_ms(value, min_ms, max_ms, out, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "%s: %s", key, err);
+}
+
+static void key_keepalive_idle(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    /* TCP_KEEPIDLE takes whole seconds, at least 1. */
+    pipeline_duration(p, "keepalive_idle", value, &pl->keepalive_idle_loc, 1000,
+                      CONF_MAX_PEER_TIMEOUT_MS, &pl->keepalive_idle_ms);
+}
+
+static void key_tcp_user_timeout(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "tcp_user_timeout", value, &pl->tcp_user_timeout_loc,
+                      0, CONF_MAX_PEER_TIMEOUT_MS, &pl->tcp_user_timeout_ms);
+}
+
+static void key_send_timeout(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "send_timeout", value, &pl->send_timeout_loc, 0,
+                      CONF_MAX_PEER_TIMEOUT_MS, &pl->send_timeout_ms);
+}
+
+static void key_connect_timeout(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "connect_timeout", value, &pl->connect_timeout_loc, 0,
+                      CONF_MAX_PEER_TIMEOUT_MS, &pl->connect_timeout_ms);
+}
+
+static void key_flush_interval(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "flush_interval", value, &pl->flush_interval_loc, 0,
+                      CONF_MAX_FLUSH_INTERVAL_MS, &pl->flush_interval_ms);
+}
+
 static void key_workers(struct parser *p, const char *value)
 {
     struct weir_daemon_conf *d = &p->conf->daemon;
@@ -280,5 +343,11 @@ const struct key_def config_keys[] = {
     {SECTION_PIPELINE, "high_water_mark", false, key_hwm},
     {SECTION_PIPELINE, "chunk_size", false, key_chunk_size},
     {SECTION_PIPELINE, "follow", false, key_follow},
+    {SECTION_PIPELINE, "keepalive", false, key_keepalive},
+    {SECTION_PIPELINE, "keepalive_idle", false, key_keepalive_idle},
+    {SECTION_PIPELINE, "tcp_user_timeout", false, key_tcp_user_timeout},
+    {SECTION_PIPELINE, "send_timeout", false, key_send_timeout},
+    {SECTION_PIPELINE, "connect_timeout", false, key_connect_timeout},
+    {SECTION_PIPELINE, "flush_interval", false, key_flush_interval},
     {SECTION_NONE, NULL, false, NULL},
 };

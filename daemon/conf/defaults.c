@@ -54,6 +54,12 @@ int config_print_defaults(FILE *f)
         fprintf(f, "chunk_size=%" PRIu64 "\n", p->chunk_size);
         fprintf(f, "follow=%s\n", p->follow ? "yes" : "no");
         fprintf(f, "fifo=%s\n", in->fifo ? "yes" : "no");
+        fprintf(f, "keepalive=%s\n", p->keepalive ? "yes" : "no");
+        fprintf(f, "keepalive_idle=%" PRIu64 "ms\n", p->keepalive_idle_ms);
+        fprintf(f, "tcp_user_timeout=%" PRIu64 "ms\n", p->tcp_user_timeout_ms);
+        fprintf(f, "send_timeout=%" PRIu64 "ms\n", p->send_timeout_ms);
+        fprintf(f, "connect_timeout=%" PRIu64 "ms\n", p->connect_timeout_ms);
+        fprintf(f, "flush_interval=%" PRIu64 "ms\n", p->flush_interval_ms);
         /* A config file's file sinks append unless told (config_check;
          * weir pipe's truncate). */
         fprintf(f, "append=%s\n",

@@ -38,7 +38,13 @@ bool config_pipeline_same(const struct weir_pipeline *a,
     if (strcmp(a->name, b->name) != 0 || !addr_same(a->source, b->source) ||
         a->ntransforms != b->ntransforms || a->nsinks != b->nsinks ||
         a->high_water_mark != b->high_water_mark ||
-        a->chunk_size != b->chunk_size || a->follow != b->follow)
+        a->chunk_size != b->chunk_size || a->follow != b->follow ||
+        a->keepalive != b->keepalive ||
+        a->keepalive_idle_ms != b->keepalive_idle_ms ||
+        a->tcp_user_timeout_ms != b->tcp_user_timeout_ms ||
+        a->send_timeout_ms != b->send_timeout_ms ||
+        a->connect_timeout_ms != b->connect_timeout_ms ||
+        a->flush_interval_ms != b->flush_interval_ms)
         return false;
     for (size_t i = 0; i < a->ntransforms; i++)
         if (strcmp(a->transforms[i].spec, b->transforms[i].spec) != 0)

@@ -12,6 +12,7 @@
  */
 #include "serve/pipeline.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -368,6 +369,21 @@ static int open_file_sinks(struct pipeline *pl)
     return 0;
 }
 
+/* A host name (not an address literal) of a sink of a pipeline's one
+ * reconnecting stream: its socket sink resolves it (stream/sinks.c). The
+ * other connecting sinks (a proxy's upstream, weir pipe's sink, the
+ * splice stage) are resolved here, once. */
+static bool names_deferred(const struct pipeline *pl,
+                           const struct weir_address *a)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+
+    return a->kind == ADDR_TCP && pl->mode == &mode_once &&
+           pl->spec.reconnect && !pl->spec.zero_copy &&
+           inet_pton(AF_INET, a->host, buf) != 1 &&
+           inet_pton(AF_INET6, a->host, buf) != 1;
+}
+
 static int open_sink(struct pipeline *pl, size_t i)
 {
     const struct weir_pipeline *p = pl->p;
@@ -376,6 +392,12 @@ static int open_sink(struct pipeline *pl, size_t i)
 
     if (a->kind == ADDR_FILE) {
         return check_file_sink(p, a);
+    } else if (names_deferred(pl, a)) {
+        /* The sink looks the name up itself, at every connect and off
+         * this thread: a name that does not resolve now is an outage
+         * that the sink rides out, not a failed start. */
+        pl->res[i].host = a->host;
+        pl->res[i].port = a->port;
     } else if (sink_connects(a)) {
         rc = sockaddr_resolve(a, &pl->res[i].addr, &pl->res[i].addrlen);
         if (rc) {

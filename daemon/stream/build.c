@@ -62,6 +62,7 @@ static int make_source(struct half *h)
     struct stat st;
     int rc;
 
+    stream_peer_options(p, &o);
     if (o.follow && p->source->kind == ADDR_FILE) {
         o.follow_path = p->source->path;
         o.on_event = source_event;

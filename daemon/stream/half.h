@@ -70,7 +70,11 @@ struct half {
     uint64_t idle_bytes, synced_bytes;
     unsigned idle_ticks;
     uint32_t budget; /* pool buffers promised for it (budget.h) */
-    unsigned pipes;  /* holds: the build, and each pipe still running */
+    /* ... and while it keeps growing: the last flush_interval sync, and
+     * the second pass a chain of transforms wants after it. */
+    int64_t flushed_at;
+    bool reflush;
+    unsigned pipes; /* holds: the build, and each pipe still running */
     bool finished;
     bool stopped; /* stop arrived (a connect may still be in flight) */
     /* A connect on the worker before the stages are built (relay.c). */
@@ -125,6 +129,10 @@ bool half_connect(struct half *h);
  * stream_tee_policy is the tee's name for an on_full. */
 void half_sinks_build(struct half *h, struct weir_readable *rs);
 enum weir_tee_policy stream_tee_policy(enum on_full f);
+/* The pipeline's peer settings (keepalive, TCP_USER_TIMEOUT, the send
+ * bound) into the options of an endpoint on a connection. */
+void stream_peer_options(const struct weir_pipeline *p,
+                         struct weir_endpoint_options *o);
 
 /* xforms.c. The pipeline's transforms on this half, fed by rs: the
  * readable their output comes out of, or NULL when one could not be made

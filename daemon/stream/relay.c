@@ -93,6 +93,7 @@ void relay_start(struct half *h)
     };
     int fd, rc;
 
+    stream_peer_options(p, &o);
     if (h->rfd_up < 0 || h->rfd_cli < 0) {
         rc = -EMFILE;
         goto fail;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,6 +67,15 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                   "bytes; reconnecting",
                   name, a->text, strerror(-err), (unsigned long long)off);
         break;
+    case WEIR_EP_RESOLVE_FAIL:
+        if (outage_begins(&s->ss[pc->idx]))
+            log_warnx("pipeline %s: cannot resolve %s: %s; retrying "
+                      "(one line when it is up again)",
+                      name, a->text, gai_strerror(err));
+        else
+            log_debug("pipeline %s: still cannot resolve %s: %s", name, a->text,
+                      gai_strerror(err));
+        break;
     case WEIR_EP_RESUMED:
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
                  name, a->text, (unsigned long long)off);
@@ -73,6 +83,38 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
     default: /* a source's */
         break;
     }
+}
+
+/* What a reconnecting sink keeps: transformed bytes are not the file's,
+ * so a copy; resumed where the last transform's members begin. */
+static enum weir_resume stream_resume(const struct weir_pipeline *p)
+{
+    const char *last;
+
+    if (p->ntransforms == 0)
+        return WEIR_RESUME_OFF;
+    last = p->transforms[p->ntransforms - 1].spec;
+    if (strncmp(last, "gzip", 4) == 0)
+        return WEIR_RESUME_GZIP;
+    if (strncmp(last, "zstd", 4) == 0)
+        return WEIR_RESUME_ZSTD;
+    return WEIR_RESUME_BYTES;
+}
+
+void stream_peer_options(const struct weir_pipeline *p,
+                         struct weir_endpoint_options *o)
+{
+    /* Probes every 10 s, 3 of them: with TCP_USER_TIMEOUT set, the
+     * kernel gives the connection up once that much time has passed
+     * without an answer, so the user timeout is the bound that counts. */
+    o->tcp = (struct weir_tcp_options){
+        .keepalive = p->keepalive,
+        .keepalive_idle_s = (uint32_t)(p->keepalive_idle_ms / 1000),
+        .keepalive_intvl_s = 10,
+        .keepalive_cnt = 3,
+        .user_timeout_ms = (uint32_t)p->tcp_user_timeout_ms,
+    };
+    o->send_timeout_ns = p->send_timeout_ms * 1000 * 1000;
 }
 
 static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
@@ -89,6 +131,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     struct weir_tls_session *t;
     int fd, rc;
 
+    stream_peer_options(p, &o);
     if (s->sp->client_sink) {
         fd = s->sink_fd;
         s->sink_fd = -1;
@@ -136,12 +179,23 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         struct weir_socket_sink_options so = {
             .addr = s->sp->res[i].addr,
             .addrlen = s->sp->res[i].addrlen,
+            .host = s->sp->res[i].host,
+            .port = s->sp->res[i].port,
             /* A per-client proxy stream fails with its upstream; a
              * pipeline's one stream keeps trying; weir pipe reports
              * the failure instead. */
             .reconnect = s->sp->reconnect,
             /* The file's bytes are not the stream's once transformed. */
-            .replay_fd = p->ntransforms ? -1 : s->replay_fd,
+            /* A dropping sink's bytes are not the file's, and it is cut
+             * when it stalls: the tee goes on without it. */
+            .replay_fd = p->ntransforms || a->on_full != ON_FULL_BLOCK
+                             ? -1
+                             : s->replay_fd,
+            .cut_stalled = a->on_full != ON_FULL_BLOCK,
+            /* TLS: the peer's acknowledgements count records, not
+             * stream bytes, so no resume point can be known. */
+            .resume = a->tls ? WEIR_RESUME_OFF : stream_resume(p),
+            .connect_timeout_ns = p->connect_timeout_ms * 1000 * 1000,
             .on_event = sink_event,
             .event_arg = stream_pipe_ctx(s, (int)i),
             .tls = a->tls ? a->tls_ctx : NULL,

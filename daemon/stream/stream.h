@@ -52,6 +52,10 @@ struct stream_sink_res {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     int file_fd;
+    /* A tcp sink named by a host name that the sink itself looks up at
+     * every connect (addr unused), or NULL. */
+    const char *host;
+    uint16_t port;
 };
 
 /*

@@ -2,6 +2,7 @@
  * watch.c - a half's timers: the watch of its sinks and the retry of its
  * parked transforms, and the end of a half whose timers may still be out.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "stream/stream.h"
@@ -89,6 +90,16 @@ static void watch_live(struct half *h, unsigned i)
                           memory_order_relaxed);
 }
 
+/* Syncs every transform; false when one was busy (try again later). */
+static bool sync_all(struct half *h)
+{
+    bool busy = false;
+
+    for (unsigned i = 0; i < h->nxf; i++)
+        busy = weir_xform_sync(h->xf[i]) == -EBUSY || busy;
+    return !busy;
+}
+
 /*
  * A followed file that stopped growing: the compressors' held-back output
  * (a partial gzip member, a zstd block) goes out, so a reader can decode
@@ -96,16 +107,35 @@ static void watch_live(struct half *h, unsigned i)
  * (~0.5 s) syncs every transform, twice: the second sync pushes out what
  * the first one's output gave the next transform of the chain. Only where
  * the transforms run with the sinks (not with PLACE_SOURCE).
+ *
+ * A file that never stops growing would never be idle, and its output
+ * would wait for a full member (256 KiB of input) or the end: so while
+ * bytes come in, every flush_interval ends the member or frame too, and
+ * a steady log reaches the peer within about that interval.
  */
 void half_sync_idle(struct half *h)
 {
     struct stream *s = h->s;
     /* Relaxed: a statistic added by the source; only compared here. */
     uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+    int64_t every = (int64_t)s->sp->p->flush_interval_ms * 1000 * 1000;
+    int64_t now = clock_now_ns();
 
+    if (h->reflush) {
+        h->reflush = false;
+        (void)sync_all(h);
+    }
     if (in != h->idle_bytes) {
         h->idle_bytes = in;
         h->idle_ticks = 0;
+        if (every == 0)
+            return;
+        if (h->flushed_at == 0) {
+            h->flushed_at = now; /* the first bytes start the interval */
+        } else if (now - h->flushed_at >= every && sync_all(h)) {
+            h->flushed_at = now;
+            h->reflush = h->nxf > 1;
+        }
         return;
     }
     if (in == h->synced_bytes || ++h->idle_ticks < 2)

@@ -3,8 +3,11 @@
  * counters, and destruction by mark and reap.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +46,10 @@ void weir__ep_free_now(struct weir_endpoint *ep)
         weir__tls_ctx_unref(ep->so.tls);
     free(ep->tls_name);
     free(ep->replay_buf);
+    free(ep->rb);
+    free(ep->host);
+    free(ep->addrs);
+    free(ep->addrlens);
     free(ep->path);
     free(ep);
 }
@@ -99,6 +106,121 @@ void weir__ep_count(struct weir_endpoint *ep, uint64_t n)
         atomic_fetch_add_explicit(ep->o.counter, n, memory_order_relaxed);
 }
 
+void weir__ep_tcp_tune(struct weir_endpoint *ep, int fd, int family)
+{
+    const struct weir_tcp_options *t = &ep->o.tcp;
+    int one = 1;
+
+    if (family != AF_INET && family != AF_INET6)
+        return;
+    /* Best effort: a kernel without one of these still moves bytes. */
+    if (t->keepalive) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        if (t->keepalive_idle_s)
+            (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE,
+                             &t->keepalive_idle_s, sizeof(int));
+        if (t->keepalive_intvl_s)
+            (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL,
+                             &t->keepalive_intvl_s, sizeof(int));
+        if (t->keepalive_cnt)
+            (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &t->keepalive_cnt,
+                             sizeof(int));
+    }
+    if (t->user_timeout_ms)
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &t->user_timeout_ms,
+                         sizeof(int));
+}
+
+static int64_t ep_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int io_arm(struct weir_endpoint *ep, uint64_t ns);
+
+/*
+ * The bound of a send or connect that does not move. The timer runs while
+ * one is pending; when it fires and nothing moved for the whole bound,
+ * the socket is shut down, which makes the op fail at once on both
+ * engines, and its callback gets -ETIMEDOUT (weir__ep_io_result).
+ */
+static void io_fired(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_endpoint *ep =
+        EP_CONTAINER(op, struct weir_endpoint, io_timer.op);
+    uint64_t bound = 0;
+    int64_t idle;
+
+    (void)flags;
+    /* -ECANCELED: stopped to be armed sooner (weir__ep_io_started), or
+     * the endpoint's end (then op_done says so). */
+    if (weir__ep_op_done(ep) || ep->fd < 0)
+        return;
+    (void)res;
+    if (ep->conn == CONN_CONNECTING && ep->conn_op.pending)
+        bound = ep->so.connect_timeout_ns;
+    else if (ep->wr_op.pending)
+        bound = ep->o.send_timeout_ns;
+    if (bound == 0)
+        return; /* nothing pending: the next op arms it again */
+    idle = ep_now() - ep->io_since;
+    if (idle < (int64_t)bound) {
+        (void)io_arm(ep, bound - (uint64_t)idle);
+        return;
+    }
+    if (!ep->io_err)
+        ep->io_err = -ETIMEDOUT;
+    /* Cut: the close resets, so what the peer has not taken stays here
+     * (it is resent on a reconnect, or counted as not delivered). */
+    {
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+        (void)setsockopt(ep->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    shutdown(ep->fd, SHUT_RDWR);
+}
+
+static int io_arm(struct weir_endpoint *ep, uint64_t ns)
+{
+    int rc;
+
+    ep->io_deadline = ep_now() + (int64_t)ns;
+    ep->io_timer.op.fn = io_fired;
+    rc = weir_loop_timer_start(ep->loop, &ep->io_timer, ns);
+    if (rc == 0)
+        ep_op_started(ep);
+    return rc;
+}
+
+void weir__ep_io_started(struct weir_endpoint *ep, uint64_t bound_ns)
+{
+    if (bound_ns == 0)
+        return;
+    /* Every submission is a start or follows progress. */
+    ep->io_since = ep_now();
+    if (!ep->io_timer.op.pending)
+        (void)io_arm(ep, bound_ns); /* no timer: no bound, as before */
+    else if (ep->io_deadline > ep->io_since + (int64_t)bound_ns)
+        /* Armed for a longer bound (a connect's): its answer re-arms. */
+        (void)weir_loop_timer_stop(ep->loop, &ep->io_timer);
+}
+
+int weir__ep_io_result(struct weir_endpoint *ep, int res)
+{
+    if (res > 0) {
+        ep->io_since = ep_now();
+        return res;
+    }
+    if ((res < 0 || ep->is_socket) && ep->io_err) {
+        res = ep->io_err;
+        ep->io_err = 0;
+    }
+    return res;
+}
+
 void weir__ep_drop_batch(struct weir_endpoint *ep)
 {
     for (unsigned i = 0; i < ep->niov; i++)
@@ -142,6 +264,13 @@ int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
         (ep->o.chunk_size == 0 || ep->o.chunk_size > weir_pool_buf_size(pool)))
         ep->o.chunk_size = (uint32_t)weir_pool_buf_size(pool);
     ep->is_socket = fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+    if (ep->is_socket) {
+        int family = 0;
+        socklen_t len = sizeof(family);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) == 0)
+            weir__ep_tcp_tune(ep, fd, family);
+    }
     *out = ep;
     return 0;
 }
@@ -172,6 +301,12 @@ static void ep_cancel_ops(struct weir_endpoint *ep)
     if (ep->conn_op.pending)
         weir_loop_cancel(ep->loop, &ep->conn_op);
     weir__ep_tls_cancel(ep);
+    if (ep->io_timer.op.pending)
+        weir_loop_timer_stop(ep->loop, &ep->io_timer);
+    if (ep->watch_op.pending)
+        weir_loop_cancel(ep->loop, &ep->watch_op);
+    if (ep->kind == EP_SOCKET_SINK)
+        weir__ep_lookup_drop(ep);
     for (uint32_t s = ep->head; ep->reads && s != ep->tail; s++) {
         struct ep_read *r = &ep->reads[s % ep->o.depth];
 
@@ -209,6 +344,8 @@ void weir_endpoint_stop(struct weir_endpoint *ep)
         /* A sink: it closes without lingering from now on. */
         ep->stopping = true;
         weir__ep_linger_stop(ep);
+        if (ep->kind == EP_SOCKET_SINK)
+            weir__ep_socket_stop(ep);
         return;
     }
     if (ep->destroyed || ep->ended || !ep->rs)

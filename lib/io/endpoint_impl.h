@@ -112,6 +112,44 @@ struct weir_endpoint {
      * socket sink's server name for the sessions it makes. */
     struct weir_tls_session *tls;
     char *tls_name;
+    /* Sockets: the bound on a send or connect that does not move
+     * (endpoint.c). io_since: when it began or last moved; io_err: the
+     * error a shutdown made here stands for (the timeout, or what the
+     * watch saw), given to the op it makes fail. */
+    struct weir_timer io_timer;
+    int64_t io_since, io_deadline;
+    int io_err;
+    /* Socket sink: the watch of an idle connection (endpoint_socket.c).
+     * conn_gen counts connections; watch_gen is the one watched. */
+    struct weir_op watch_op;
+    uint32_t conn_gen, watch_gen;
+    bool closing; /* the sink's close began: no more watching */
+
+    /* Socket sink: what it keeps to resend (endpoint_resume.c). rb holds
+     * stream bytes [rb_base, stream_sent) from rb + rb_off; bounds are
+     * the member boundaries after rb_base, ascending. acked_hi: stream
+     * bytes a peer acknowledged, as counted. */
+    uint8_t *rb;
+    size_t rb_off, rb_len, rb_cap;
+    uint64_t rb_base;
+    uint64_t bounds[32];
+    unsigned nbounds;
+    struct ep_framer {
+        uint8_t st, hn, hwant;
+        uint8_t hb[20];
+        bool checksum, lost;
+        uint64_t skip, at;
+    } fr;
+    uint64_t acked_hi;
+    int64_t wait_since; /* waiting for room in rb since */
+
+    /* Socket sink with a host name (endpoint_resolve.c): the lookup out,
+     * and the addresses it gave, tried in turn. */
+    char *host;
+    struct ep_lookup *lookup;
+    struct sockaddr_storage *addrs;
+    socklen_t *addrlens;
+    unsigned naddrs, addr_at;
 };
 
 int weir__ep_new(struct weir_endpoint **out, enum ep_kind kind,
@@ -132,6 +170,15 @@ int weir__ep_timer(struct weir_endpoint *ep, uint64_t ns,
                    void (*fn)(struct weir_endpoint *ep));
 
 void weir__ep_count(struct weir_endpoint *ep, uint64_t n);
+
+/* Sockets. Sets o.tcp on a TCP socket (nothing on others). */
+void weir__ep_tcp_tune(struct weir_endpoint *ep, int fd, int family);
+/* A send (or connect, with its bound) was queued: the bound starts, or
+ * goes on when one was running. */
+void weir__ep_io_started(struct weir_endpoint *ep, uint64_t bound_ns);
+/* What a send's or connect's callback reports: res, or the error a
+ * shutdown made here stands for. A send that moved restarts its bound. */
+int weir__ep_io_result(struct weir_endpoint *ep, int res);
 void weir__ep_drop_batch(struct weir_endpoint *ep);
 
 /* Sink helpers shared by the fd and socket sinks (endpoint_sink.c). */
@@ -161,6 +208,29 @@ void weir__ep_tls_cancel(struct weir_endpoint *ep);
 /* At destroy: the endpoint's requests end now and its reference goes, so
  * that a session nobody else holds winds its own ops down at once. */
 void weir__ep_tls_detach(struct weir_endpoint *ep);
+/* Socket sink, resuming (endpoint_resume.c). sent: n bytes of the batch
+ * (from iov_at) went out, kept. acked: counts what the peer acknowledged
+ * and lets go of what no resend needs. point: where a new connection
+ * starts after the old peer acknowledged up to `acked`. room: whether a
+ * batch of n bytes fits in the copy now. */
+int weir__ep_resume_sent(struct weir_endpoint *ep, size_t n);
+void weir__ep_resume_acked(struct weir_endpoint *ep);
+uint64_t weir__ep_resume_point(struct weir_endpoint *ep, uint64_t acked);
+bool weir__ep_resume_room(struct weir_endpoint *ep, size_t n);
+/* The batch held waits for room (endpoint_socket.c): WEIR_PENDING or
+ * -errno. */
+int weir__ep_resume_wait(struct weir_endpoint *ep);
+
+/* Socket sink with a host name (endpoint_resolve.c). lookup_start asks
+ * for the name's addresses; the answer comes to weir__ep_resolved on the
+ * loop's thread: 0 with ep->addrs filled, or an EAI_* code. lookup_drop
+ * (at destroy) lets go of a lookup still out. */
+int weir__ep_lookup_start(struct weir_endpoint *ep);
+void weir__ep_resolved(struct weir_endpoint *ep, int eai);
+void weir__ep_lookup_drop(struct weir_endpoint *ep);
+
+/* Socket sink: weir_endpoint_stop (no retries from now on). */
+void weir__ep_socket_stop(struct weir_endpoint *ep);
 
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */

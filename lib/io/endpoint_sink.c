@@ -25,8 +25,11 @@ int weir__ep_sink_submit(struct weir_endpoint *ep)
         rc = weir_loop_writev(ep->loop, &ep->wr_op, ep->fd, iov, n,
                               (uint64_t)-1);
     }
-    if (rc == 0)
+    if (rc == 0) {
         ep_op_started(ep);
+        if (ep->is_socket)
+            weir__ep_io_started(ep, ep->o.send_timeout_ns);
+    }
     return rc;
 }
 
@@ -63,6 +66,8 @@ void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags)
     (void)flags;
     if (weir__ep_op_done(ep))
         return;
+    if (ep->is_socket)
+        res = weir__ep_io_result(ep, res);
     if (ep->conn == CONN_REPLAY) {
         weir__ep_replay_sent(ep, res);
         return;
@@ -76,14 +81,29 @@ void weir__ep_sink_done(struct weir_op *op, int res, uint32_t flags)
             res = -EPIPE;
         if (ep->kind == EP_SOCKET_SINK && weir__ep_socket_lost(ep, res))
             return;
+        if (ep->kind == EP_SOCKET_SINK)
+            weir__ep_resume_acked(ep); /* the last count: what the peer got */
         ep->failed = res;
         weir__ep_drop_batch(ep);
         weir_writable_write_done(ep->ws, res);
         return;
     }
-    weir__ep_count(ep, (uint32_t)res);
+    if (ep->kind == EP_SOCKET_SINK) {
+        int rc = weir__ep_resume_sent(ep, (uint32_t)res);
+
+        if (rc) {
+            ep->failed = rc;
+            weir__ep_drop_batch(ep);
+            weir_writable_write_done(ep->ws, rc);
+            return;
+        }
+    } else {
+        weir__ep_count(ep, (uint32_t)res);
+    }
     ep->stream_sent += (uint32_t)res;
     ep->conn_sent += (uint32_t)res;
+    if (ep->kind == EP_SOCKET_SINK)
+        weir__ep_resume_acked(ep); /* counts what the peer acknowledged */
     if (!sink_advance(ep, (uint32_t)res)) {
         sink_retry(ep);
         return;
@@ -115,6 +135,14 @@ int weir__ep_sink_writev(struct weir_writable *ws, void *ctx,
     ep->writing = true;
     if (ep->kind == EP_SOCKET_SINK && ep->conn != CONN_UP)
         return WEIR_PENDING; /* the reconnect sends it */
+    if (ep->kind == EP_SOCKET_SINK) {
+        size_t len = 0;
+
+        for (unsigned i = 0; i < n; i++)
+            len += c[i].len;
+        if (!weir__ep_resume_room(ep, len))
+            return weir__ep_resume_wait(ep);
+    }
     rc = weir__ep_sink_submit(ep);
     if (rc == -EBUSY)
         rc = weir__ep_timer(ep, 1000 * 1000, sink_retry);

@@ -41,12 +41,19 @@ struct weir_workers {
 
 static _Thread_local struct worker *tls_worker;
 
+/* Turns a stop lets run first in any case: an object destroyed in the
+ * last turn before the stop cancelled its ops, and their answers (which
+ * free it) come in the next turn or two. Re-posting costs a turn each, no
+ * sleep. */
+#define STOP_TURNS_MIN 4
+
 static void stop_task(struct weir_task *t)
 {
     struct worker *wk =
         (struct worker *)((char *)t - offsetof(struct worker, stop));
 
-    if (weir_loop_pending(wk->loop) > 0 && wk->stop_turns++ < STOP_TURNS) {
+    if ((wk->stop_turns < STOP_TURNS_MIN || weir_loop_pending(wk->loop) > 0) &&
+        wk->stop_turns++ < STOP_TURNS) {
         weir_loop_post(wk->loop, &wk->stop);
         return;
     }

@@ -112,6 +112,38 @@ static void gz_shared_put(struct gz_shared *sh)
         gz_shared_free(sh);
 }
 
+/*
+ * One member, with its own length in the header: FEXTRA with a subfield
+ * 'W','R' holding the member's total size (4 bytes, little-endian), as
+ * BGZF does with its 'B','C'. Decoders skip unknown subfields; a sink
+ * that must resume at a member boundary reads it to find where each
+ * member ends (see weir_socket_sink_options.resume). The deflate data
+ * goes GZ_EXTRA bytes further in, and the header moves in front of it.
+ */
+#define GZ_EXTRA 10u
+
+static size_t gz_member(struct libdeflate_compressor *c, const uint8_t *src,
+                        size_t n, uint8_t *out, size_t cap)
+{
+    size_t len =
+        libdeflate_gzip_compress(c, src, n, out + GZ_EXTRA, cap - GZ_EXTRA);
+    uint32_t total = (uint32_t)(len + GZ_EXTRA);
+
+    if (len < 10)
+        return 0;
+    memmove(out, out + GZ_EXTRA, 10);
+    out[3] |= 0x04; /* FLG.FEXTRA */
+    out[10] = 8;    /* XLEN */
+    out[11] = 0;
+    out[12] = 'W';
+    out[13] = 'R';
+    out[14] = 4; /* LEN */
+    out[15] = 0;
+    for (int i = 0; i < 4; i++)
+        out[16 + i] = (uint8_t)(total >> (8 * i));
+    return total;
+}
+
 /* The helper's thread: compresses every member queued for it. */
 static void gz_helper_run(struct weir_task *t)
 {
@@ -130,8 +162,7 @@ static void gz_helper_run(struct weir_task *t)
                 &s->state, &want, GZ_RUNNING, memory_order_acquire,
                 memory_order_relaxed))
             continue;
-        s->out_len = libdeflate_gzip_compress(sh->hc, s->src, s->in_len, s->out,
-                                              sh->out_cap);
+        s->out_len = gz_member(sh->hc, s->src, s->in_len, s->out, sh->out_cap);
         s->out_done = 0;
         /* Release: publishes out and out_len; pairs with the acquire load
          * in gz_drain. */
@@ -158,7 +189,8 @@ static int gz_state(struct weir_xform *x, struct gz_state **out)
             return -ENOMEM;
         atomic_init(&g->sh->refs, 1);
         weir_task_init(&g->sh->task, gz_helper_run);
-        g->sh->out_cap = libdeflate_gzip_compress_bound(g->c, x->member_size);
+        g->sh->out_cap =
+            libdeflate_gzip_compress_bound(g->c, x->member_size) + GZ_EXTRA;
         for (unsigned i = 0; i < GZ_SLOTS; i++)
             atomic_init(&g->sh->slot[i].state, GZ_FREE);
         if (g->helper) {
@@ -246,7 +278,7 @@ static int gz_claim(struct gz_state *g, struct gz_slot **out)
 static int gz_compress_here(struct gz_state *g, struct gz_slot *s,
                             const uint8_t *src, size_t n)
 {
-    s->out_len = libdeflate_gzip_compress(g->c, src, n, s->out, g->sh->out_cap);
+    s->out_len = gz_member(g->c, src, n, s->out, g->sh->out_cap);
     s->out_done = 0;
     g->members++;
     /* Relaxed: this thread reads it back (gz_drain's acquire pairs only

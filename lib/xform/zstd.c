@@ -2,9 +2,10 @@
  * zstd.c - the zstd and unzstd transforms: libzstd's streaming API
  * straight into pool buffers.
  *
- * zstd writes one frame per stream: ZSTD_e_continue while chunks come
- * (libzstd gathers a block before it emits anything), ZSTD_e_end at the
- * end, which also makes an empty stream a valid (empty) frame. A sync
+ * zstd writes one frame per 4 MiB of input (ZS_FRAME_MAX): ZSTD_e_continue
+ * while chunks come (libzstd gathers a block before it emits anything),
+ * ZSTD_e_end at the end, which also makes an empty stream a valid (empty)
+ * frame. A sync
  * (a quiet live source, or a client joining a broadcast) ends the frame
  * there and then, and the next input opens a new one: a file of frames is
  * valid zstd, and the output after a sync decodes on its own, which is
@@ -25,10 +26,17 @@
 
 #define XF_ZSTD_WINDOW_LOG 23
 
+/* A frame ends after this much input too, so that a sink resuming at a
+ * frame boundary after a reconnect never has to keep more than about one
+ * frame's output (weir_socket_sink_options.resume); ratio costs little
+ * at 4 MiB, the window of the default levels being 1-2 MiB. */
+#define ZS_FRAME_MAX (4u * 1024u * 1024u)
+
 struct zs_state {
     ZSTD_CCtx *c;
     ZSTD_DCtx *d;
     uint64_t consumed; /* unzstd: input bytes taken */
+    size_t frame_in;   /* zstd: input in the open frame */
     bool frame_open;   /* unzstd: inside a frame; zstd: input since the
                           frame began */
     bool ended;        /* zstd: ZSTD_e_end has finished */
@@ -80,6 +88,8 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
         return rc;
     if (mode != ZSTD_e_continue)
         in.size = 0;
+    else if (in.size > ZS_FRAME_MAX - z->frame_in)
+        in.size = ZS_FRAME_MAX - z->frame_in;
     out = (ZSTD_outBuffer){p, avail, 0};
     r = ZSTD_compressStream2(z->c, &out, &in, mode);
     if (ZSTD_isError(r))
@@ -87,6 +97,7 @@ static int zs_compress_once(struct weir_xform *x, struct zs_state *z,
     *left = r;
     if (in.pos)
         z->frame_open = true;
+    z->frame_in += in.pos;
     x->in_off += (uint32_t)in.pos;
     x->st.in_bytes += in.pos;
     return weir__xf_out_commit(x, (uint32_t)out.pos);
@@ -105,6 +116,7 @@ static int zs_end_frame(struct weir_xform *x, struct zs_state *z)
         if (rc == 0 && left == 0) {
             z->ending = false;
             z->frame_open = false;
+            z->frame_in = 0;
         }
     }
     return rc;
@@ -118,8 +130,13 @@ static int zstd_step(struct weir_xform *x)
 
     if (rc == 0)
         rc = zs_end_frame(x, z);
-    while (rc == 0 && xf_in_left(x))
+    while (rc == 0 && xf_in_left(x)) {
         rc = zs_compress_once(x, z, ZSTD_e_continue, &left);
+        if (rc == 0 && z->frame_in >= ZS_FRAME_MAX) {
+            z->ending = true;
+            rc = zs_end_frame(x, z);
+        }
+    }
     return rc;
 }
 

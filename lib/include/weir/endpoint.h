@@ -22,7 +22,10 @@
  *   socket an fd sink that owns its connection: connects to `addr` on
  *          start, and, when `reconnect` is set, reconnects with exponential
  *          backoff while the peer is down or after it went away (see
- *          weir_endpoint_socket_sink).
+ *          weir_endpoint_socket_sink). While it is
+ *          connected it watches its socket, also when idle: a peer that
+ *          closes or resets its end is a lost connection at once, not at
+ *          the next write (what the peer sends is read and dropped).
  *   null   discards.
  *
  * Lifetime: weir_endpoint_destroy destroys the stream (which must no longer
@@ -59,10 +62,30 @@ enum weir_endpoint_event {
     WEIR_EP_ROTATED,   /* the path names another file: reading it from 0 */
     WEIR_EP_TRUNCATED, /* the file was cut (copytruncate): reading from 0 */
     WEIR_EP_APPEARED,  /* the path that did not exist yet was opened */
+    /* A socket sink's host name did not resolve. err: getaddrinfo's
+     * EAI_* code (for gai_strerror); a retry is scheduled when reconnect
+     * is set. */
+    WEIR_EP_RESOLVE_FAIL,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
                                        int err, uint64_t offset);
+
+/*
+ * What is set on every TCP connection an endpoint reads or writes (an fd
+ * given to it, and each connection a socket sink makes), so that a peer
+ * whose host vanished is noticed: keepalive probes while the connection
+ * is idle, and TCP_USER_TIMEOUT (how long sent bytes may stay
+ * unacknowledged before the kernel gives the connection up, also bounding
+ * the keepalive probes). Zeros leave the kernel's settings.
+ */
+struct weir_tcp_options {
+    bool keepalive;
+    uint32_t keepalive_idle_s;  /* TCP_KEEPIDLE */
+    uint32_t keepalive_intvl_s; /* TCP_KEEPINTVL */
+    uint32_t keepalive_cnt;     /* TCP_KEEPCNT */
+    uint32_t user_timeout_ms;   /* TCP_USER_TIMEOUT */
+};
 
 struct weir_endpoint_options {
     uint32_t chunk_size; /* bytes per read; 0: the pool's buffer size */
@@ -85,6 +108,11 @@ struct weir_endpoint_options {
      * that closing never resets a connection whose peer has not read
      * everything yet (a client that sent a request). 0: close at once. */
     uint64_t linger_ns;
+    /* A sink on a socket: a send that moves no byte for this long ends
+     * the connection with -ETIMEDOUT (a socket sink that reconnects
+     * reconnects; any other sink fails its write). 0: no bound. */
+    uint64_t send_timeout_ns;
+    struct weir_tcp_options tcp; /* sockets: see above */
     /* Statistics: bytes delivered (sinks) or read (sources) are added here
      * when not NULL, relaxed: another thread may sample it. */
     _Atomic uint64_t *counter;
@@ -96,13 +124,38 @@ struct weir_endpoint_options {
     struct weir_tls_session *tls;
 };
 
+/* What a reconnecting socket sink keeps to resend (see resume below). */
+enum weir_resume {
+    WEIR_RESUME_OFF = 0, /* nothing: replay_fd, or the bytes are lost */
+    WEIR_RESUME_BYTES,   /* a copy; the new connection starts at any byte */
+    WEIR_RESUME_GZIP,    /* a copy; it starts where a gzip member does */
+    WEIR_RESUME_ZSTD,    /* a copy; it starts where a zstd frame does */
+};
+
+/* The most a resuming sink keeps (WEIR_RESUME_BYTES and up). */
+#define WEIR_RESUME_MAX (8u * 1024u * 1024u)
+
 /* Options of a socket sink that connects by itself. */
 struct weir_socket_sink_options {
     struct sockaddr_storage addr;
     socklen_t addrlen;
-    bool reconnect;          /* retry while down, reconnect after a loss */
+    /* Or a host name (copied) and port: resolved at every connect
+     * attempt, off the loop's thread (getaddrinfo on a short-lived
+     * thread of its own), and every address it gives is tried in turn
+     * before the attempt counts as failed. NULL: addr. */
+    const char *host;
+    uint16_t port;
+    bool reconnect; /* retry while down, reconnect after a loss */
+    /* With reconnect: a peer that stalls (the send timeout, or the
+     * kernel's TCP_USER_TIMEOUT) fails the sink instead; for a sink that
+     * may lose bytes anyway (a tee branch that drops). */
+    bool cut_stalled;
     uint64_t backoff_min_ns; /* first retry delay; 0: 100 ms */
     uint64_t backoff_max_ns; /* cap of the doubling; 0: 10 s */
+    /* A connect that has not completed after this long fails with
+     * -ETIMEDOUT (and is retried when reconnect is set). 0: the
+     * kernel's bound (its SYN retries, about two minutes). */
+    uint64_t connect_timeout_ns;
     /* A regular file whose bytes [replay_base, ...) are this stream's
      * bytes, or -1. With it, a reconnect resends from the last byte the
      * old connection's peer acknowledged (TCP_INFO tcpi_bytes_acked);
@@ -110,6 +163,18 @@ struct weir_socket_sink_options {
      * acknowledged is lost. Not closed by the endpoint. */
     int replay_fd;
     uint64_t replay_base;
+    /*
+     * Instead of a replay file: the sink keeps a copy of what it sent,
+     * from the start of the member (gzip) or frame (zstd) the peer's
+     * acknowledgements have reached, so that after a loss the new
+     * connection starts there and its bytes decode by themselves. The
+     * members are found by their own headers: weir's gzip writes each
+     * member's size in an extra field, and zstd frames say their blocks'
+     * sizes. The copy holds at most WEIR_RESUME_MAX; a sink about to go
+     * past it waits for acknowledgements first (within send_timeout).
+     * Bytes the old peer received of that member arrive again.
+     */
+    enum weir_resume resume;
     weir_endpoint_event_fn on_event; /* may be NULL */
     void *event_arg;
     /* TLS: every connection gets a session of this context (the endpoint

@@ -20,13 +20,16 @@
  *              the output is always a valid gzip file. Levels 1-9, default
  *              6, as gzip(1). With a helper loop (options), a member that
  *              fills while the helper is idle is compressed there and the
- *              next one here; members still leave in order.
+ *              next one here; members still leave in order. Each
+ *              member's header has an extra field (FEXTRA, subfield 'W',
+ *              'R', 4 bytes) holding the member's total size, so a reader
+ *              can find where members begin without inflating.
  *   gunzip     zlib inflate; reads any number of members. Anything that is
  *              not a complete gzip member (bad header, bad CRC, trailing
  *              garbage, a stream ending inside a member) errors the stream
  *              with -EBADMSG; weir_xform_error gives the input offset.
- *   zstd       libzstd streaming, one frame per stream (and one more
- *              after each weir_xform_sync). Levels 1-19,
+ *   zstd       libzstd streaming, one frame per 4 MiB of input (and one
+ *              more after each weir_xform_sync). Levels 1-19,
  *              default 3, as zstd(1) without --ultra.
  *   unzstd     libzstd streaming; reads any number of frames. Corrupt or
  *              truncated input: -EBADMSG with the offset, as gunzip. A

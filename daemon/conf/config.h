@@ -21,22 +21,26 @@
 
 /* Defaults and limits; config/weir.conf.md quotes them. The chunk size
  * is the fastest measured for file -> tcp (bench/results/placement.md). */
-#define CONF_DEFAULT_HWM      (1 * MiB)
-#define CONF_MIN_HWM          UINT64_C(1)
-#define CONF_MAX_HWM          (16 * GiB)
-#define CONF_DEFAULT_CHUNK    (256 * KiB)
-#define CONF_MIN_CHUNK        UINT64_C(512)
-#define CONF_MAX_CHUNK        (16 * MiB)
-#define CONF_MAX_WORKERS      1024
-#define CONF_DEFAULT_DRAIN_MS 5000
-#define CONF_MAX_DRAIN_MS     (3600 * 1000)
-#define CONF_DEFAULT_BACKLOG  511
-#define CONF_MAX_BACKLOG      65535
-#define CONF_MAX_CLIENTS      1000000
-#define CONF_MAX_NAME         64
-#define CONF_MAX_TRANSFORMS   32
-#define CONF_MAX_SINKS        64
-#define CONF_ERRORS_SHOWN     100 /* then only counted */
+#define CONF_DEFAULT_HWM       (1 * MiB)
+#define CONF_MIN_HWM           UINT64_C(1)
+#define CONF_MAX_HWM           (16 * GiB)
+#define CONF_DEFAULT_CHUNK     (256 * KiB)
+#define CONF_MIN_CHUNK         UINT64_C(512)
+#define CONF_MAX_CHUNK         (16 * MiB)
+#define CONF_MAX_WORKERS       1024
+#define CONF_DEFAULT_DRAIN_MS  5000
+#define CONF_DEFAULT_STATE_DIR "/var/lib/weir"
+#define CONF_DEFAULT_CKPT_MS   1000
+#define CONF_MIN_CKPT_MS       10
+#define CONF_MAX_CKPT_MS       (3600 * 1000)
+#define CONF_MAX_DRAIN_MS      (3600 * 1000)
+#define CONF_DEFAULT_BACKLOG   511
+#define CONF_MAX_BACKLOG       65535
+#define CONF_MAX_CLIENTS       1000000
+#define CONF_MAX_NAME          64
+#define CONF_MAX_TRANSFORMS    32
+#define CONF_MAX_SINKS         64
+#define CONF_ERRORS_SHOWN      100 /* then only counted */
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -127,6 +131,10 @@ struct weir_pipeline {
     struct conf_loc chunk_size_loc;
     bool follow;
     struct conf_loc follow_loc;
+    /* A followed file without a checkpoint starts at its end, not at
+     * its beginning (read_from). */
+    bool read_from_end;
+    struct conf_loc read_from_loc;
 };
 
 struct weir_daemon_conf {
@@ -139,7 +147,12 @@ struct weir_daemon_conf {
     uint64_t drain_timeout_ms; /* a stop's and a reload's drain */
     struct conf_loc drain_timeout_loc;
     struct weir_address *metrics; /* reserved: HOST:PORT, or NULL */
-    struct conf_loc daemon_loc;   /* the first [daemon] line */
+    /* Where followed files' checkpoints are kept; how often. */
+    char *state_directory;
+    struct conf_loc state_directory_loc;
+    uint64_t checkpoint_interval_ms;
+    struct conf_loc checkpoint_interval_loc;
+    struct conf_loc daemon_loc; /* the first [daemon] line */
 };
 
 struct weir_config {
@@ -167,6 +180,10 @@ struct weir_config *config_load_string(const char *text, const char *name,
 
 /* Whole-config checks after parsing; adds to diag. */
 void config_check(struct weir_config *conf, struct conf_diag *diag);
+
+/* The state directory when the config names none: $STATE_DIRECTORY's
+ * first, else CONF_DEFAULT_STATE_DIR. NULL when out of memory. */
+char *config_default_state_dir(void);
 
 /* Model helpers shared by the INI and the command-line front ends. */
 struct weir_config *config_new(const char *file, const char *base_dir);

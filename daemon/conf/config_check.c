@@ -227,6 +227,9 @@ static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
     }
     if (!src->follow_set)
         src->follow = p->follow;
+    if (conf_loc_set(&p->read_from_loc) && !src->follow)
+        config_error(diag, &p->read_from_loc,
+                     "read_from applies to a followed file (follow = yes)");
 }
 
 static void check_pipeline(struct weir_pipeline *p, bool oneshot,

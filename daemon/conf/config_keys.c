@@ -188,17 +188,65 @@ static void key_metrics(struct parser *p, const char *value)
     d->metrics = a;
 }
 
+static void key_read_from(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    if (!first_time(p, &pl->read_from_loc, "read_from"))
+        return;
+    if (strcmp(value, "beginning") == 0)
+        pl->read_from_end = false;
+    else if (strcmp(value, "end") == 0)
+        pl->read_from_end = true;
+    else
+        PARSE_ERROR(p, "read_from: '%s' is neither beginning nor end", value);
+}
+
+static void key_state_directory(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    char *dir;
+
+    if (!first_time(p, &d->state_directory_loc, "state_directory"))
+        return;
+    if (value[0] != '/') {
+        PARSE_ERROR(p, "state_directory: '%s' is not an absolute path", value);
+        return;
+    }
+    dir = strdup(value);
+    if (dir == NULL) {
+        PARSE_ERROR(p, "out of memory");
+        return;
+    }
+    free(d->state_directory);
+    d->state_directory = dir;
+}
+
+static void key_checkpoint_interval(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    char err[256];
+
+    if (first_time(p, &d->checkpoint_interval_loc, "checkpoint_interval") &&
+        value_duration_ms(value, CONF_MIN_CKPT_MS, CONF_MAX_CKPT_MS,
+                          &d->checkpoint_interval_ms, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "checkpoint_interval: %s", err);
+}
+
 const struct key_def config_keys[] = {
     {SECTION_DAEMON, "workers", false, key_workers},
     {SECTION_DAEMON, "engine", false, key_engine},
     {SECTION_DAEMON, "log_level", false, key_log_level},
     {SECTION_DAEMON, "drain_timeout", false, key_drain_timeout},
     {SECTION_DAEMON, "metrics", false, key_metrics},
+    {SECTION_DAEMON, "state_directory", false, key_state_directory},
+    {SECTION_DAEMON, "checkpoint_interval", false, key_checkpoint_interval},
     {SECTION_PIPELINE, "source", true, key_source},
     {SECTION_PIPELINE, "sink", true, key_sink},
     {SECTION_PIPELINE, "transform", false, key_transform},
     {SECTION_PIPELINE, "high_water_mark", false, key_hwm},
     {SECTION_PIPELINE, "chunk_size", false, key_chunk_size},
     {SECTION_PIPELINE, "follow", false, key_follow},
+    {SECTION_PIPELINE, "read_from", false, key_read_from},
     {SECTION_NONE, NULL, false, NULL},
 };

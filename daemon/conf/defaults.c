@@ -35,6 +35,10 @@ int config_print_defaults(FILE *f)
         fprintf(f, "log_level=%s\n", log_level_name(conf->daemon.log_level));
         fprintf(f, "drain_timeout=%" PRIu64 "ms\n",
                 conf->daemon.drain_timeout_ms);
+        fprintf(f, "state_directory=%s\n", conf->daemon.state_directory);
+        fprintf(f, "checkpoint_interval=%" PRIu64 "ms\n",
+                conf->daemon.checkpoint_interval_ms);
+        fprintf(f, "read_from=%s\n", p->read_from_end ? "end" : "beginning");
         fprintf(f, "high_water_mark=%" PRIu64 "\n", p->high_water_mark);
         fprintf(f, "chunk_size=%" PRIu64 "\n", p->chunk_size);
         fprintf(f, "follow=%s\n", p->follow ? "yes" : "no");

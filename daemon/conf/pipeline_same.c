@@ -32,7 +32,8 @@ bool config_pipeline_same(const struct weir_pipeline *a,
     if (strcmp(a->name, b->name) != 0 || !addr_same(a->source, b->source) ||
         a->ntransforms != b->ntransforms || a->nsinks != b->nsinks ||
         a->high_water_mark != b->high_water_mark ||
-        a->chunk_size != b->chunk_size || a->follow != b->follow)
+        a->chunk_size != b->chunk_size || a->follow != b->follow ||
+        a->read_from_end != b->read_from_end)
         return false;
     for (size_t i = 0; i < a->ntransforms; i++)
         if (strcmp(a->transforms[i].spec, b->transforms[i].spec) != 0)

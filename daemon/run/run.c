@@ -296,6 +296,7 @@ const struct run_mode run_mode_daemon = {
     .stream_ended = daemon_stream_ended,
     .sinks_reconnect = true,
     .sources_restart = true,
+    .checkpoints = true,
 };
 
 const struct run_mode run_mode_pipe = {
@@ -468,6 +469,7 @@ static void run_init(struct run *r, struct conf_ref *cref, const char *conffile,
         .sinks_reconnect = m->sinks_reconnect,
         .sources_restart = m->sources_restart,
         .splice_connects = m->splice_connects,
+        .checkpoints = m->checkpoints,
     };
     weir_list_init(&r->pls);
     alive_init(&r->alive, NULL, run_idle);

@@ -40,6 +40,7 @@ struct run_mode {
     void (*report_line)(const struct stream *s, const char *line);
     /* How the pipelines behave (struct pipeline_env). */
     bool serve_once, sinks_reconnect, sources_restart, splice_connects;
+    bool checkpoints; /* followed files keep checkpoints */
 };
 
 struct run {

@@ -34,6 +34,8 @@ static void source_event(void *arg, enum weir_endpoint_event ev, int err,
     const struct weir_pipeline *p = s->sp->p;
 
     (void)err;
+    if (ev == WEIR_EP_ROTATED || ev == WEIR_EP_TRUNCATED)
+        ckpt_file_left(s);
     if (ev == WEIR_EP_ROTATED)
         log_info("pipeline %s: %s was rotated: read the old file to its "
                  "end (%llu bytes), now reading the new one from its start",
@@ -67,6 +69,7 @@ static int make_source(struct half *h)
     }
 
     s->src_fd = -1;
+    o.offset = s->src_offset;
     /* A live stream starts at the file's end. */
     if (s->sp->src_at_end && s->src_regular && fstat(fd, &st) == 0)
         o.offset = (uint64_t)st.st_size;

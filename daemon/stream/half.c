@@ -38,6 +38,8 @@ void half_teardown(struct half *h)
 
     if (s->sp->tail && h == &s->h[0])
         s->sp->tail->teardown(h);
+    /* The last checkpoint, while the endpoints can still be asked. */
+    ckpt_sample(h, true);
     if (h->tee) {
         tee_collect(h);
         weir_tee_destroy(h->tee);

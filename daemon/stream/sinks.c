@@ -126,6 +126,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
             .reconnect = s->sp->reconnect,
             /* The file's bytes are not the stream's once transformed. */
             .replay_fd = p->ntransforms ? -1 : s->replay_fd,
+            .replay_base = s->src_offset,
             .on_event = sink_event,
             .event_arg = stream_pipe_ctx(s, (int)i),
         };

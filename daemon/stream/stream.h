@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "conf/config.h"
+#include "stream/checkpoint.h"
 #include "stream/half.h"
 #include "stream/place.h"
 #include "weir/loop.h"
@@ -86,6 +87,8 @@ struct stream_spec {
     bool one_worker;  /* never split over two workers */
     bool log_connect; /* a failed source connect is logged here */
     const struct stream_tail *tail; /* NULL: the pipeline's sinks */
+    /* A followed file's checkpoints (checkpoint.h), or NULL. */
+    struct ckpt *ckpt;
     const struct stream_hooks *hooks;
 };
 
@@ -135,11 +138,13 @@ struct stream {
     int sink_fd;   /* client_sink: the client */
     int replay_fd; /* a file source, for a reconnecting sink; or -1 */
     bool src_regular;
-    bool src_waits;    /* a followed file that does not exist yet */
-    uint64_t src_size; /* a regular file not followed: its size; else 0 */
-    bool zero_copy;    /* try the splice stage first */
-    int kill_fd;       /* an accepted client's socket (a dup), to cut it */
-    struct half h[2];  /* [0] source side, [1] sink side when split */
+    bool src_waits;      /* a followed file that does not exist yet */
+    uint64_t src_size;   /* a regular file not followed: its size; else 0 */
+    uint64_t src_offset; /* where reading the source file starts */
+    struct ckpt_track ck_track; /* sp->ckpt: the sinks' worker's samples */
+    bool zero_copy;             /* try the splice stage first */
+    int kill_fd;      /* an accepted client's socket (a dup), to cut it */
+    struct half h[2]; /* [0] source side, [1] sink side when split */
     bool split;
     _Atomic unsigned halves_left;
     struct weir_task done; /* posted to the main loop */

@@ -147,6 +147,7 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     half_xforms_count(h);
     if (h->nxf && (p->follow || p->source->follow))
         half_sync_idle(h);
+    ckpt_sample(h, false);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
 }
 

@@ -4,12 +4,15 @@
  * are back: mark and reap), and the teardown of every stage it built,
  * which keeps the stream's results for the main thread.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "stream/stream.h"
+#include "sys/log.h"
 
 struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx)
 {
@@ -83,6 +86,18 @@ void half_put(struct half *h)
         half_finish(h);
 }
 
+/* A tee'd sink that fails leaves the others going: said at once, not
+ * only when the stream ends. Its checkpoint offset stays where it failed,
+ * so a restart resends it what it missed. */
+static void sink_failed(struct stream *s, unsigned i, int rc)
+{
+    if (rc >= 0 || rc == -ECANCELED || s->sp->nsinks < 2 || s->sp->client_sink)
+        return;
+    log_warnx("pipeline %s: sink %s failed: %s; the other sinks go on "
+              "without it",
+              s->sp->p->name, s->sp->p->sinks[i]->text, strerror(-rc));
+}
+
 static void pipe_done(void *ctx, int rc)
 {
     struct pipe_ctx *pc = ctx;
@@ -93,8 +108,10 @@ static void pipe_done(void *ctx, int rc)
     else if (pc->idx < -1) {
         if (rc < 0 && s->src_rc == 0)
             s->src_rc = rc;
-    } else
+    } else {
         s->sink_rc[pc->idx] = rc;
+        sink_failed(s, (unsigned)pc->idx, rc);
+    }
     if (rc < 0 && s->relay)
         relay_cut(pc->h);
     half_put(pc->h);

@@ -156,23 +156,32 @@ bool fc_wait(struct fc_collector *c, bool (*fn)(struct fc_collector *, void *),
     return true;
 }
 
-void fc_line(uint64_t i, char out[10])
+void fc_line(uint64_t i, char out[FC_LINE + 1])
 {
-    snprintf(out, 10, "%08llu", (unsigned long long)(i % 100000000));
-    out[8] = '\n';
+    snprintf(out, FC_LINE + 1, "%07llu", (unsigned long long)(i % 10000000));
+    out[FC_LINE - 1] = '\n';
+}
+
+uint64_t fc_line_number(const uint8_t *p)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < FC_LINE - 1; i++)
+        n = n * 10 + (uint64_t)(p[i] - '0');
+    return n;
 }
 
 static void *write_lines(void *arg)
 {
     struct fc_writer *w = arg;
-    char *buf = malloc((size_t)w->burst * 9);
+    char *buf = malloc((size_t)w->burst * FC_LINE);
     int fd = open(w->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     uint64_t n = atomic_load(&w->n);
 
     if (!buf || fd < 0)
         abort();
     while (!atomic_load(&w->stop)) {
-        char line[10];
+        char line[FC_LINE + 1];
 
         if (atomic_load(&w->reopen)) {
             close(fd);
@@ -184,10 +193,13 @@ static void *write_lines(void *arg)
         }
         for (unsigned i = 0; i < w->burst; i++) {
             fc_line(n + i, line);
-            memcpy(buf + (size_t)i * 9, line, 9);
+            memcpy(buf + (size_t)i * FC_LINE, line, FC_LINE);
         }
-        if (write(fd, buf, (size_t)w->burst * 9) != (ssize_t)w->burst * 9)
+        pthread_mutex_lock(&w->lock);
+        if (write(fd, buf, (size_t)w->burst * FC_LINE) !=
+            (ssize_t)w->burst * FC_LINE)
             abort();
+        pthread_mutex_unlock(&w->lock);
         n += w->burst;
         atomic_store(&w->n, n);
         if (w->pause_us)
@@ -210,7 +222,8 @@ void fc_writer_start(struct fc_writer *w, const char *path, unsigned burst,
     w->burst = burst;
     w->pause_us = pause_us;
     /* Goes on from the lines the file already has. */
-    atomic_store(&w->n, old ? len / 9 : 0);
+    atomic_store(&w->n, old ? len / FC_LINE : 0);
+    pthread_mutex_init(&w->lock, NULL);
     assert_int_equal(pthread_create(&w->th, NULL, write_lines, w), 0);
 }
 
@@ -227,6 +240,7 @@ uint64_t fc_writer_stop(struct fc_writer *w)
 {
     atomic_store(&w->stop, true);
     pthread_join(w->th, NULL);
+    pthread_mutex_destroy(&w->lock);
     return atomic_load(&w->n);
 }
 

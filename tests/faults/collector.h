@@ -47,8 +47,14 @@ unsigned fc_conns(struct fc_collector *c, unsigned *ended);
 bool fc_wait(struct fc_collector *c, bool (*fn)(struct fc_collector *, void *),
              void *arg, unsigned timeout_ms);
 
-/* Appends "%08u\n" lines, `burst` per write, pausing pause_us between
- * writes. */
+/* A line of the writer: seven digits and a newline. 512 of them are a
+ * page, so a writer of 512-line bursts to an O_APPEND file never shows a
+ * reader half a burst (the size moves a page at a time). */
+#define FC_LINE 8
+
+/* Appends numbered lines, `burst` per write, pausing pause_us between
+ * writes; `lock` is held around each write (a test takes it to keep the
+ * file still). */
 struct fc_writer {
     char path[512];
     unsigned burst, pause_us;
@@ -56,6 +62,7 @@ struct fc_writer {
     atomic_bool reopen;      /* set by the test: open path again */
     atomic_uint_fast64_t n;  /* lines written */
     atomic_uint_fast64_t at; /* reopens done */
+    pthread_mutex_t lock;
     pthread_t th;
 };
 
@@ -65,8 +72,9 @@ void fc_writer_start(struct fc_writer *w, const char *path, unsigned burst,
 void fc_writer_reopen(struct fc_writer *w);
 /* Stops it; the number of lines written. */
 uint64_t fc_writer_stop(struct fc_writer *w);
-/* Line i's text. */
-void fc_line(uint64_t i, char out[10]);
+/* Line i's text (FC_LINE bytes and a NUL); the number a line holds. */
+void fc_line(uint64_t i, char out[FC_LINE + 1]);
+uint64_t fc_line_number(const uint8_t *p);
 
 /* A file's whole contents (NULL when it cannot be read); its length. */
 uint8_t *fc_read_file(const char *path, size_t *len);

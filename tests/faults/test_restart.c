@@ -61,11 +61,11 @@ static void setup_run(struct rs *t, const char *name, unsigned lines)
     h_rm_tree(t->state);
     unlink(t->log);
     for (unsigned i = 0; i < lines; i += 1000) {
-        char buf[9000], line[10];
+        char buf[1000 * FC_LINE], line[FC_LINE + 1];
 
         for (unsigned j = 0; j < 1000; j++) {
             fc_line(i + j, line);
-            memcpy(buf + j * 9, line, 9);
+            memcpy(buf + j * FC_LINE, line, FC_LINE);
         }
         int fd = open(t->log, O_WRONLY | O_APPEND | O_CREAT, 0644);
         assert_true(fd >= 0);

@@ -464,10 +464,6 @@ static bool acked_source(struct half *h, bool final, uint64_t *out)
             continue;
         if (!h->sinks[i] || weir_endpoint_acked(h->sinks[i], &a) != 0)
             return false;
-        /* A sink that closed cleanly has handed everything to its
-         * kernel, which delivers it after the close. */
-        if (final && s->sink_rc[i] == 0)
-            a = weir_endpoint_bytes(h->sinks[i]);
         if (p->ntransforms && (a != weir_endpoint_bytes(h->sinks[i]) ||
                                (!final && !sink_idle(h, i))))
             return false;

@@ -5,12 +5,17 @@
  * A TCP socket's send queue (SIOCOUTQ) holds what was handed to the
  * kernel and not yet acknowledged by the peer, so the bytes handed over
  * minus it are what the peer's TCP has. Reading it is one ioctl, cheap
- * enough for a watch every few hundred ms.
+ * enough for a watch every few hundred ms. After a shutdown the queue
+ * also counts the FIN's sequence number until the FIN is acknowledged:
+ * the states that have sent a FIN not acknowledged yet say when.
  */
 #include <errno.h>
 #include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "endpoint_impl.h"
 
@@ -19,8 +24,15 @@ static uint64_t sock_acked(int fd, uint64_t sent)
 {
     int outq = 0;
 
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
     if (ioctl(fd, SIOCOUTQ, &outq) != 0 || outq < 0)
         return 0; /* cannot tell: none */
+    if (outq > 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+        (ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_CLOSING ||
+         ti.tcpi_state == TCP_LAST_ACK))
+        outq--; /* the FIN */
     return (uint64_t)outq < sent ? sent - (uint64_t)outq : 0;
 }
 

@@ -137,9 +137,9 @@ uint64_t weir_endpoint_bytes(const struct weir_endpoint *ep);
 /*
  * Owner. A sink: the bytes of its stream the far side has, as far as this
  * end can tell: a TCP socket's bytes handed to the kernel minus those not
- * yet acknowledged by the peer (SIOCOUTQ; a FIN not yet acknowledged
- * counts as one byte, a unix socket's queue in kernel memory, so the
- * count errs low); a socket sink that is down, the offset its peer had
+ * yet acknowledged by the peer (SIOCOUTQ, less a FIN still
+ * unacknowledged; a unix socket's queue is counted in kernel memory, so
+ * its count errs low); a socket sink that is down, the offset its peer had
  * acknowledged when it was lost; anything else, the bytes written (a
  * regular file's are in the page cache: fdatasync makes them durable).
  * -EINVAL for a source.

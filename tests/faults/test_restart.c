@@ -293,6 +293,56 @@ static void test_rotated_while_down(void **state)
     finish(&t);
 }
 
+static bool total_is(struct fc_collector *c, void *arg)
+{
+    return fc_total(c) >= *(uint64_t *)arg;
+}
+
+/* A state directory that cannot be written: a warning at --check and at
+ * start, one when a checkpoint cannot be written, and the log ships
+ * whole all the same. */
+static void test_unwritable_state_dir_ships_on(void **state)
+{
+    struct rs t;
+    char conf[300], log[300];
+    struct h_weir chk;
+    uint8_t *file;
+    size_t flen;
+    uint64_t want;
+
+    (void)state;
+    h_path(t.log, sizeof(t.log), "app.log");
+    {
+        char hex[65];
+
+        h_make_file(t.log, 500000, 4, hex);
+    }
+    h_path(t.state, sizeof(t.state), "notadir");
+    h_write_text(t.state, "a file, not a directory\n");
+    strncat(t.state, "/state", sizeof(t.state) - strlen(t.state) - 1);
+    fc_start(&t.c);
+    start_weir(&t, "nostate");
+    h_expect_log(&t.w, "cannot be written", WAIT);
+    h_expect_log(&t.w, "cannot write its checkpoint", WAIT);
+    file = fc_read_file(t.log, &flen);
+    assert_non_null(file);
+    want = flen;
+    assert_true(fc_wait(&t.c, total_is, &want, WAIT));
+    assert_int_equal(t.c.conns[0].len, flen);
+    assert_memory_equal(t.c.conns[0].p, file, flen);
+    h_expect_exit(&t.w, 0, true, WAIT);
+    h_path(conf, sizeof(conf), "nostate.conf");
+    h_path(log, sizeof(log), "nostate-check.log");
+    h_spawn(&chk, (char *const[]){"weir", "--check", "-c", conf, NULL}, log);
+    h_expect_exit(&chk, 0, false, WAIT);
+    h_expect_log(&chk, "cannot be written", WAIT);
+    printf("unwritable state directory: warned at --check and at start; "
+           "%zu of %zu bytes shipped\n",
+           t.c.conns[0].len, flen);
+    free(file);
+    fc_free(&t.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +351,8 @@ int main(void)
         cmocka_unit_test_teardown(test_clean_restart_sends_nothing_twice,
                                   h_teardown),
         cmocka_unit_test_teardown(test_rotated_while_down, h_teardown),
+        cmocka_unit_test_teardown(test_unwritable_state_dir_ships_on,
+                                  h_teardown),
     };
     int rc;
 

@@ -450,30 +450,41 @@ static bool sink_idle(struct half *h, unsigned i)
  * told now. Without transforms a sink's stream is the source's, byte for
  * byte. With them it is not, so only a stream at rest counts: the
  * transforms synced after the source's last byte (watch.c), every block
- * sink's queue empty and all it took acknowledged; then every source
- * byte is out.
+ * sink's queue empty and all it took acknowledged, and nothing more for
+ * the sinks since the previous sample (what the syncs pushed out has
+ * arrived); then every source byte is out.
  */
-static bool acked_source(struct half *h, bool final, uint64_t *out)
+static bool acked_source(struct half *h, bool final, uint64_t *acked)
 {
     struct stream *s = h->s;
     const struct weir_pipeline *p = s->sp->p;
-    uint64_t in = weir_endpoint_bytes(h->src), min = in, a;
+    uint64_t in = weir_endpoint_bytes(h->src), min = in, a, sent = 0;
+    struct ckpt_track *t = &s->ck_track;
 
     for (unsigned i = 0; i < s->sp->nsinks; i++) {
         if (p->sinks[i]->on_full != ON_FULL_BLOCK)
             continue;
         if (!h->sinks[i] || weir_endpoint_acked(h->sinks[i], &a) != 0)
             return false;
+        sent += weir_endpoint_bytes(h->sinks[i]);
         if (p->ntransforms && (a != weir_endpoint_bytes(h->sinks[i]) ||
-                               (!final && !sink_idle(h, i))))
+                               (!final && !sink_idle(h, i)))) {
+            t->rest = 0;
             return false;
+        }
         if (a < min)
             min = a;
     }
-    if (p->ntransforms && !final &&
-        (h->synced_bytes != in || h->idle_ticks < 4))
-        return false;
-    *out = p->ntransforms ? in : min;
+    if (p->ntransforms && !final) {
+        if (h->synced_bytes != in || sent != t->rest_out) {
+            t->rest = 0;
+            t->rest_out = sent;
+            return false;
+        }
+        if (t->rest++ < 1)
+            return false;
+    }
+    *acked = p->ntransforms ? in : min;
     return true;
 }
 

@@ -56,6 +56,10 @@ struct ckpt_slot {
 struct ckpt_track {
     struct weir_file_position seg[CKPT_SEGS];
     unsigned nseg;
+    /* With transforms: the samples in a row that found the stream at
+     * rest, and the sinks' bytes then. */
+    unsigned rest;
+    uint64_t rest_out;
     struct ckpt_slot slot;
 };
 

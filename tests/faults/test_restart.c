@@ -9,7 +9,10 @@
  *             nothing else;
  *   SIGTERM   nothing arrives twice;
  *   rotated   the log was rotated while weir was down: the rest of the
- *             old file comes first, then the new one, nothing twice.
+ *             old file comes first, then the new one, nothing twice;
+ *   gzip      behind a transform the checkpoint moves once the stream is
+ *             at rest: kill -9 then, and the restart sends only what is
+ *             new, as a gzip member of its own (decoded by gzip(1)).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,6 +296,100 @@ static void test_rotated_while_down(void **state)
     finish(&t);
 }
 
+/* Waits until the checkpoint is exactly `off`. */
+static void wait_ckpt_at(struct rs *t, int64_t off)
+{
+    for (int64_t end = h_now_ms() + WAIT; ckpt_offset(t) != off;) {
+        if (h_now_ms() > end) {
+            h_show_log(&t->w);
+            fail_msg("the checkpoint is %lld, not %lld",
+                     (long long)ckpt_offset(t), (long long)off);
+        }
+        h_sleep_ms(10);
+    }
+}
+
+static void test_gzip_checkpoint_at_rest(void **state)
+{
+    struct rs t;
+    char gz[300], dec[300], cmd[800];
+    uint8_t *file, *got;
+    size_t flen, glen, first;
+    unsigned one = 1;
+    FILE *f;
+
+    (void)state;
+    h_path(t.log, sizeof(t.log), "app.log");
+    h_path(t.state, sizeof(t.state), "gzip.state");
+    snprintf(t.ckpt, sizeof(t.ckpt), "%s/pipeline-p.ckpt", t.state);
+    h_rm_tree(t.state);
+    {
+        char hex[65];
+
+        h_make_file(t.log, 300000, 6, hex);
+    }
+    fc_start(&t.c);
+    h_start_conf(&t.w, "gzip", 0,
+                 "[daemon]\nworkers = 2\nstate_directory = %s\n"
+                 "checkpoint_interval = 100ms\n\n"
+                 "[pipeline p]\nsource = file:%s\nfollow = yes\n"
+                 "transform = gzip\nsink = tcp:127.0.0.1:%u\n",
+                 t.state, t.log, t.c.port);
+    /* At rest: the whole file is out, in whole members. */
+    wait_ckpt_at(&t, 300000);
+    kill(t.w.pid, SIGKILL);
+    assert_int_equal(h_wait(&t.w, WAIT), 128 + SIGKILL);
+    assert_true(fc_wait(&t.c, conn_ended, &one, WAIT));
+    first = t.c.conns[0].len;
+    {
+        int fd = open(t.log, O_WRONLY | O_APPEND);
+        char line[FC_LINE + 1];
+
+        assert_true(fd >= 0);
+        for (unsigned i = 0; i < 5000; i++) {
+            fc_line(i, line);
+            assert_true(h_write_all(fd, line, FC_LINE));
+        }
+        close(fd);
+    }
+    h_start_conf(&t.w, "gzip", 0,
+                 "[daemon]\nworkers = 2\nstate_directory = %s\n"
+                 "checkpoint_interval = 100ms\n\n"
+                 "[pipeline p]\nsource = file:%s\nfollow = yes\n"
+                 "transform = gzip\nsink = tcp:127.0.0.1:%u\n",
+                 t.state, t.log, t.c.port);
+    h_expect_log(&t.w, "resuming at byte 300000", WAIT);
+    wait_ckpt_at(&t, 300000 + 5000 * FC_LINE);
+    h_expect_exit(&t.w, 0, true, WAIT);
+    fc_stop(&t.c);
+    assert_int_equal(t.c.nconns, 2);
+    /* What the collector got, both connections end to end, is one
+     * multi-member gzip stream of the log, each byte once. */
+    h_path(gz, sizeof(gz), "got.gz");
+    h_path(dec, sizeof(dec), "got.dec");
+    f = fopen(gz, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(t.c.conns[0].p, 1, first, f), first);
+    assert_int_equal(fwrite(t.c.conns[1].p, 1, t.c.conns[1].len, f),
+                     t.c.conns[1].len);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "gzip -dc < %s > %s", gz, dec);
+    assert_int_equal(system(cmd), 0);
+    file = fc_read_file(t.log, &flen);
+    got = fc_read_file(dec, &glen);
+    assert_non_null(file);
+    assert_non_null(got);
+    assert_int_equal(glen, flen);
+    assert_memory_equal(got, file, flen);
+    printf("gzip: kill -9 at rest, checkpoint at 300000; the restart sent "
+           "%zu compressed bytes for the %u new ones; gzip -dc of both "
+           "connections gives the %zu-byte log, 0 twice\n",
+           t.c.conns[1].len, 5000 * FC_LINE, flen);
+    free(file);
+    free(got);
+    fc_free(&t.c);
+}
+
 static bool total_is(struct fc_collector *c, void *arg)
 {
     return fc_total(c) >= *(uint64_t *)arg;
@@ -353,6 +450,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rotated_while_down, h_teardown),
         cmocka_unit_test_teardown(test_unwritable_state_dir_ships_on,
                                   h_teardown),
+        cmocka_unit_test_teardown(test_gzip_checkpoint_at_rest, h_teardown),
     };
     int rc;
 

@@ -62,11 +62,12 @@ static bool slot_read(struct ckpt_slot *sl, struct ckpt_rec *rec)
             return false;
         if (q & 1)
             continue;
+        /* Acquire: pairs with the worker's release stores of the words,
+         * so a word of a later write brings its odd count along, and the
+         * count's re-read below cannot move before these loads. */
         for (int i = 0; i < CKPT_WORDS; i++)
-            w[i] = atomic_load_explicit(&sl->w[i], memory_order_relaxed);
-        /* Orders the word loads before the count's re-read: a count
-         * still q means no write overlapped them. */
-        atomic_thread_fence(memory_order_acquire);
+            w[i] = atomic_load_explicit(&sl->w[i], memory_order_acquire);
+        /* Still q: no write overlapped the loads. */
         if (atomic_load_explicit(&sl->seq, memory_order_relaxed) != q)
             continue;
         rec->valid = true;
@@ -91,11 +92,10 @@ static void slot_write(struct ckpt_slot *sl,
 
     memcpy(&w[4], pos->head, sizeof(pos->head));
     atomic_store_explicit(&sl->seq, q + 1, memory_order_relaxed);
-    /* Orders the odd count before the words: a reader that sees a new
-     * word sees the count moved (pairs with its acquire fence). */
-    atomic_thread_fence(memory_order_release);
+    /* Release: each word carries the odd count before it, so a reader
+     * that loads a new word (acquire) sees the count moved. */
     for (int i = 0; i < CKPT_WORDS; i++)
-        atomic_store_explicit(&sl->w[i], w[i], memory_order_relaxed);
+        atomic_store_explicit(&sl->w[i], w[i], memory_order_release);
     /* Release: publishes the words with the even count (pairs with the
      * reader's acquire load of it). */
     atomic_store_explicit(&sl->seq, q + 2, memory_order_release);

@@ -488,6 +488,26 @@ static bool acked_source(struct half *h, bool final, uint64_t *acked)
     return true;
 }
 
+bool ckpt_acks_pending(struct half *h)
+{
+    struct stream *s = h->s;
+    const struct weir_pipeline *p = s->sp->p;
+    uint64_t a;
+
+    if (!s->sp->ckpt || s->split || h != &s->h[0] || !h->sinks)
+        return false;
+    for (unsigned i = 0; i < s->sp->nsinks; i++)
+        /* Relaxed: the state is this worker's own. */
+        if (p->sinks[i]->kind == ADDR_TCP && h->sinks[i] &&
+            p->sinks[i]->on_full == ON_FULL_BLOCK && s->sink_rc[i] == 0 &&
+            atomic_load_explicit(&s->live[i].state, memory_order_relaxed) ==
+                SINK_UP &&
+            weir_endpoint_acked(h->sinks[i], &a) == 0 &&
+            a < weir_endpoint_bytes(h->sinks[i]))
+            return true;
+    return false;
+}
+
 void ckpt_sample(struct half *h, bool final)
 {
     struct stream *s = h->s;

@@ -91,5 +91,9 @@ void ckpt_stream_done(struct ckpt *ck, struct stream *s);
 void ckpt_file_left(struct stream *s);
 /* Worker (the sinks'). One sample; `final` once the pipes have ended. */
 void ckpt_sample(struct half *h, bool final);
+/* Worker (the sinks'). After the pipes ended: a connected tcp sink that
+ * closed cleanly still has bytes its peer has not acknowledged, so the
+ * last checkpoint would leave them to be sent again. */
+bool ckpt_acks_pending(struct half *h);
 
 #endif

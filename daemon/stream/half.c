@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "stream/stream.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 
 struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx)
@@ -144,13 +145,37 @@ void half_finish(struct half *h)
             weir_loop_timer_stop(h->loop, &h->watch);
         return;
     }
-    half_teardown(h);
+    half_try_reap(h);
+}
+
+/*
+ * A followed file's last checkpoint is what the peers acknowledged: when
+ * a tcp sink's peer has not acknowledged everything yet, the teardown
+ * (which closes the socket) waits for it, polling every ACK_POLL_NS, for
+ * at most ACK_WAIT_NS, so that a clean restart sends nothing twice.
+ */
+#define ACK_POLL_NS (10ll * 1000 * 1000)
+#define ACK_WAIT_NS (2000ll * 1000 * 1000)
+
+static bool ack_wait(struct half *h)
+{
+    int64_t now = clock_now_ns();
+
+    if (!h->watch.op.fn || !ckpt_acks_pending(h))
+        return false;
+    if (h->ack_until == 0)
+        h->ack_until = now + ACK_WAIT_NS;
+    if (now >= h->ack_until)
+        return false;
+    h->reap = true; /* the watch's callback comes back here */
+    return weir_loop_timer_start(h->loop, &h->watch, ACK_POLL_NS) == 0;
 }
 
 /* A half marked for reaping goes once none of its timers is pending. */
 void half_try_reap(struct half *h)
 {
-    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending)
+    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending &&
+        !ack_wait(h))
         half_teardown(h);
 }
 

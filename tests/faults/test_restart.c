@@ -173,7 +173,7 @@ static void wait_second(struct rs *t, uint64_t want)
 
 static void test_kill9_resumes_from_checkpoint(void **state)
 {
-    struct rs t;
+    static struct rs t; /* a failed check may leave its threads */
     struct until u = {1, 200000};
     unsigned one = 1;
     int64_t ck, resume;
@@ -213,7 +213,7 @@ static void test_kill9_resumes_from_checkpoint(void **state)
 
 static void test_clean_restart_sends_nothing_twice(void **state)
 {
-    struct rs t;
+    static struct rs t; /* a failed check may leave its threads */
     struct until u = {1, 200000};
     unsigned one = 1;
     int64_t resume;
@@ -250,7 +250,7 @@ static void test_clean_restart_sends_nothing_twice(void **state)
  * writer goes on in app.log.1 a while, then reopens app.log. */
 static void test_rotated_while_down(void **state)
 {
-    struct rs t;
+    static struct rs t; /* a failed check may leave its threads */
     struct until u = {1, 100000};
     unsigned one = 1;
     char old[300];
@@ -311,7 +311,7 @@ static void wait_ckpt_at(struct rs *t, int64_t off)
 
 static void test_gzip_checkpoint_at_rest(void **state)
 {
-    struct rs t;
+    static struct rs t; /* a failed check may leave its threads */
     char gz[300], dec[300], cmd[800];
     uint8_t *file, *got;
     size_t flen, glen, first;
@@ -400,7 +400,7 @@ static bool total_is(struct fc_collector *c, void *arg)
  * whole all the same. */
 static void test_unwritable_state_dir_ships_on(void **state)
 {
-    struct rs t;
+    static struct rs t; /* a failed check may leave its threads */
     char conf[300], log[300];
     struct h_weir chk;
     uint8_t *file;

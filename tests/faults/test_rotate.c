@@ -43,8 +43,8 @@ static bool total_is(struct fc_collector *c, void *arg)
 
 static void test_rename_rotation_fast(void **state)
 {
-    struct fc_collector c;
-    struct fc_writer wr;
+    static struct fc_collector c; /* a failed check may leave its thread */
+    static struct fc_writer wr;
     struct h_weir w;
     char log[256], old[300];
     uint64_t lines, bytes;
@@ -113,8 +113,8 @@ static void copytruncate(struct fc_writer *wr, const char *path,
 static void test_copytruncate_under_writer(void **state)
 {
     enum { CUTS = 5 };
-    struct fc_collector c;
-    struct fc_writer wr;
+    static struct fc_collector c; /* a failed check may leave its thread */
+    static struct fc_writer wr;
     struct h_weir w;
     char log[256], copy[CUTS][300];
     uint64_t lines, got_lines, in_copies = 0, missed = 0, last = 0;

@@ -30,6 +30,19 @@ void config_error(struct conf_diag *diag, const struct conf_loc *loc,
         log_errx("argument %u: %s", loc->line, msg);
 }
 
+/* systemd names the unit's StateDirectory= in $STATE_DIRECTORY (several,
+ * colon-separated, when the unit has several): the first one. */
+char *config_default_state_dir(void)
+{
+    const char *e = getenv("STATE_DIRECTORY");
+    size_t n;
+
+    if (e == NULL || e[0] != '/')
+        return strdup(CONF_DEFAULT_STATE_DIR);
+    n = strcspn(e, ":");
+    return strndup(e, n);
+}
+
 struct weir_config *config_new(const char *file, const char *base_dir)
 {
     struct weir_config *conf = calloc(1, sizeof(*conf));
@@ -43,6 +56,9 @@ struct weir_config *config_new(const char *file, const char *base_dir)
     if (conf->daemon.control_socket == NULL)
         goto fail;
     conf->daemon.pool_size = CONF_DEFAULT_POOL;
+    conf->daemon.checkpoint_interval_ms = CONF_DEFAULT_CKPT_MS;
+    if ((conf->daemon.state_directory = config_default_state_dir()) == NULL)
+        goto fail;
     if (file != NULL && (conf->file = strdup(file)) == NULL)
         goto fail;
     if (base_dir != NULL && (conf->base_dir = strdup(base_dir)) == NULL)
@@ -132,6 +148,7 @@ void config_free(struct weir_config *conf)
     free(conf->pipelines);
     address_free(conf->daemon.metrics);
     free(conf->daemon.control_socket);
+    free(conf->daemon.state_directory);
     free(conf->file);
     free(conf->base_dir);
     free(conf);

@@ -33,6 +33,10 @@
 #define CONF_MIN_POOL             (4 * MiB)
 #define CONF_MAX_POOL             (64 * GiB)
 #define CONF_DEFAULT_DRAIN_MS     5000
+#define CONF_DEFAULT_STATE_DIR    "/var/lib/weir"
+#define CONF_DEFAULT_CKPT_MS      1000
+#define CONF_MIN_CKPT_MS          10
+#define CONF_MAX_CKPT_MS          (3600 * 1000)
 #define CONF_MAX_DRAIN_MS         (3600 * 1000)
 #define CONF_DEFAULT_BACKLOG      511
 #define CONF_MAX_BACKLOG          65535
@@ -170,6 +174,10 @@ struct weir_pipeline {
      * this often while bytes come in; 0: only when it is idle. */
     uint64_t flush_interval_ms;
     struct conf_loc flush_interval_loc;
+    /* A followed file without a checkpoint starts at its end, not at
+     * its beginning (read_from). */
+    bool read_from_end;
+    struct conf_loc read_from_loc;
 };
 
 struct weir_daemon_conf {
@@ -195,6 +203,11 @@ struct weir_daemon_conf {
     char *control_socket;
     bool control_socket_set;
     struct conf_loc control_socket_loc;
+    /* Where followed files' checkpoints are kept; how often. */
+    char *state_directory;
+    struct conf_loc state_directory_loc;
+    uint64_t checkpoint_interval_ms;
+    struct conf_loc checkpoint_interval_loc;
 };
 
 struct weir_config {
@@ -222,6 +235,10 @@ struct weir_config *config_load_string(const char *text, const char *name,
 
 /* Whole-config checks after parsing; adds to diag. */
 void config_check(struct weir_config *conf, struct conf_diag *diag);
+
+/* The state directory when the config names none: $STATE_DIRECTORY's
+ * first, else CONF_DEFAULT_STATE_DIR. NULL when out of memory. */
+char *config_default_state_dir(void);
 
 /* Model helpers shared by the INI and the command-line front ends. */
 struct weir_config *config_new(const char *file, const char *base_dir);

@@ -244,6 +244,9 @@ static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
     }
     if (!src->follow_set)
         src->follow = p->follow;
+    if (conf_loc_set(&p->read_from_loc) && !src->follow)
+        config_error(diag, &p->read_from_loc,
+                     "read_from applies to a followed file (follow = yes)");
 }
 
 static void check_pipeline(struct weir_pipeline *p, bool oneshot,
@@ -281,6 +284,46 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
     }
 }
 
+/*
+ * A state directory weir cannot write is a warning, not an error: the
+ * pipelines ship without checkpoints (a restart then resends, or reads
+ * from read_from). It is made when missing, so its parent counts then.
+ */
+static void check_state_dir(const struct weir_config *conf)
+{
+    const struct weir_daemon_conf *d = &conf->daemon;
+    const char *dir = d->state_directory;
+    char parent[PATH_MAX], *slash;
+    bool follows = false;
+
+    for (size_t i = 0; i < conf->npipelines; i++) {
+        const struct weir_address *src = conf->pipelines[i]->source;
+
+        follows = follows || (src && src->kind == ADDR_FILE && src->follow);
+    }
+    if (conf->oneshot || !follows || dir == NULL)
+        return;
+    if (access(dir, W_OK | X_OK) == 0)
+        return;
+    if (errno == ENOENT) {
+        snprintf(parent, sizeof(parent), "%s", dir);
+        slash = strrchr(parent, '/');
+        if (slash)
+            *(slash == parent ? slash + 1 : slash) = '\0';
+        if (access(parent, W_OK | X_OK) == 0)
+            return;
+    }
+    if (conf_loc_set(&d->state_directory_loc))
+        log_warnx("%s:%u: state_directory %s cannot be written (%s): "
+                  "followed files will not keep checkpoints",
+                  d->state_directory_loc.file, d->state_directory_loc.line, dir,
+                  strerror(errno));
+    else
+        log_warnx("state_directory %s cannot be written (%s): followed "
+                  "files will not keep checkpoints",
+                  dir, strerror(errno));
+}
+
 void config_check(struct weir_config *conf, struct conf_diag *diag)
 {
     struct keymap names = {0};
@@ -302,4 +345,5 @@ void config_check(struct weir_config *conf, struct conf_diag *diag)
     }
     keymap_free(&names);
     check_shared(conf, diag);
+    check_state_dir(conf);
 }

@@ -263,6 +263,51 @@ static void key_metrics(struct parser *p, const char *value)
     d->metrics = a;
 }
 
+static void key_read_from(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    if (!first_time(p, &pl->read_from_loc, "read_from"))
+        return;
+    if (strcmp(value, "beginning") == 0)
+        pl->read_from_end = false;
+    else if (strcmp(value, "end") == 0)
+        pl->read_from_end = true;
+    else
+        PARSE_ERROR(p, "read_from: '%s' is neither beginning nor end", value);
+}
+
+static void key_state_directory(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    char *dir;
+
+    if (!first_time(p, &d->state_directory_loc, "state_directory"))
+        return;
+    if (value[0] != '/') {
+        PARSE_ERROR(p, "state_directory: '%s' is not an absolute path", value);
+        return;
+    }
+    dir = strdup(value);
+    if (dir == NULL) {
+        PARSE_ERROR(p, "out of memory");
+        return;
+    }
+    free(d->state_directory);
+    d->state_directory = dir;
+}
+
+static void key_checkpoint_interval(struct parser *p, const char *value)
+{
+    struct weir_daemon_conf *d = &p->conf->daemon;
+    char err[256];
+
+    if (first_time(p, &d->checkpoint_interval_loc, "checkpoint_interval") &&
+        value_duration_ms(value, CONF_MIN_CKPT_MS, CONF_MAX_CKPT_MS,
+                          &d->checkpoint_interval_ms, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "checkpoint_interval: %s", err);
+}
+
 static void key_log_format(struct parser *p, const char *value)
 {
     struct weir_daemon_conf *d = &p->conf->daemon;
@@ -337,6 +382,8 @@ const struct key_def config_keys[] = {
     {SECTION_DAEMON, "log_format", false, key_log_format},
     {SECTION_DAEMON, "log_target", false, key_log_target},
     {SECTION_DAEMON, "pool_size", false, key_pool_size},
+    {SECTION_DAEMON, "state_directory", false, key_state_directory},
+    {SECTION_DAEMON, "checkpoint_interval", false, key_checkpoint_interval},
     {SECTION_PIPELINE, "source", true, key_source},
     {SECTION_PIPELINE, "sink", true, key_sink},
     {SECTION_PIPELINE, "transform", false, key_transform},
@@ -349,5 +396,6 @@ const struct key_def config_keys[] = {
     {SECTION_PIPELINE, "send_timeout", false, key_send_timeout},
     {SECTION_PIPELINE, "connect_timeout", false, key_connect_timeout},
     {SECTION_PIPELINE, "flush_interval", false, key_flush_interval},
+    {SECTION_PIPELINE, "read_from", false, key_read_from},
     {SECTION_NONE, NULL, false, NULL},
 };

@@ -50,6 +50,10 @@ int config_print_defaults(FILE *f)
                 : conf->daemon.log_target == LOG_TARGET_STDERR ? "stderr"
                                                                : "journal");
         fprintf(f, "pool_size=%" PRIu64 "\n", conf->daemon.pool_size);
+        fprintf(f, "state_directory=%s\n", conf->daemon.state_directory);
+        fprintf(f, "checkpoint_interval=%" PRIu64 "ms\n",
+                conf->daemon.checkpoint_interval_ms);
+        fprintf(f, "read_from=%s\n", p->read_from_end ? "end" : "beginning");
         fprintf(f, "high_water_mark=%" PRIu64 "\n", p->high_water_mark);
         fprintf(f, "chunk_size=%" PRIu64 "\n", p->chunk_size);
         fprintf(f, "follow=%s\n", p->follow ? "yes" : "no");

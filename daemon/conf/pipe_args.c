@@ -35,7 +35,9 @@ void pipe_args_usage(FILE *f)
             "  -h, --help                 this text\n"
             "\n"
             "Exit status: 64 for a malformed command, 78 for a bad value\n"
-            "(address, size, transform, unreadable file).\n");
+            "(address, size, transform, unreadable file), 1 when the\n"
+            "transfer failed or the source file shrank, 130 after Ctrl-C\n"
+            "(128 + the signal).\n");
 }
 
 struct pipe_parse {

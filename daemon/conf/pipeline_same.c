@@ -44,7 +44,8 @@ bool config_pipeline_same(const struct weir_pipeline *a,
         a->tcp_user_timeout_ms != b->tcp_user_timeout_ms ||
         a->send_timeout_ms != b->send_timeout_ms ||
         a->connect_timeout_ms != b->connect_timeout_ms ||
-        a->flush_interval_ms != b->flush_interval_ms)
+        a->flush_interval_ms != b->flush_interval_ms ||
+        a->read_from_end != b->read_from_end)
         return false;
     for (size_t i = 0; i < a->ntransforms; i++)
         if (strcmp(a->transforms[i].spec, b->transforms[i].spec) != 0)

@@ -135,7 +135,9 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
              signals_name(r->siginfo));
     if (r->mode->notifies)
         notify_stopping();
-    r->exit_status = 0;
+    r->stop_signal = signals_number(r->siginfo);
+    r->stop_name = signals_name(r->siginfo);
+    r->exit_status = r->mode->signal_status ? 128 + r->stop_signal : 0;
     sig_arm(r);
     run_stop(r);
     status_update(r);
@@ -280,9 +282,37 @@ static void client_line(const struct run *r, const struct pipeline *pl,
                   pl->p->name, s->peer, err ? "hung up" : "done", out, secs);
 }
 
+/*
+ * A plain file that ended shorter than it was when opened: it shrank while
+ * it was read, and what was cut never went out (GNU tar's "file shrank by
+ * N bytes"). Not after a stop, which ends a transfer early on purpose.
+ */
+static uint64_t source_shrank(const struct run *r, const struct stream *s)
+{
+    /* Relaxed: the worker's adds were ordered before the end's post. */
+    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+
+    /* The splice stage counts only what it sent, which is what it read. */
+    if (s->sp->p->ntransforms == 0 && s->sink_bytes[0] > in)
+        in = s->sink_bytes[0];
+    if (r->stopping || !s->src_size || in >= s->src_size || stream_error(s))
+        return 0;
+    return s->src_size - in;
+}
+
 static void daemon_stream_ended(struct run *r, struct pipeline *pl,
                                 struct stream *s)
 {
+    uint64_t cut = source_shrank(r, s);
+
+    if (cut) {
+        log_warnx("pipeline %s: %s shrank by %llu bytes while it was read: "
+                  "they were not sent%s%s",
+                  pl->p->name, pl->p->source->text, (unsigned long long)cut,
+                  s->peer[0] ? " to client " : "", s->peer);
+        if (!s->peer[0])
+            r->failures++;
+    }
     int err = stream_error(s);
     unsigned long long out =
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
@@ -308,13 +338,27 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
                               struct stream *s)
 {
     int err = stream_error(s);
+    uint64_t cut = source_shrank(r, s);
 
-    (void)pl;
     progress_summary(r);
-    if (err) {
-        fprintf(stderr, "weir pipe: failed: %s\n", strerror(-err));
+    if (cut) {
+        fprintf(stderr,
+                "weir pipe: warning: %s shrank by %llu bytes while it was "
+                "read: they were not sent\n",
+                pl->p->source->text, (unsigned long long)cut);
         r->exit_status = 1;
     }
+    if (err) {
+        fprintf(stderr, "weir pipe: failed: %s\n", strerror(-err));
+        if (!r->stop_signal)
+            r->exit_status = 1;
+    }
+    /* The exit status is 128 + the signal already (sig_read). */
+    if (r->stop_signal)
+        fprintf(stderr,
+                "weir pipe: interrupted by %s: stopped early; what reached "
+                "each sink:\n",
+                r->stop_name);
     run_stop(r);
 }
 
@@ -334,6 +378,7 @@ const struct run_mode run_mode_daemon = {
     .stream_ended = daemon_stream_ended,
     .sinks_reconnect = true,
     .sources_restart = true,
+    .checkpoints = true,
 };
 
 const struct run_mode run_mode_pipe = {
@@ -341,6 +386,7 @@ const struct run_mode run_mode_pipe = {
     .started = progress_start,
     .stream_ended = pipe_stream_ended,
     .report_line = pipe_report_line,
+    .signal_status = true,
     .serve_once = true,
     .splice_connects = true,
 };
@@ -566,6 +612,7 @@ static void run_init(struct run *r, struct conf_ref *cref, const char *conffile,
         .sinks_reconnect = m->sinks_reconnect,
         .sources_restart = m->sources_restart,
         .splice_connects = m->splice_connects,
+        .checkpoints = m->checkpoints,
     };
     weir_list_init(&r->pls);
     alive_init(&r->alive, NULL, run_idle);

@@ -43,6 +43,10 @@ struct run_mode {
     void (*report_line)(const struct stream *s, const char *line);
     /* How the pipelines behave (struct pipeline_env). */
     bool serve_once, sinks_reconnect, sources_restart, splice_connects;
+    bool checkpoints; /* followed files keep checkpoints */
+    /* A stop by a signal exits 128 + its number (a shell's Ctrl-C: 130),
+     * not 0: the transfer did not finish (weir pipe). */
+    bool signal_status;
 };
 
 struct run {
@@ -65,6 +69,8 @@ struct run {
     bool stopping;
     bool finished;
     int exit_status;
+    int stop_signal;       /* the signal that stopped the run, or 0 */
+    const char *stop_name; /* its name */
     /* Signals. */
     int sigfd;
     struct weir_op sig_op;

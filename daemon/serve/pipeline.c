@@ -486,6 +486,16 @@ int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
     };
     if (pl->mode->spec)
         pl->mode->spec(pl);
+    if (env->checkpoints && pl->mode == &mode_once &&
+        p->source->kind == ADDR_FILE && (p->follow || p->source->follow)) {
+        const struct weir_daemon_conf *d = &cref->conf->daemon;
+
+        pl->spec.ckpt =
+            ckpt_new(env->cx->main, &pl->alive, p, d->state_directory,
+                     d->checkpoint_interval_ms, pl->res);
+        if (!pl->spec.ckpt)
+            return -ENOMEM;
+    }
     if (pl->mode->check && (rc = pl->mode->check(pl)) != 0)
         return rc;
     /* On: the listeners' errors are reported with the sinks'. */
@@ -659,6 +669,7 @@ void pipeline_free(struct pipeline *pl)
     free(pl->ls);
     broadcast_free(pl->bc);
     stream_share_release(&pl->share);
+    ckpt_free(pl->spec.ckpt);
     conf_ref_put(pl->cref);
     free(pl);
 }

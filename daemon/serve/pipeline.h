@@ -56,6 +56,7 @@ struct pipeline_env {
     bool sinks_reconnect; /* a pipeline's tcp/unix sinks reconnect */
     bool sources_restart; /* a broadcast's tcp/unix source is restarted */
     bool splice_connects; /* file -> tcp/unix sink may take the splice stage */
+    bool checkpoints;     /* a followed file's stream keeps checkpoints */
 };
 
 struct pipeline {

@@ -35,6 +35,8 @@ static void source_event(void *arg, enum weir_endpoint_event ev, int err,
     const struct weir_pipeline *p = s->sp->p;
 
     (void)err;
+    if (ev == WEIR_EP_ROTATED || ev == WEIR_EP_TRUNCATED)
+        ckpt_file_left(s);
     if (ev == WEIR_EP_ROTATED)
         log_info("pipeline %s: %s was rotated: read the old file to its "
                  "end (%llu bytes), now reading the new one from its start",
@@ -70,6 +72,7 @@ static int make_source(struct half *h)
     }
 
     s->src_fd = -1;
+    o.offset = s->src_offset;
     if (p->source->tls && !s->src_regular) {
         if ((rc = half_tls_open(h, p->source, fd, &h->tls_src)) != 0) {
             close(fd);

@@ -4,13 +4,17 @@
  * are back: mark and reap), and the teardown of every stage it built,
  * which keeps the stream's results for the main thread.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "stream/budget.h"
 #include "stream/stream.h"
+#include "sys/clock.h"
+#include "sys/log.h"
 
 struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx)
 {
@@ -39,6 +43,8 @@ void half_teardown(struct half *h)
 
     if (s->sp->tail && h == &s->h[0])
         s->sp->tail->teardown(h);
+    /* The last checkpoint, while the endpoints can still be asked. */
+    ckpt_sample(h, true);
     if (h->tee) {
         tee_collect(h);
         weir_tee_destroy(h->tee);
@@ -86,6 +92,18 @@ void half_put(struct half *h)
         half_finish(h);
 }
 
+/* A tee'd sink that fails leaves the others going: said at once, not
+ * only when the stream ends. Its checkpoint offset stays where it failed,
+ * so a restart resends it what it missed. */
+static void sink_failed(struct stream *s, unsigned i, int rc)
+{
+    if (rc >= 0 || rc == -ECANCELED || s->sp->nsinks < 2 || s->sp->client_sink)
+        return;
+    log_warnx("pipeline %s: sink %s failed: %s; the other sinks go on "
+              "without it",
+              s->sp->p->name, s->sp->p->sinks[i]->text, strerror(-rc));
+}
+
 static void pipe_done(void *ctx, int rc)
 {
     struct pipe_ctx *pc = ctx;
@@ -96,8 +114,10 @@ static void pipe_done(void *ctx, int rc)
     else if (pc->idx < -1) {
         if (rc < 0 && s->src_rc == 0)
             s->src_rc = rc;
-    } else
+    } else {
         s->sink_rc[pc->idx] = rc;
+        sink_failed(s, (unsigned)pc->idx, rc);
+    }
     if (rc < 0 && s->relay)
         relay_cut(pc->h);
     half_put(pc->h);
@@ -130,13 +150,37 @@ void half_finish(struct half *h)
             weir_loop_timer_stop(h->loop, &h->watch);
         return;
     }
-    half_teardown(h);
+    half_try_reap(h);
+}
+
+/*
+ * A followed file's last checkpoint is what the peers acknowledged: when
+ * a tcp sink's peer has not acknowledged everything yet, the teardown
+ * (which closes the socket) waits for it, polling every ACK_POLL_NS, for
+ * at most ACK_WAIT_NS, so that a clean restart sends nothing twice.
+ */
+#define ACK_POLL_NS (10ll * 1000 * 1000)
+#define ACK_WAIT_NS (2000ll * 1000 * 1000)
+
+static bool ack_wait(struct half *h)
+{
+    int64_t now = clock_now_ns();
+
+    if (!h->watch.op.fn || !ckpt_acks_pending(h))
+        return false;
+    if (h->ack_until == 0)
+        h->ack_until = now + ACK_WAIT_NS;
+    if (now >= h->ack_until)
+        return false;
+    h->reap = true; /* the watch's callback comes back here */
+    return weir_loop_timer_start(h->loop, &h->watch, ACK_POLL_NS) == 0;
 }
 
 /* A half marked for reaping goes once none of its timers is pending. */
 void half_try_reap(struct half *h)
 {
-    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending)
+    if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending &&
+        !ack_wait(h))
         half_teardown(h);
 }
 

@@ -61,6 +61,7 @@ struct half {
     uint64_t kick_ns;
     bool kicking;            /* inside the timer's callback */
     bool reap;               /* finished while a timer was pending or running */
+    int64_t ack_until;       /* finished: waiting for peers' acks until then */
     struct weir_reader dead; /* cancels a readable nobody will read */
     /* Samples the block sinks' queues: time blocked, the warning for a
      * sink that holds the pipeline back, the idle sync (watch.c). */

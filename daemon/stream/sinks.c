@@ -191,6 +191,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
             .replay_fd = p->ntransforms || a->on_full != ON_FULL_BLOCK
                              ? -1
                              : s->replay_fd,
+            .replay_base = s->src_offset,
             .cut_stalled = a->on_full != ON_FULL_BLOCK,
             /* TLS: the peer's acknowledgements count records, not
              * stream bytes, so no resume point can be known. */

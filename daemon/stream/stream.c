@@ -104,6 +104,8 @@ static void done_task(struct weir_task *t)
     const struct stream_hooks *hk = s->sp->hooks;
 
     s->done_seen = true;
+    if (s->sp->ckpt)
+        ckpt_stream_done(s->sp->ckpt, s);
     if (hk && hk->ended)
         hk->ended(s);
     stream_report(s);
@@ -140,7 +142,12 @@ static int open_source(struct stream *s)
         }
         /* O_NONBLOCK: opening a FIFO must not wait for a writer here, on
          * the main thread. */
-        fd = open(a->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (s->sp->ckpt) {
+            fd = ckpt_open(s->sp->ckpt, &s->src_offset);
+            errno = fd < 0 ? -fd : 0;
+        } else {
+            fd = open(a->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        }
         if (fd < 0 && errno == ENOENT && (p->follow || a->follow)) {
             /* A log that does not exist yet: the source waits for it. */
             log_info("pipeline %s: %s does not exist yet; waiting for it",
@@ -332,6 +339,8 @@ void stream_start(struct stream *s, int worker)
             atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
         }
     }
+    if (s->sp->ckpt)
+        ckpt_attach(s->sp->ckpt, s);
     weir_workers_post(cx->workers, s->h[0].worker, &s->h[0].start);
     if (s->split)
         weir_workers_post(cx->workers, s->h[1].worker, &s->h[1].start);

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "conf/config.h"
+#include "stream/checkpoint.h"
 #include "stream/half.h"
 #include "stream/place.h"
 #include "weir/loop.h"
@@ -114,6 +115,8 @@ struct stream_spec {
     bool log_connect; /* a failed source connect is logged here */
     struct src_share *share;        /* a served file: one fd for every client */
     const struct stream_tail *tail; /* NULL: the pipeline's sinks */
+    /* A followed file's checkpoints (checkpoint.h), or NULL. */
+    struct ckpt *ckpt;
     const struct stream_hooks *hooks;
 };
 
@@ -168,9 +171,11 @@ struct stream {
     /* When it was made (clock_now_ns): its age in the access log. */
     int64_t t_start_ns;
     bool src_regular;
-    bool src_waits;    /* a followed file that does not exist yet */
-    uint64_t src_size; /* a regular file not followed: its size; else 0 */
-    bool zero_copy;    /* try the splice stage first */
+    bool src_waits;      /* a followed file that does not exist yet */
+    uint64_t src_size;   /* a regular file not followed: its size; else 0 */
+    uint64_t src_offset; /* where reading the source file starts */
+    struct ckpt_track ck_track; /* sp->ckpt: the sinks' worker's samples */
+    bool zero_copy;             /* try the splice stage first */
     /* An accepted client's socket (a dup), to cut it; or, when the
      * stream owns the client's socket and the worker borrows it
      * (sink_borrowed), that socket itself. */

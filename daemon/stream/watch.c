@@ -170,13 +170,15 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     for (unsigned i = 0; i < n; i++)
         full += sink_full(h, i);
     for (unsigned i = 0; i < n; i++)
-        if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i])
+        if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i] &&
+            s->sink_rc[i] == 0)
             watch_sink(h, i, now, full < n);
     for (unsigned i = 0; i < n; i++)
         watch_live(h, i);
     half_xforms_count(h);
     if (h->nxf && (p->follow || p->source->follow))
         half_sync_idle(h);
+    ckpt_sample(h, false);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
 }
 

@@ -52,6 +52,13 @@ bool signals_is_reload(const void *siginfo)
     return si->ssi_signo == SIGHUP;
 }
 
+int signals_number(const void *siginfo)
+{
+    const struct signalfd_siginfo *si = siginfo;
+
+    return (int)si->ssi_signo;
+}
+
 size_t signals_info_size(void)
 {
     return sizeof(struct signalfd_siginfo);

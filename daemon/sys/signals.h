@@ -19,6 +19,8 @@ size_t signals_info_size(void);
 const char *signals_name(const void *siginfo);
 /* SIGHUP: reload; the others stop. */
 bool signals_is_reload(const void *siginfo);
+/* The signal's number. */
+int signals_number(const void *siginfo);
 /* SIGUSR1: a status line in the log. */
 bool signals_is_status(const void *siginfo);
 

@@ -63,6 +63,9 @@ static void fsrc_restart(struct weir_endpoint *ep)
     ep->next_off = 0;
     ep->fp_len = 0;
     ep->gen++;
+    /* Called with nothing in flight: every byte read so far was the old
+     * file's. */
+    ep->file_start = (int64_t)ep->bytes;
 }
 
 /* Whether the file's first bytes are still the ones read there. */
@@ -287,6 +290,25 @@ static int fsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
     return 0;
 }
 
+int weir_endpoint_file_position(const struct weir_endpoint *ep,
+                                struct weir_file_position *pos)
+{
+    struct stat st;
+
+    if (ep->kind != EP_FILE_SOURCE)
+        return -EINVAL;
+    if (ep->fd < 0)
+        return -ENOENT;
+    if (fstat(ep->fd, &st) != 0)
+        return -errno;
+    pos->dev = (uint64_t)st.st_dev;
+    pos->ino = (uint64_t)st.st_ino;
+    pos->start = ep->file_start;
+    pos->head_len = ep->fp_len;
+    memcpy(pos->head, ep->fp, ep->fp_len);
+    return 0;
+}
+
 static const struct weir_source_ops fsrc_ops = {
     .pull = fsrc_pull,
     .cancel = fsrc_cancel,
@@ -322,6 +344,7 @@ int weir_endpoint_file_source(struct weir_endpoint **out,
     if (ep->o.depth < 2)
         ep->o.depth = 2;
     ep->next_off = ep->o.offset;
+    ep->file_start = -(int64_t)ep->o.offset;
     ep->reads = calloc(ep->o.depth, sizeof(*ep->reads));
     if (!ep->reads) {
         weir__ep_free_now(ep);

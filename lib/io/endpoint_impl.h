@@ -81,6 +81,7 @@ struct weir_endpoint {
     uint32_t fp_len;
     bool rotating;        /* the path names another file: finishing this one */
     uint64_t rot_size;    /* this file's size when that was seen */
+    int64_t file_start;   /* bytes at this file's byte 0 (file position) */
     struct weir_op rd_op; /* fd source */
     struct weir_buf *rd_buf;
     bool reading;

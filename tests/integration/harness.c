@@ -124,12 +124,18 @@ char h_dir[64];
 
 int h_begin(const char *tag)
 {
+    char state[128];
+
     snprintf(h_dir, sizeof(h_dir), "/tmp/weir-%s-XXXXXX", tag);
     if (!mkdtemp(h_dir)) {
         perror("mkdtemp");
         return -1;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* weir's default state directory, as systemd would name it: the
+     * suite's own, never the machine's. */
+    snprintf(state, sizeof(state), "%s/state", h_dir);
+    setenv("STATE_DIRECTORY", state, 1);
     if (getenv("TEST_FILTER"))
         cmocka_set_test_filter(getenv("TEST_FILTER"));
     return 0;
@@ -649,7 +655,7 @@ void h_client_join(struct h_client *c)
 void h_start_conf(struct h_weir *w, const char *name, unsigned flags,
                   const char *fmt, ...)
 {
-    char conf[600], log[600], body[4096];
+    char conf[600], log[600], state[600], body[4096];
     bool verbose;
     va_list ap;
 
@@ -660,6 +666,10 @@ void h_start_conf(struct h_weir *w, const char *name, unsigned flags,
     snprintf(log, sizeof(log), "%s/%s.log", h_dir, name);
     if (flags & H_CONF_FRESH_LOG)
         unlink(log);
+    /* Checkpoints per config name: a restart of the same config finds
+     * its own, another test's never. */
+    snprintf(state, sizeof(state), "%s/%s.state", h_dir, name);
+    setenv("STATE_DIRECTORY", state, 1);
     h_write_text(conf, "%s%s",
                  strncmp(body, "[daemon]", 8) ? "[daemon]\nworkers = 2\n" : "",
                  body);

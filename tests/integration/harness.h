@@ -128,7 +128,9 @@ int h_stop(struct h_weir *w, unsigned timeout_ms);
 /*
  * Writes h_dir/NAME.conf with the printf-style body, after a [daemon]
  * section with two workers unless the body starts with its own, and
- * starts weir -c on it, logging to h_dir/NAME.log.
+ * starts weir -c on it, logging to h_dir/NAME.log, with h_dir/NAME.state
+ * as its default state directory ($STATE_DIRECTORY; h_begin sets
+ * h_dir/state for the other spawns).
  */
 void h_start_conf(struct h_weir *w, const char *name, unsigned flags,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));

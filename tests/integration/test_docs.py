@@ -20,7 +20,7 @@ TIME_UNITS = {'': 1000, 'ms': 1, 's': 1000, 'min': 60000, 'h': 3600000}
 SIZES = {'high_water_mark', 'chunk_size', 'pool_size'}
 DURATIONS = {'drain_timeout', 'handshake_timeout', 'keepalive_idle',
              'tcp_user_timeout', 'send_timeout', 'connect_timeout',
-             'flush_interval'}
+             'flush_interval', 'checkpoint_interval'}
 
 
 def norm(key, text):

@@ -215,6 +215,34 @@ struct weir_writable *weir_endpoint_writable(struct weir_endpoint *ep);
 /* Owner. Bytes read (source) or written (sink) so far. */
 uint64_t weir_endpoint_bytes(const struct weir_endpoint *ep);
 
+/*
+ * Owner. A sink: the bytes of its stream the far side has, as far as this
+ * end can tell: a TCP socket's bytes handed to the kernel minus those not
+ * yet acknowledged by the peer (SIOCOUTQ, less a FIN still
+ * unacknowledged; a unix socket's queue is counted in kernel memory, so
+ * its count errs low); a socket sink that is down, the offset its peer had
+ * acknowledged when it was lost; anything else, the bytes written (a
+ * regular file's are in the page cache: fdatasync makes them durable).
+ * -EINVAL for a source.
+ */
+int weir_endpoint_acked(const struct weir_endpoint *ep, uint64_t *acked);
+
+/* Which file a followed source reads now, for a checkpoint. */
+struct weir_file_position {
+    uint64_t dev, ino;
+    /* The source's byte count (weir_endpoint_bytes) at this file's byte
+     * 0: byte n of the stream is byte n - start of the file. Negative
+     * when reading began past the start (options' offset). */
+    int64_t start;
+    uint32_t head_len;
+    uint8_t head[64]; /* the file's first bytes, as read so far */
+};
+
+/* Owner. A file source's current file; -ENOENT while it waits for the
+ * file to exist, -EINVAL for another endpoint. */
+int weir_endpoint_file_position(const struct weir_endpoint *ep,
+                                struct weir_file_position *pos);
+
 /* Owner. A source ends its stream cleanly (close, not error) as soon as
  * the reads in flight have been delivered: what was read still flows. A
  * sink that lingers (linger_ns) stops lingering. */

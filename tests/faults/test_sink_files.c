@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
+#include "../integration/harness.h"
 
 #define WAIT 10000u
 

@@ -1,0 +1,99 @@
+/*
+ * checkpoint.h - where a followed file's stream stands, kept in the state
+ * directory so that a restart (or a crash) resumes there.
+ *
+ * A checkpoint names a file by device, inode and its first bytes (up to
+ * 64, as read), and an offset in it: every byte before it has reached
+ * every sink whose on_full is block (a TCP peer acknowledged it; a file
+ * sink wrote it and fdatasync'd it before the checkpoint was written).
+ * Sinks with a drop or disconnect policy chose losing bytes over waiting
+ * and do not hold it back.
+ *
+ * Threads. The sinks' worker samples the acknowledged offset at every
+ * watch (~250 ms) and publishes it in the stream's slot, a seqlock of
+ * relaxed atomics; the main loop reads the slot every checkpoint_interval,
+ * fdatasyncs the file sinks and writes the file (statefile.h). A worker
+ * never waits for a disk: the fsyncs run on the main loop, where a slow
+ * disk delays the next checkpoint and the control socket, never a byte
+ * of a stream.
+ */
+#ifndef WEIR_DAEMON_CHECKPOINT_H
+#define WEIR_DAEMON_CHECKPOINT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sys/alive.h"
+#include "weir/endpoint.h"
+#include "weir/loop.h"
+
+struct ckpt;
+struct stream;
+struct half;
+struct stream_sink_res;
+struct weir_pipeline;
+
+/* A checkpoint: the file and the offset reached in it. */
+struct ckpt_rec {
+    bool valid;
+    uint64_t dev, ino, off;
+    uint32_t head_len;
+    uint8_t head[64];
+};
+
+#define CKPT_WORDS 12 /* dev, ino, off, head_len, the head as 8 words */
+
+/* The worker's latest, for the main loop (seqlock: odd while written). */
+struct ckpt_slot {
+    _Atomic uint32_t seq;
+    _Atomic uint64_t w[CKPT_WORDS];
+};
+
+/* The files a stream left (rotation, truncation), newest last: an offset
+ * still behind the current file's start falls in one of them. */
+#define CKPT_SEGS 8
+struct ckpt_track {
+    struct weir_file_position seg[CKPT_SEGS];
+    unsigned nseg;
+    /* With transforms: the samples in a row that found the stream at
+     * rest, and the sinks' bytes then. */
+    unsigned rest;
+    uint64_t rest_out;
+    struct ckpt_slot slot;
+};
+
+/*
+ * Main thread. A pipeline's checkpoints: `name` names the file in `dir`,
+ * `path` is the followed file. The file's checkpoint, when there is one,
+ * is read now (a damaged one is logged and ignored). hold is kept alive
+ * while a timer of the checkpoint is pending. NULL when out of memory.
+ */
+struct ckpt *ckpt_new(struct weir_loop *main, struct alive *hold,
+                      const struct weir_pipeline *p, const char *dir,
+                      uint64_t interval_ms, const struct stream_sink_res *res);
+/* Main thread. Writes what is newer than the file, stops the timer; the
+ * object goes once its timer is back. */
+void ckpt_free(struct ckpt *ck);
+
+/* Main thread. Opens the followed file where its stream resumes: the
+ * checkpointed file at its offset (also when the path names another file
+ * now: it was rotated; its rest comes first), a file that is not the
+ * checkpointed one from its start, or, with no checkpoint, where
+ * read_from says. An fd, or -errno (-ENOENT: it does not exist yet). */
+int ckpt_open(struct ckpt *ck, uint64_t *offset);
+/* Main thread. s samples into ck from now on, until it has ended; then
+ * its last checkpoint is written at once. */
+void ckpt_attach(struct ckpt *ck, struct stream *s);
+void ckpt_stream_done(struct ckpt *ck, struct stream *s);
+
+/* Worker (the source's). The source leaves its current file. */
+void ckpt_file_left(struct stream *s);
+/* Worker (the sinks'). One sample; `final` once the pipes have ended. */
+void ckpt_sample(struct half *h, bool final);
+/* Worker (the sinks'). After the pipes ended: a connected tcp sink that
+ * closed cleanly still has bytes its peer has not acknowledged, so the
+ * last checkpoint would leave them to be sent again. */
+bool ckpt_acks_pending(struct half *h);
+
+#endif

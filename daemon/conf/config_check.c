@@ -95,6 +95,7 @@ static bool same_file(const char *a, const char *b)
 static void file_key(const char *path, char *key, size_t len)
 {
     char *copy, *dir, resolved[PATH_MAX];
+    const char *base = strrchr(path, '/');
     struct stat st;
 
     if (stat(path, &st) == 0) {
@@ -105,7 +106,7 @@ static void file_key(const char *path, char *key, size_t len)
     copy = strdup(path);
     dir = copy ? dirname(copy) : NULL;
     if (dir && realpath(dir, resolved))
-        snprintf(key, len, "p:%s/%s", resolved, strrchr(path, '/') + 1);
+        snprintf(key, len, "p:%s/%s", resolved, base ? base + 1 : path);
     else
         snprintf(key, len, "p:%s", path);
     free(copy);

@@ -259,6 +259,7 @@ static void client_line(const struct run *r, const struct pipeline *pl,
                         const struct stream *s, int err, unsigned long long out)
 {
     bool on = r->conf->daemon.access_log;
+    char text[128];
     double secs = (double)(clock_now_ns() - s->t_start_ns) / 1e9;
 
     if (err && r->cutting)
@@ -267,7 +268,8 @@ static void client_line(const struct run *r, const struct pipeline *pl,
                  pl->p->name, s->peer, out, secs);
     else if (err && !client_hung_up(s, err))
         log_warnx("pipeline %s: client %s: %s after %llu bytes in %.3f s",
-                  pl->p->name, s->peer, strerror(-err), out, secs);
+                  pl->p->name, s->peer,
+                  stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && on)
         log_info("pipeline %s: client %s hung up (%s) after %llu bytes in "
                  "%.3f s",
@@ -286,12 +288,13 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
     int err = stream_error(s);
     unsigned long long out =
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    char text[128];
 
     if (s->peer[0]) {
         client_line(r, pl, s, err, out);
     } else if (err) {
         log_warnx("pipeline %s: failed: %s after %llu bytes", pl->p->name,
-                  strerror(-err), out);
+                  stream_error_text(s, err, text, sizeof(text)), out);
         r->failures++;
     } else {
         log_info("pipeline %s: done, %llu bytes", pl->p->name, out);
@@ -303,11 +306,13 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
                               struct stream *s)
 {
     int err = stream_error(s);
+    char text[128];
 
     (void)pl;
     progress_summary(r);
     if (err) {
-        fprintf(stderr, "weir pipe: failed: %s\n", strerror(-err));
+        fprintf(stderr, "weir pipe: failed: %s\n",
+                stream_error_text(s, err, text, sizeof(text)));
         r->exit_status = 1;
     }
     run_stop(r);

@@ -231,5 +231,9 @@ unsigned stream_worker(const struct stream *s);
 
 /* stream_report (report.c): the closing lines. */
 void stream_report(struct stream *s);
+/* What err (the stream's error) means for an operator: strerror, or what
+ * the transform that failed knows better (a zstd frame's window). */
+const char *stream_error_text(const struct stream *s, int err, char *buf,
+                              size_t len);
 
 #endif

@@ -266,6 +266,13 @@ static void client_line(const struct run *r, const struct pipeline *pl,
         log_info("pipeline %s: client %s cut at the drain timeout after %llu "
                  "bytes in %.3f s",
                  pl->p->name, s->peer, out, secs);
+    else if (err && s->relay && s->sink_rc[0] == err)
+        /* The proxy's upstream failed (its connect or a send to it),
+         * not the client. */
+        log_warnx("pipeline %s: client %s: upstream %s: %s after %llu bytes "
+                  "in %.3f s",
+                  pl->p->name, s->peer, pl->p->sinks[0]->text,
+                  stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && !client_hung_up(s, err))
         log_warnx("pipeline %s: client %s: %s after %llu bytes in %.3f s",
                   pl->p->name, s->peer,

@@ -237,8 +237,9 @@ static void connected(struct weir_op *op, int res, uint32_t flags)
     if (h->stopped)
         res = 0;
     if (s->relay) {
+        /* The client's closing line names the upstream and the error. */
         if (res)
-            log_warnx("pipeline %s: client %s: cannot connect to %s: %s",
+            log_debug("pipeline %s: client %s: cannot connect to %s: %s",
                       p->name, s->peer, p->sinks[0]->text, strerror(-res));
         close(s->up_fd);
         s->up_fd = -1;

@@ -91,6 +91,8 @@ struct run {
      * NULL in weir pipe, or without a socket. */
     struct board *board;
     struct control *control;
+    /* A reload's lookups while it prepares (reload.c); NULL otherwise. */
+    struct reload_maps *reload_maps;
 };
 
 /* run.c */

@@ -299,6 +299,10 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
 
     if (s->peer[0]) {
         client_line(r, pl, s, err, out);
+    } else if (err && r->cutting) {
+        log_warnx("pipeline %s: cut at the drain timeout after %llu bytes",
+                  pl->p->name, out);
+        r->failures++;
     } else if (err) {
         log_warnx("pipeline %s: failed: %s after %llu bytes", pl->p->name,
                   stream_error_text(s, err, text, sizeof(text)), out);

@@ -218,6 +218,19 @@ void half_stop_task(struct weir_task *t)
     weir_loop_post(s->cx->main, &s->stop_ack);
 }
 
+/* The owner stopped waiting: the socket sinks give up (a sink still
+ * connecting or waiting to retry would otherwise hold the stream). */
+void half_cut_task(struct weir_task *t)
+{
+    struct half *h = weir_container_of(t, struct half, cut);
+    struct stream *s = h->s;
+
+    for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
+        if (h->sinks[i])
+            weir_endpoint_cut(h->sinks[i]);
+    weir_loop_post(s->cx->main, &h->cut_ack);
+}
+
 static void connected(struct weir_op *op, int res, uint32_t flags)
 {
     struct half *h = weir_container_of(op, struct half, conn_op);

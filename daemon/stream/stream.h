@@ -147,6 +147,8 @@ struct stream {
     struct weir_task done; /* posted to the main loop */
     struct weir_task stop_ack;
     bool done_seen, stop_posted, stop_acked; /* main thread */
+    bool cut_posted;                         /* main thread */
+    unsigned cuts_out; /* cut tasks not answered yet (main thread) */
     /* Results, written by the workers before `done` is posted. */
     int src_rc;   /* the source's pipe */
     int *sink_rc; /* each sink's pipe */

@@ -21,11 +21,16 @@
  * into one: one more reload follows.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/keymap.h"
 #include "conf/pipeline_same.h"
 #include "conf/tls.h"
+#include "conf/sockaddr.h"
 #include "run/run_impl.h"
 #include "sys/notify.h"
 
@@ -98,19 +103,40 @@ static unsigned check_against_run(const struct run *r,
     return diag.errors;
 }
 
+/* The reload's lookups, so that matching the new config to the running
+ * one costs one lookup per pipeline and per listen address, not a scan of
+ * the running pipelines each. */
+struct reload_maps {
+    struct keymap names;     /* name: running pipeline, not draining */
+    struct keymap listeners; /* listen address: a replaced one's listener */
+};
+
 /* The running pipeline named `name`, or NULL. */
 static struct pipeline *running(struct run *r, const char *name)
 {
-    struct weir_list *pos, *tmp;
+    return (struct pipeline *)keymap_get(&r->reload_maps->names, name);
+}
 
-    weir_list_for_each(pos, tmp, &r->pls)
-    {
-        struct pipeline *pl = pipeline_of(pos);
+/* What names a listen address the way listener_same_addr compares them:
+ * a unix path, or the kind and the resolved socket address. False when it
+ * does not resolve (then it matches nothing). */
+static bool listen_key(const struct weir_address *a, char *key, size_t len)
+{
+    struct sockaddr_storage ss;
+    const uint8_t *b = (const uint8_t *)&ss;
+    socklen_t sl;
+    size_t at;
 
-        if (!pl->draining && strcmp(pl->p->name, name) == 0)
-            return pl;
+    if (a->kind == ADDR_UNIX_LISTEN) {
+        snprintf(key, len, "u:%s", a->path);
+        return true;
     }
-    return NULL;
+    if (sockaddr_resolve(a, &ss, &sl) != 0 || len < 2 * (size_t)sl + 16)
+        return false;
+    at = (size_t)snprintf(key, len, "%d:", (int)a->kind);
+    for (socklen_t i = 0; i < sl; i++)
+        at += (size_t)snprintf(key + at, len - at, "%02x", b[i]);
+    return true;
 }
 
 /* The listener a pipeline that the reload replaces holds on a's address,
@@ -118,17 +144,59 @@ static struct pipeline *running(struct run *r, const char *name)
 static struct listener *taken(void *owner, const struct weir_address *a)
 {
     struct run *r = owner;
+    char key[PATH_MAX + 16];
+
+    if (!listen_key(a, key, sizeof(key)))
+        return NULL;
+    return (struct listener *)keymap_get(&r->reload_maps->listeners, key);
+}
+
+static void maps_free(struct reload_maps *m)
+{
+    keymap_free(&m->names);
+    keymap_free(&m->listeners);
+}
+
+/* The names of the running pipelines; 0 or -ENOMEM. */
+static int maps_names(struct run *r, struct reload_maps *m)
+{
     struct weir_list *pos, *tmp;
 
     weir_list_for_each(pos, tmp, &r->pls)
     {
         struct pipeline *pl = pipeline_of(pos);
 
-        for (unsigned j = 0; pl->replaced && j < pl->nls; j++)
-            if (pl->ls[j].fd >= 0 && listener_same_addr(pl->ls[j].addr, a))
-                return &pl->ls[j];
+        if (pl->draining)
+            continue;
+        if (keymap_put(&m->names, pl->p->name, pl) == NULL &&
+            keymap_get(&m->names, pl->p->name) != pl)
+            return -ENOMEM;
     }
-    return NULL;
+    return 0;
+}
+
+/* The listeners of the pipelines to be replaced; 0 or -ENOMEM. */
+static int maps_listeners(struct run *r, struct reload_maps *m)
+{
+    struct weir_list *pos, *tmp;
+    char key[PATH_MAX + 16];
+
+    weir_list_for_each(pos, tmp, &r->pls)
+    {
+        struct pipeline *pl = pipeline_of(pos);
+
+        for (unsigned j = 0; pl->replaced && j < pl->nls; j++) {
+            struct listener *l = &pl->ls[j];
+
+            if (l->fd < 0 || !listen_key(l->addr, key, sizeof(key)))
+                continue;
+            /* The first one holds the key, as a scan would find it. */
+            if (keymap_put(&m->listeners, key, l) == NULL &&
+                keymap_get(&m->listeners, key) != l)
+                return -ENOMEM;
+        }
+    }
+    return 0;
 }
 
 /* Marks every running pipeline as to be replaced, or none. */
@@ -169,6 +237,8 @@ static int plan_make(struct run *r, struct conf_ref *cref, struct plan *pn)
     if (pn->fresh == NULL)
         return -ENOMEM;
     mark_replaced(r, true);
+    if ((rc = maps_names(r, r->reload_maps)) != 0)
+        return rc;
     for (size_t i = 0; i < conf->npipelines; i++) {
         struct pipeline *old = running(r, conf->pipelines[i]->name);
 
@@ -185,6 +255,8 @@ static int plan_make(struct run *r, struct conf_ref *cref, struct plan *pn)
     weir_list_for_each(pos, tmp, &r->pls) pn->removed +=
         pipeline_of(pos)->replaced;
     pn->removed -= pn->changed;
+    if ((rc = maps_listeners(r, r->reload_maps)) != 0)
+        return rc;
     for (size_t i = 0; rc == 0 && i < conf->npipelines; i++) {
         const struct weir_pipeline *p = conf->pipelines[i];
         struct pipeline *old = running(r, p->name);
@@ -240,6 +312,7 @@ static void plan_commit(struct run *r, struct conf_ref *cref, struct plan *pn)
 
 static void reload_file(struct run *r)
 {
+    struct reload_maps maps = {0};
     struct plan pn = {0};
     struct conf_ref *cref;
     struct weir_config *conf;
@@ -261,7 +334,10 @@ static void reload_file(struct run *r)
         log_errx("reload: out of memory; the running configuration stays");
         return;
     }
+    r->reload_maps = &maps;
     rc = plan_make(r, cref, &pn);
+    r->reload_maps = NULL;
+    maps_free(&maps);
     if (rc) {
         plan_undo(r, &pn);
         conf_ref_put(cref);

@@ -261,15 +261,24 @@ static void client_line(const struct run *r, const struct pipeline *pl,
                         const struct stream *s, int err, unsigned long long out)
 {
     bool on = r->conf->daemon.access_log;
+    char text[128];
     double secs = (double)(clock_now_ns() - s->t_start_ns) / 1e9;
 
     if (err && r->cutting)
         log_info("pipeline %s: client %s cut at the drain timeout after %llu "
                  "bytes in %.3f s",
                  pl->p->name, s->peer, out, secs);
+    else if (err && s->relay && s->sink_rc[0] == err)
+        /* The proxy's upstream failed (its connect or a send to it),
+         * not the client. */
+        log_warnx("pipeline %s: client %s: upstream %s: %s after %llu bytes "
+                  "in %.3f s",
+                  pl->p->name, s->peer, pl->p->sinks[0]->text,
+                  stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && !client_hung_up(s, err))
         log_warnx("pipeline %s: client %s: %s after %llu bytes in %.3f s",
-                  pl->p->name, s->peer, strerror(-err), out, secs);
+                  pl->p->name, s->peer,
+                  stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && on)
         log_info("pipeline %s: client %s hung up (%s) after %llu bytes in "
                  "%.3f s",
@@ -316,6 +325,7 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
     int err = stream_error(s);
     unsigned long long out =
         atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    char text[128];
 
     if (s->refused) {
         /* Its worker said so, once a second at most: no line per client. */
@@ -324,9 +334,13 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
     }
     if (s->peer[0]) {
         client_line(r, pl, s, err, out);
+    } else if (err && r->cutting) {
+        log_warnx("pipeline %s: cut at the drain timeout after %llu bytes",
+                  pl->p->name, out);
+        r->failures++;
     } else if (err) {
         log_warnx("pipeline %s: failed: %s after %llu bytes", pl->p->name,
-                  strerror(-err), out);
+                  stream_error_text(s, err, text, sizeof(text)), out);
         r->failures++;
     } else {
         log_info("pipeline %s: done, %llu bytes", pl->p->name, out);
@@ -339,6 +353,7 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
 {
     int err = stream_error(s);
     uint64_t cut = source_shrank(r, s);
+    char text[128];
 
     progress_summary(r);
     if (cut) {
@@ -349,7 +364,8 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
         r->exit_status = 1;
     }
     if (err) {
-        fprintf(stderr, "weir pipe: failed: %s\n", strerror(-err));
+        fprintf(stderr, "weir pipe: failed: %s\n",
+                stream_error_text(s, err, text, sizeof(text)));
         if (!r->stop_signal)
             r->exit_status = 1;
     }

@@ -244,6 +244,19 @@ void half_stop_task(struct weir_task *t)
     weir_loop_post(s->cx->main, &s->stop_ack);
 }
 
+/* The owner stopped waiting: the socket sinks give up (a sink still
+ * connecting or waiting to retry would otherwise hold the stream). */
+void half_cut_task(struct weir_task *t)
+{
+    struct half *h = weir_container_of(t, struct half, cut);
+    struct stream *s = h->s;
+
+    for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
+        if (h->sinks[i])
+            weir_endpoint_cut(h->sinks[i]);
+    weir_loop_post(s->cx->main, &h->cut_ack);
+}
+
 static void connected(struct weir_op *op, int res, uint32_t flags)
 {
     struct half *h = weir_container_of(op, struct half, conn_op);
@@ -263,8 +276,9 @@ static void connected(struct weir_op *op, int res, uint32_t flags)
     if (h->stopped)
         res = 0;
     if (s->relay) {
+        /* The client's closing line names the upstream and the error. */
         if (res)
-            log_warnx("pipeline %s: client %s: cannot connect to %s: %s",
+            log_debug("pipeline %s: client %s: cannot connect to %s: %s",
                       p->name, s->peer, p->sinks[0]->text, strerror(-res));
         close(s->up_fd);
         s->up_fd = -1;

@@ -47,13 +47,14 @@ struct half {
     struct weir_loop *loop;
     struct weir_task start;
     struct weir_task stop;
-    struct weir_endpoint *src;    /* the source half only */
-    struct weir_chan_tx *tx;      /* the source half of a split stream */
-    struct weir_chan_rx *rx;      /* the sink half of a split stream */
-    struct weir_tee *tee;         /* several sinks */
-    struct weir_splice *splice;   /* the zero-copy stage instead */
-    struct weir_endpoint **sinks; /* the sink half (or the whole stream) */
-    struct weir_xform **xf;       /* the transform stages, when here */
+    struct weir_task cut, cut_ack; /* stream_cut, and its answer */
+    struct weir_endpoint *src;     /* the source half only */
+    struct weir_chan_tx *tx;       /* the source half of a split stream */
+    struct weir_chan_rx *rx;       /* the sink half of a split stream */
+    struct weir_tee *tee;          /* several sinks */
+    struct weir_splice *splice;    /* the zero-copy stage instead */
+    struct weir_endpoint **sinks;  /* the sink half (or the whole stream) */
+    struct weir_xform **xf;        /* the transform stages, when here */
     unsigned nxf;
     bool compressing; /* counted in cx->compressing (a gzip stage here) */
     /* Parked transforms are retried from this timer (watch.c). */
@@ -123,6 +124,7 @@ void relay_teardown(struct half *h);
  * build follows its completion, or the stream ends). */
 void half_start_task(struct weir_task *t);
 void half_stop_task(struct weir_task *t);
+void half_cut_task(struct weir_task *t);
 void half_build(struct half *h);
 bool half_connect(struct half *h);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "stream/stream.h"
+#include "weir/xform.h"
 #include "sys/log.h"
 
 /* "gunzip" fails on gzip input, "unzstd" on zstd input. */
@@ -22,9 +23,36 @@ static const char *input_format(const char *xform)
     return xform;
 }
 
+/* A zstd frame refused for its window. */
+static bool window_refused(const struct stream *s, int err)
+{
+    return err == -EMSGSIZE && s->xf_err == -EMSGSIZE &&
+           strcmp(s->xf_name, "unzstd") == 0;
+}
+
+const char *stream_error_text(const struct stream *s, int err, char *buf,
+                              size_t len)
+{
+    if (!window_refused(s, err))
+        return strerror(-err);
+    if (s->xf_off == 0)
+        snprintf(buf, len,
+                 "zstd frame needs a window larger than %llu MiB, "
+                 "the most weir allows",
+                 WEIR_UNZSTD_WINDOW_MAX >> 20);
+    else
+        snprintf(buf, len,
+                 "zstd frame needs a %llu MiB window; weir allows "
+                 "%llu MiB",
+                 (unsigned long long)((s->xf_off + (1 << 20) - 1) >> 20),
+                 WEIR_UNZSTD_WINDOW_MAX >> 20);
+    return buf;
+}
+
 static void report_xform(const struct stream *s)
 {
     const char *name = s->sp->p->name;
+    char text[128];
 
     if (s->xf_err == 0 || s->xf_err == -ECANCELED)
         return;
@@ -35,7 +63,8 @@ static void report_xform(const struct stream *s)
                   s->peer[0] ? ")" : "");
     else
         log_warnx("pipeline %s: transform %s: %s%s%s%s", name, s->xf_name,
-                  strerror(-s->xf_err), s->peer[0] ? " (client " : "", s->peer,
+                  stream_error_text(s, s->xf_err, text, sizeof(text)),
+                  s->peer[0] ? " (client " : "", s->peer,
                   s->peer[0] ? ")" : "");
 }
 

@@ -98,6 +98,12 @@ static void stream_free(struct stream *s)
     free(s);
 }
 
+/* No task of the stream is left on a worker. */
+static bool settled(const struct stream *s)
+{
+    return (!s->stop_posted || s->stop_acked) && s->cuts_out == 0;
+}
+
 static void done_task(struct weir_task *t)
 {
     struct stream *s = weir_container_of(t, struct stream, done);
@@ -109,7 +115,7 @@ static void done_task(struct weir_task *t)
     if (hk && hk->ended)
         hk->ended(s);
     stream_report(s);
-    if (!s->stop_posted || s->stop_acked)
+    if (settled(s))
         stream_free(s);
 }
 
@@ -118,7 +124,17 @@ static void stop_ack_task(struct weir_task *t)
     struct stream *s = weir_container_of(t, struct stream, stop_ack);
 
     s->stop_acked = true;
-    if (s->done_seen)
+    if (s->done_seen && settled(s))
+        stream_free(s);
+}
+
+static void cut_ack_task(struct weir_task *t)
+{
+    struct half *h = weir_container_of(t, struct half, cut_ack);
+    struct stream *s = h->s;
+
+    s->cuts_out--;
+    if (s->done_seen && settled(s))
         stream_free(s);
 }
 
@@ -321,6 +337,8 @@ void stream_start(struct stream *s, int worker)
         s->h[i].loop = weir_workers_loop(cx->workers, s->h[i].worker);
         weir_task_init(&s->h[i].start, half_start_task);
         weir_task_init(&s->h[i].stop, half_stop_task);
+        weir_task_init(&s->h[i].cut, half_cut_task);
+        weir_task_init(&s->h[i].cut_ack, cut_ack_task);
     }
     atomic_init(&s->halves_left, s->split ? 2 : 1);
     if (s->src_fd < 0 && !s->src_waits) {
@@ -356,11 +374,23 @@ void stream_stop(struct stream *s)
 
 unsigned stream_cut(struct stream *s)
 {
+    unsigned cut = 0;
+
+    /* On the workers: socket sinks give up, so that one still connecting
+     * or waiting to retry does not hold the stream past the cut. */
+    if (!s->cut_posted && !s->done_seen) {
+        s->cut_posted = true;
+        for (unsigned i = 0; i < (s->split ? 2u : 1u); i++) {
+            s->cuts_out++;
+            weir_workers_post(s->cx->workers, s->h[i].worker, &s->h[i].cut);
+        }
+        cut = 1;
+    }
     /* Through the stream's own dup of the client's socket: the worker's
      * pending send or receive fails, and the stream ends through its
      * usual path, freeing what it holds. */
     if (s->kill_fd < 0)
-        return 0;
+        return cut;
     shutdown(s->kill_fd, SHUT_RDWR);
     /* A relayed stream's upstream too: an idle one would keep the
      * reverse direction waiting. */

@@ -189,6 +189,8 @@ struct stream {
     struct weir_task done; /* posted to the main loop */
     struct weir_task stop_ack;
     bool done_seen, stop_posted, stop_acked; /* main thread */
+    bool cut_posted;                         /* main thread */
+    unsigned cuts_out; /* cut tasks not answered yet (main thread) */
     /* Results, written by the workers before `done` is posted. */
     int src_rc;   /* the source's pipe */
     int *sink_rc; /* each sink's pipe */
@@ -273,5 +275,9 @@ unsigned stream_worker(const struct stream *s);
 
 /* stream_report (report.c): the closing lines. */
 void stream_report(struct stream *s);
+/* What err (the stream's error) means for an operator: strerror, or what
+ * the transform that failed knows better (a zstd frame's window). */
+const char *stream_error_text(const struct stream *s, int err, char *buf,
+                              size_t len);
 
 #endif

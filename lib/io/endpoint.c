@@ -396,3 +396,9 @@ int weir_endpoint_null_sink(struct weir_endpoint **out, struct weir_loop *loop,
     *out = ep;
     return 0;
 }
+
+void weir_endpoint_cut(struct weir_endpoint *ep)
+{
+    if (!ep->destroyed && ep->kind == EP_SOCKET_SINK)
+        weir__ep_socket_cut(ep);
+}

@@ -236,6 +236,9 @@ void weir__ep_socket_stop(struct weir_endpoint *ep);
 /* Socket sink: a send failed with err; 1 when a reconnect took over the
  * batch, 0 when the error stands. */
 int weir__ep_socket_lost(struct weir_endpoint *ep, int err);
+
+/* Socket sink: weir_endpoint_cut. */
+void weir__ep_socket_cut(struct weir_endpoint *ep);
 /* Socket sink: a resend of acknowledged-offset bytes completed. */
 void weir__ep_replay_sent(struct weir_endpoint *ep, int res);
 

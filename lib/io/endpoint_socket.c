@@ -752,3 +752,26 @@ int weir_endpoint_socket_sink(struct weir_endpoint **out,
     *out = ep;
     return 0;
 }
+
+void weir__ep_socket_cut(struct weir_endpoint *ep)
+{
+    /* Every path that would retry (a failed connect, a lost connection,
+     * the backoff) fails the sink instead from now on. */
+    ep->so.reconnect = false;
+    switch (ep->conn) {
+    case CONN_BACKOFF:
+        if (ep->timer.op.pending)
+            weir_loop_timer_stop(ep->loop, &ep->timer);
+        conn_fail(ep, -ECANCELED);
+        break;
+    case CONN_CONNECTING:
+        /* conn_done gets -ECANCELED and fails the sink. */
+        if (ep->conn_op.pending)
+            weir_loop_cancel(ep->loop, &ep->conn_op);
+        break;
+    default:
+        if (ep->fd >= 0)
+            shutdown(ep->fd, SHUT_RDWR);
+        break;
+    }
+}

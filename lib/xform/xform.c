@@ -272,7 +272,7 @@ int weir_xform_sync(struct weir_xform *x)
 int weir_xform_error(const struct weir_xform *x, uint64_t *offset)
 {
     if (offset)
-        *offset = x->err == -EBADMSG ? x->err_offset : 0;
+        *offset = x->err == -EBADMSG || x->err == -EMSGSIZE ? x->err_offset : 0;
     return x->err;
 }
 

@@ -16,7 +16,8 @@
  * frame's end, so any other answer when the stream ends means truncated
  * input. unzstd takes frames whose window is at most 8 MiB (what zstd
  * writes at levels 1-19 without --long): a larger one is refused with
- * -EMSGSIZE rather than allocated.
+ * -EMSGSIZE rather than allocated, and the size it asked for is kept
+ * for the error's message.
  */
 #include <stdlib.h>
 #include <zstd.h>
@@ -25,6 +26,8 @@
 #include "xform_impl.h"
 
 #define XF_ZSTD_WINDOW_LOG 23
+_Static_assert(WEIR_UNZSTD_WINDOW_MAX == 1ull << XF_ZSTD_WINDOW_LOG,
+               "the documented bound is the decoder's");
 
 /* A frame ends after this much input too, so that a sink resuming at a
  * frame boundary after a reconnect never has to keep more than about one
@@ -172,6 +175,33 @@ static int zstd_sync(struct weir_xform *x)
     return rc ? rc : weir__xf_out_emit(x);
 }
 
+/* The window a frame header at p (n bytes) asks for (RFC 8878, 3.1.1.1),
+ * or 0 when p does not hold a whole one. */
+static uint64_t zs_frame_window(const uint8_t *p, size_t n)
+{
+    static const unsigned did_len[4] = {0, 1, 2, 4};
+    static const unsigned fcs_len[4] = {1, 2, 4, 8};
+    unsigned fhd, fcs_n, at;
+    uint64_t fcs = 0;
+
+    if (n < 6 || p[0] != 0x28 || p[1] != 0xb5 || p[2] != 0x2f || p[3] != 0xfd)
+        return 0;
+    fhd = p[4];
+    if (!(fhd & 0x20)) { /* a window descriptor */
+        uint64_t base = 1ull << (10 + (p[5] >> 3));
+
+        return base + base / 8 * (p[5] & 7);
+    }
+    /* Single segment: the window is the content size. */
+    fcs_n = fcs_len[fhd >> 6];
+    at = 5 + did_len[fhd & 3];
+    if (n < at + fcs_n)
+        return 0;
+    for (unsigned i = 0; i < fcs_n; i++)
+        fcs |= (uint64_t)p[at + i] << (8 * i);
+    return fcs_n == 2 ? fcs + 256 : fcs;
+}
+
 /* One decompress call. As gunzip's: *full when the space was filled,
  * *stuck when nothing moved. */
 static int zs_decompress_once(struct weir_xform *x, struct zs_state *z,
@@ -191,8 +221,13 @@ static int zs_decompress_once(struct weir_xform *x, struct zs_state *z,
     if (ZSTD_isError(r)) {
         if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
             return -ENOMEM;
-        if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
+        if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge) {
+            /* The header is read whole in the call that opens the frame
+             * (one split across chunks leaves the size unknown: 0). */
+            x->err_offset =
+                z->frame_open ? 0 : zs_frame_window(in.src, in.size);
             return -EMSGSIZE;
+        }
         return xf_corrupt(x, z->consumed + in.pos);
     }
     x->in_off += (uint32_t)in.pos;

@@ -1082,6 +1082,30 @@ static int setup(void **state)
     return mkdir(path, 0700);
 }
 
+/* A file sink named without a directory that does not exist yet, from
+ * the current directory: weir pipe copies the file (it read past a NULL
+ * when it keyed the sink by its directory). */
+static void test_pipe_relative_sink(void **state)
+{
+    char cmd[2048], in[600], hex[65], got[65];
+    uint64_t size;
+    int st;
+
+    (void)state;
+    h_path(in, sizeof(in), "rel.in");
+    h_make_file(in, 70000, 3, hex);
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && rm -f rel.out && '%s' pipe file:rel.in file:rel.out",
+             h_dir, h_bin());
+    st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    h_path(in, sizeof(in), "rel.out");
+    assert_true(h_file_sha(in, got, &size));
+    assert_int_equal(size, 70000);
+    assert_string_equal(got, hex);
+}
+
 int main(void)
 {
     static const struct CMUnitTest fixed[] = {
@@ -1099,6 +1123,7 @@ int main(void)
         cmocka_unit_test(test_environment),
         cmocka_unit_test_teardown(test_start_errors, h_teardown),
         cmocka_unit_test_teardown(test_held_by_running, h_teardown),
+        cmocka_unit_test(test_pipe_relative_sink),
     };
     size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(NBAD + nfixed, sizeof(*tests));

@@ -412,6 +412,60 @@ static void test_upstream_refused(void **state)
     h_expect_exit(&w, 0, true, WAIT);
 }
 
+/* A port bound but not listening: connects to it are refused, and no
+ * other socket can take it meanwhile. */
+static int hold_port(uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
+    len = sizeof(ss);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* An upstream that is down: the one warning names the upstream's
+ * address and the errno, and the client only as whose connection it
+ * was; the client's connection ends. */
+static void test_upstream_down_named(void **state)
+{
+    uint16_t front = h_free_port(false), back;
+    int held = hold_port(&back), fd;
+    struct sockaddr_in me;
+    socklen_t len = sizeof(me);
+    char want[200], bare[200], *t;
+    struct h_weir w;
+
+    (void)state;
+    h_start_conf(&w, "down", 0,
+                 "[pipeline p]\nsource = tcp-listen:127.0.0.1:%u\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 front, back);
+    fd = h_connect(false, front, NULL, WAIT);
+    assert_true(fd >= 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &len), 0);
+    assert_int_equal(h_drain(fd, NULL, UINT64_MAX, WAIT), 0);
+    close(fd);
+    snprintf(want, sizeof(want),
+             "warning: pipeline p: client 127.0.0.1:%u: upstream "
+             "tcp:127.0.0.1:%u: Connection refused after 0 bytes",
+             ntohs(me.sin_port), back);
+    snprintf(bare, sizeof(bare), "client 127.0.0.1:%u: Connection refused",
+             ntohs(me.sin_port));
+    h_expect_log(&w, want, WAIT);
+    h_expect_exit(&w, 0, true, WAIT);
+    t = h_slurp(w.log);
+    assert_non_null(t);
+    assert_int_equal(h_count(t, "warning: pipeline p: client"), 1);
+    assert_null(strstr(t, bare));
+    free(t);
+    close(held);
+}
+
 /* A connecting source connects on its worker: refused, it says so; and a
  * listen pipeline of the same daemon keeps serving meanwhile. */
 static void test_source_connect(void **state)
@@ -504,6 +558,7 @@ int main(void)
         cmocka_unit_test_teardown(test_unix, h_teardown),
         cmocka_unit_test_teardown(test_ipv6, h_teardown),
         cmocka_unit_test_teardown(test_upstream_refused, h_teardown),
+        cmocka_unit_test_teardown(test_upstream_down_named, h_teardown),
         cmocka_unit_test_teardown(test_source_connect, h_teardown),
         cmocka_unit_test_teardown(test_source_connect_waits, h_teardown),
     };

@@ -187,6 +187,36 @@ static void test_zstd(void **state)
     assert_int_equal(sh("cat %s %s | cmp -s - %s", text, upper, out), 0);
 }
 
+/* A frame written with a 32 MiB window (zstd --long=25, from a pipe so
+ * zstd cannot shrink it to the input) is refused, and the message says
+ * what the frame needs and what weir takes, not strerror(EMSGSIZE). */
+static void test_zstd_window(void **state)
+{
+    char src[620], dst[620], out[600], in[600], *log;
+    struct h_weir w;
+
+    (void)state;
+    h_path(in, sizeof(in), "long.zst");
+    h_path(out, sizeof(out), "long.out");
+    assert_int_equal(sh("cat %s | zstd -q -1 --long=25 -c > %s", text, in), 0);
+    assert_int_equal(
+        sh("zstd -lv %s 2>&1 | grep -q 'Window Size: 32.0 MiB'", in), 0);
+    snprintf(src, sizeof(src), "file:%s", in);
+    snprintf(dst, sizeof(dst), "file:%s", out);
+    assert_int_equal(weir_pipe(&w, "window", "-t", "unzstd", src, dst, NULL),
+                     1);
+    log = h_slurp(w.log);
+    assert_non_null(log);
+    if (!strstr(log, "weir pipe: failed: zstd frame needs a 32 MiB window; "
+                     "weir allows 8 MiB"))
+        fprintf(stderr, "%s\n", log);
+    assert_non_null(strstr(log, "weir pipe: failed: zstd frame needs a 32 MiB "
+                                "window; weir allows 8 MiB"));
+    assert_null(strstr(log, "Message too long"));
+    free(log);
+    assert_int_equal(file_size(out), 0);
+}
+
 /* gunzip reads what gzip(1) wrote, two members in a row; gzip then
  * gunzip in one pipeline gives the input back. */
 static void test_gunzip_roundtrip(void **state)
@@ -799,6 +829,7 @@ int main(void)
         cmocka_unit_test_teardown(test_uppercase, h_teardown),
         cmocka_unit_test_teardown(test_gzip, h_teardown),
         cmocka_unit_test_teardown(test_zstd, h_teardown),
+        cmocka_unit_test_teardown(test_zstd_window, h_teardown),
         cmocka_unit_test_teardown(test_gunzip_roundtrip, h_teardown),
         cmocka_unit_test_teardown(test_daemon_to_tcp, h_teardown),
         cmocka_unit_test_teardown(test_corrupt_gunzip, h_teardown),

@@ -251,6 +251,13 @@ void weir_endpoint_stop(struct weir_endpoint *ep);
 /* Owner. See "Lifetime" above. Safe inside the stream's callbacks. */
 void weir_endpoint_destroy(struct weir_endpoint *ep);
 
+/* Owner. A socket sink gives up now: one that is down or connecting fails
+ * its pending write with -ECANCELED, a connection is shut down so its
+ * pending send fails, and it never reconnects from here on; its stream
+ * then ends through the usual error path. Other endpoints: nothing. For
+ * an owner that stopped waiting (a drain that timed out). */
+void weir_endpoint_cut(struct weir_endpoint *ep);
+
 #ifdef __cplusplus
 }
 #endif

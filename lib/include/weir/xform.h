@@ -33,8 +33,10 @@
  *              default 3, as zstd(1) without --ultra.
  *   unzstd     libzstd streaming; reads any number of frames. Corrupt or
  *              truncated input: -EBADMSG with the offset, as gunzip. A
- *              frame needing a window over 8 MiB (zstd --long) is refused
- *              with -EMSGSIZE, so the decoder's memory stays bounded.
+ *              frame needing a window over 8 MiB (WEIR_UNZSTD_WINDOW_MAX;
+ *              zstd --long) is refused with -EMSGSIZE, so the decoder's
+ *              memory stays bounded; weir_xform_error gives the window the
+ *              frame asked for.
  * Compressors keep their last, partly filled output buffer until it fills
  * or the stream ends (or weir_xform_sync); uppercase and the decompressors
  * hand on what one input chunk gave before taking the next.
@@ -185,10 +187,16 @@ int weir_xform_resume(struct weir_xform *x);
  */
 int weir_xform_sync(struct weir_xform *x);
 
+/* The largest window unzstd decodes with, in bytes. */
+#define WEIR_UNZSTD_WINDOW_MAX (8ull << 20)
+
 /*
  * The error the transform failed with (0 if none) and, for corrupt input
  * (-EBADMSG), the offset of the input byte where it was found, counted from
  * the start of the stream: the number for "corrupt gzip input at byte N".
+ * For a zstd frame refused for its window (-EMSGSIZE), *offset is the
+ * window the frame asked for, in bytes (0 if its header was not read
+ * whole).
  */
 int weir_xform_error(const struct weir_xform *x, uint64_t *offset);
 

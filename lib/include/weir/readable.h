@@ -365,18 +365,6 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
         weir_readable_maybe_pull_(rs);
         return 0;
     }
-    /* The read in progress asked the source and waits for this very
-     * chunk (a default read, inside the pull it started): hand it over.
-     * A pull is running, so wanting more only sets pull_again. */
-    if ((rs->close_requested | (rs->state != 0) | !rs->sync_want |
-         !rs->pulling | (rs->byte_stream & (chunk.len == 0))) == 0 &&
-        rs->sync_req.buf == NULL && rs->reads.tail == rs->reads.head) {
-        weir_chunk_copy_(&rs->sync_req.got, &chunk);
-        rs->sync_want = false;
-        if (rs->can_pull && rs->hwm - (int64_t)weir_readable_size_(rs) > 0)
-            rs->pull_again = true;
-        return 0;
-    }
     return weir_readable_enqueue_slow_(rs, chunk);
 }
 

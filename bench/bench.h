@@ -29,6 +29,18 @@ static inline double bench_report(const char *suite, const char *params,
     return rate;
 }
 
+/*
+ * weir-bench --csv FILE: from here on every row printed on stdout is also
+ * written to FILE as CSV records `suite,params,label,value,unit`, one per
+ * number in the row (harness.c says how a row is split). 0 or -1.
+ */
+int bench_csv_start(const char *path);
+
+/* One CSV record, for a suite that wants to name a figure itself; nothing
+ * unless --csv was given. */
+void bench_csv_row(const char *suite, const char *params, const char *label,
+                   double value, const char *unit);
+
 /* One entry point per suite; argv[0] is the suite name. Returns an exit
  * status. */
 typedef int (*bench_suite_fn)(int argc, char **argv);

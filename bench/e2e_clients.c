@@ -166,6 +166,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
     char port[16];
     int p = free_port(), status = 0, good = 0;
     uint64_t first = UINT64_MAX, last = 0, slowest = 0;
+    struct rusage ru = {0};
     pid_t pid;
 
     snprintf(port, sizeof(port), "%d", p);
@@ -192,7 +193,9 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
     memset(cl, 0, sizeof(*cl) * (size_t)n);
     run_clients(cl, n, p, scratch);
     kill(pid, SIGTERM);
-    waitpid(pid, &status, 0);
+    /* The server's peak RSS: for a forking server (socat) the largest
+     * single process, not their sum. */
+    wait4(pid, &status, 0, &ru);
 
     for (int i = 0; i < n; i++) {
         if (!cl[i].failed && cl[i].bytes == size)
@@ -212,10 +215,10 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
         return 1;
     }
     printf("e2e server=%s clients=%d size=%s: %.2f GB/s aggregate, "
-           "slowest client %.3f s\n",
+           "slowest client %.3f s, peak RSS %.1f MiB\n",
            srv->name, n, sizestr,
            (double)size * n / (double)(last > first ? last - first : 1),
-           (double)slowest / 1e9);
+           (double)slowest / 1e9, (double)ru.ru_maxrss / 1024.0);
     fflush(stdout);
     return 0;
 }

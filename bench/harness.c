@@ -170,3 +170,159 @@ int bench_run_to_receiver(const char *const *tmpl, const struct e2e_env *env,
                                WEXITSTATUS(out->status) == 127);
     return out->status == 0 ? 0 : -1;
 }
+
+/*
+ * The CSV copy of the rows (weir-bench --csv FILE). stdout is replaced by
+ * a stream that writes through to fd 1 and hands every complete line to
+ * csv_parse, so each suite's rows, whoever wrote them, reach the CSV
+ * without the suite knowing: a row `<suite> <params>: <text>` gives one
+ * CSV record per number in its text, with the words before the number
+ * (since the last comma or parenthesis) as its label and the word after
+ * it as its unit.
+ */
+static FILE *csv_out;
+static char csv_line[4096];
+static size_t csv_len;
+
+static void csv_field(const char *s, size_t n, int last)
+{
+    fputc('"', csv_out);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"')
+            fputc('"', csv_out);
+        fputc(s[i], csv_out);
+    }
+    fputc('"', csv_out);
+    fputc(last ? '\n' : ',', csv_out);
+}
+
+void bench_csv_row(const char *suite, const char *params, const char *label,
+                   double value, const char *unit)
+{
+    if (!csv_out)
+        return;
+    csv_field(suite, strlen(suite), 0);
+    csv_field(params, strlen(params), 0);
+    csv_field(label, strlen(label), 0);
+    fprintf(csv_out, "%.17g,", value);
+    csv_field(unit, strlen(unit), 1);
+}
+
+static int is_num_start(const char *p)
+{
+    return (p[0] >= '0' && p[0] <= '9') ||
+           ((p[0] == '-' || p[0] == '.') && p[1] >= '0' && p[1] <= '9');
+}
+
+/* Copies s[0..n) trimmed of blanks and of ':' '(' at the ends. */
+static void csv_trim(char *to, size_t cap, const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '(' || *s == ':'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == ':' || s[n - 1] == '('))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(to, s, n);
+    to[n] = '\0';
+}
+
+static void csv_parse(char *line)
+{
+    char *colon = strstr(line, ": "), *sp, *p, *seg;
+    char label[256], unit[64];
+
+    if (!colon || line[0] == ' ')
+        return;
+    *colon = '\0';
+    p = colon + 2;
+    sp = strchr(line, ' ');
+    if (sp)
+        *sp = '\0';
+    seg = p;
+    while (*p) {
+        if (*p == ',' || *p == '(' || *p == ')') {
+            seg = ++p;
+            continue;
+        }
+        if (is_num_start(p) && (p == seg || p[-1] == ' ')) {
+            char *end;
+            double v = strtod(p, &end);
+            size_t u = 0;
+
+            /* A number must end at a word's end: not 127 of 127.0.0.1,
+             * nor a size written as 64MiB. */
+            if (end == p || (*end && !strchr(" ,)%", *end))) {
+                while (*p && *p != ' ' && *p != ',')
+                    p++;
+                continue;
+            }
+            csv_trim(label, sizeof(label), seg, (size_t)(p - seg));
+            while (*end == ' ')
+                end++;
+            while (end[u] && end[u] != ' ' && end[u] != ',' && end[u] != ')')
+                u++;
+            csv_trim(unit, sizeof(unit), end, u);
+            bench_csv_row(line, sp ? sp + 1 : "", label, v, unit);
+            p = end + u;
+            seg = p;
+            continue;
+        }
+        p++;
+    }
+}
+
+static ssize_t csv_stdout_write(void *cookie, const char *buf, size_t n)
+{
+    size_t done = 0;
+
+    (void)cookie;
+    while (done < n) {
+        ssize_t w = write(STDOUT_FILENO, buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return done ? (ssize_t)done : -1;
+        done += (size_t)w;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n') {
+            csv_line[csv_len] = '\0';
+            csv_parse(csv_line);
+            csv_len = 0;
+        } else if (csv_len + 1 < sizeof(csv_line)) {
+            csv_line[csv_len++] = buf[i];
+        }
+    }
+    return (ssize_t)n;
+}
+
+static void csv_finish(void)
+{
+    fflush(stdout);
+    if (csv_out)
+        fclose(csv_out);
+    csv_out = NULL;
+}
+
+int bench_csv_start(const char *path)
+{
+    static const cookie_io_functions_t io = {.write = csv_stdout_write};
+    FILE *tee;
+
+    csv_out = fopen(path, "w");
+    if (!csv_out)
+        return -1;
+    fputs("suite,params,label,value,unit\n", csv_out);
+    fflush(stdout);
+    tee = fopencookie(NULL, "w", io);
+    if (!tee) {
+        fclose(csv_out);
+        csv_out = NULL;
+        return -1;
+    }
+    setvbuf(tee, NULL, _IOLBF, 0);
+    stdout = tee;
+    atexit(csv_finish);
+    return 0;
+}

@@ -3,6 +3,7 @@
  *
  *   weir-bench SUITE [ARGS...]
  *   weir-bench all
+ *   weir-bench --csv FILE SUITE|all ...   also writes the rows to FILE as CSV
  */
 #include <stdio.h>
 #include <string.h>
@@ -45,7 +46,8 @@ static const struct {
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: weir-bench SUITE [ARGS...] | all\n\nsuites:\n");
+    fprintf(to, "usage: weir-bench [--csv FILE] SUITE [ARGS...] | all\n\n"
+                "suites:\n");
     for (size_t i = 0; i < NSUITES; i++)
         fprintf(to, "  %-24s %s\n", suites[i].name, suites[i].what);
 }
@@ -59,6 +61,18 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(stdout);
         return 0;
+    }
+    if (strcmp(argv[1], "--csv") == 0) {
+        if (argc < 4) {
+            usage(stderr);
+            return 2;
+        }
+        if (bench_csv_start(argv[2]) != 0) {
+            fprintf(stderr, "weir-bench: cannot write %s\n", argv[2]);
+            return 1;
+        }
+        argv += 2;
+        argc -= 2;
     }
     if (strcmp(argv[1], "all") == 0) {
         int rc = 0;

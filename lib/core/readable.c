@@ -294,6 +294,18 @@ int weir_readable_enqueue_slow_(struct weir_readable *rs,
         weir_chunk_unref(&chunk, rs->slot);
         return -EINVAL;
     }
+    /* The read in progress asked the source and waits for this very
+     * chunk (a default read, inside the pull it started): hand it over.
+     * No callback runs, so no hold; a pull is running, so wanting more
+     * only sets pull_again. */
+    if (rs->sync_want && rs->pulling && !rs->sync_req.buf &&
+        weir_q_empty(&rs->reads)) {
+        rs->sync_req.got = chunk;
+        rs->sync_want = false;
+        if (rs->can_pull && rs_desired(rs) > 0)
+            rs->pull_again = true;
+        return 0;
+    }
     rs_hold(rs);
     rc = rs_enqueue(rs, chunk);
     rs_put(rs);

@@ -187,6 +187,13 @@ static void test_journal_native(void **state)
         expect_datagram(jfd, n, 5, buf, sizeof(buf));
     }
     collector_up(&col, held);
+    /* A sink in backoff gives up at a stop: let it connect first. */
+    {
+        const char *const n[] = {"PIPELINE=logs\n",
+                                 "MESSAGE=pipeline logs: connected to"};
+
+        expect_datagram(jfd, n, 2, buf, sizeof(buf));
+    }
     h_expect_exit(&w, 0, true, WAIT);
     collector_join(&col);
     close(jfd);

@@ -233,6 +233,8 @@ static void test_status_json(void **state)
 
     /* The collector comes up (its sink connects at its next try). */
     collector_up(&col, held);
+    /* A sink in backoff gives up at a stop: let it connect first. */
+    h_expect_log(&w, "pipeline logs: connected to", WAIT);
 
     /* SIGUSR1: the same table in the log. */
     assert_int_equal(kill(w.pid, SIGUSR1), 0);
@@ -290,6 +292,8 @@ static void test_bad_requests(void **state)
         close(idle[i]);
     }
     collector_up(&col, held);
+    /* A sink in backoff gives up at a stop: let it connect first. */
+    h_expect_log(&w, "pipeline logs: connected to", WAIT);
     h_expect_exit(&w, 0, true, WAIT);
     collector_join(&col);
 }
@@ -359,6 +363,8 @@ static void test_top_frames(void **state)
     assert_null(strchr(out, '\033')); /* no terminal: no escapes */
     free(out);
     collector_up(&col, held);
+    /* A sink in backoff gives up at a stop: let it connect first. */
+    h_expect_log(&w, "pipeline logs: connected to", WAIT);
     h_expect_exit(&w, 0, true, WAIT);
     collector_join(&col);
 }
@@ -429,6 +435,8 @@ static void test_top_tmux(void **state)
         (void)tmux(tsock, "kill-server", NULL, NULL, NULL, NULL);
     assert_true(gone);
     collector_up(&col, held);
+    /* A sink in backoff gives up at a stop: let it connect first. */
+    h_expect_log(&w, "pipeline logs: connected to", WAIT);
     h_expect_exit(&w, 0, true, WAIT);
     collector_join(&col);
 }

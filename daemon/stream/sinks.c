@@ -85,14 +85,23 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
     }
 }
 
-/* What a reconnecting sink keeps: transformed bytes are not the file's,
- * so a copy; resumed where the last transform's members begin. */
-static enum weir_resume stream_resume(const struct weir_pipeline *p)
+/* What a reconnecting sink keeps. Transformed bytes are not the file's,
+ * so a copy, resumed where the last transform's members begin. A followed
+ * file may be renamed away under its fd (rotation), so its bytes too are
+ * resent from a copy, not read again from the file. TLS: the peer's
+ * acknowledgements count records, not stream bytes, so no resume point
+ * can be known. */
+static enum weir_resume stream_resume(const struct weir_pipeline *p,
+                                      const struct weir_address *a)
 {
     const char *last;
 
-    if (p->ntransforms == 0)
+    if (a->tls)
         return WEIR_RESUME_OFF;
+    if (p->ntransforms == 0)
+        return (p->follow || p->source->follow) && a->on_full == ON_FULL_BLOCK
+                   ? WEIR_RESUME_BYTES
+                   : WEIR_RESUME_OFF;
     last = p->transforms[p->ntransforms - 1].spec;
     if (strncmp(last, "gzip", 4) == 0)
         return WEIR_RESUME_GZIP;
@@ -185,17 +194,16 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
              * pipeline's one stream keeps trying; weir pipe reports
              * the failure instead. */
             .reconnect = s->sp->reconnect,
-            /* The file's bytes are not the stream's once transformed. */
-            /* A dropping sink's bytes are not the file's, and it is cut
-             * when it stalls: the tee goes on without it. */
-            .replay_fd = p->ntransforms || a->on_full != ON_FULL_BLOCK
+            /* The file's bytes are not the stream's once transformed,
+             * nor a dropping sink's (cut when it stalls: the tee goes on
+             * without it); a followed file resends from a copy. */
+            .replay_fd = p->ntransforms || a->on_full != ON_FULL_BLOCK ||
+                                 p->follow || p->source->follow
                              ? -1
                              : s->replay_fd,
             .replay_base = s->src_offset,
             .cut_stalled = a->on_full != ON_FULL_BLOCK,
-            /* TLS: the peer's acknowledgements count records, not
-             * stream bytes, so no resume point can be known. */
-            .resume = a->tls ? WEIR_RESUME_OFF : stream_resume(p),
+            .resume = stream_resume(p, a),
             .connect_timeout_ns = p->connect_timeout_ms * 1000 * 1000,
             .on_event = sink_event,
             .event_arg = stream_pipe_ctx(s, (int)i),

@@ -82,7 +82,9 @@ static void sink_line(const struct stream *s, unsigned i, char *buf, size_t len)
              s->sp->client_sink && s->peer[0] ? s->peer : a->text,
              (unsigned long long)s->sink_bytes[i], (unsigned long long)dropped,
              (double)st->blocked_ns / 1e9,
-             st->disconnected ? ", disconnected (queue full)" : "");
+             st->disconnected        ? ", disconnected (queue full)"
+             : stream_sink_cut(s, i) ? ", cut at its send timeout"
+                                     : "");
 }
 
 void stream_report(struct stream *s)
@@ -98,7 +100,7 @@ void stream_report(struct stream *s)
         sink_line(s, i, line, sizeof(line));
         if (emit)
             emit(s, line);
-        else if (s->ss[i].disconnected)
+        else if (stream_sink_cut(s, i))
             log_warnx("pipeline %s: %s", name, line);
         else if (s->peer[0])
             log_debug("pipeline %s: %s", name, line);

@@ -399,15 +399,22 @@ unsigned stream_cut(struct stream *s)
     return 1;
 }
 
+bool stream_sink_cut(const struct stream *s, unsigned i)
+{
+    return s->ss[i].disconnected ||
+           (s->sp->p->sinks[i]->on_full != ON_FULL_BLOCK &&
+            s->sink_rc[i] == -ETIMEDOUT);
+}
+
 int stream_error(const struct stream *s)
 {
     int cut = 0;
     unsigned kept = 0;
 
-    /* A sink its on_full=disconnect policy cut loose did what the
-     * operator asked: the stream failed only if no sink was kept. */
+    /* A sink its policy cut loose did what the operator asked: the
+     * stream failed only if no sink was kept. */
     for (unsigned i = 0; i < s->sp->nsinks; i++) {
-        if (s->ss[i].disconnected) {
+        if (stream_sink_cut(s, i)) {
             cut = cut ? cut : s->sink_rc[i];
             continue;
         }

@@ -270,6 +270,9 @@ void stream_stop(struct stream *s);
 unsigned stream_cut(struct stream *s);
 /* The error that ended the stream, the sinks' first, or 0. */
 int stream_error(const struct stream *s);
+/* Whether sink i was cut loose by its own policy: on_full=disconnect, or
+ * a dropping or disconnecting sink cut at its send timeout. */
+bool stream_sink_cut(const struct stream *s, unsigned i);
 /* The worker its source side runs on. */
 unsigned stream_worker(const struct stream *s);
 

@@ -68,6 +68,13 @@ static void report_xform(const struct stream *s)
                   s->peer[0] ? ")" : "");
 }
 
+bool stream_sink_cut(const struct stream *s, unsigned i)
+{
+    return s->ss[i].disconnected ||
+           (s->sp->p->sinks[i]->on_full != ON_FULL_BLOCK &&
+            s->sink_rc[i] == -ETIMEDOUT);
+}
+
 static void sink_line(const struct stream *s, unsigned i, char *buf, size_t len)
 {
     const struct sink_stats *st = &s->ss[i];

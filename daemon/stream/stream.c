@@ -399,13 +399,6 @@ unsigned stream_cut(struct stream *s)
     return 1;
 }
 
-bool stream_sink_cut(const struct stream *s, unsigned i)
-{
-    return s->ss[i].disconnected ||
-           (s->sp->p->sinks[i]->on_full != ON_FULL_BLOCK &&
-            s->sink_rc[i] == -ETIMEDOUT);
-}
-
 int stream_error(const struct stream *s)
 {
     int cut = 0;

@@ -472,6 +472,20 @@ int h_listen_unix(const char *path)
     return fd;
 }
 
+int h_hold_port(uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
+    len = sizeof(ss);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
 int h_accept(int lfd, unsigned timeout_ms)
 {
     struct pollfd p = {.fd = lfd, .events = POLLIN};
@@ -648,6 +662,34 @@ void h_client_start(struct h_client *c, unsigned timeout_ms)
 void h_client_join(struct h_client *c)
 {
     pthread_join(c->th, NULL);
+}
+
+/* ---- a collector that comes up late ---- */
+
+static void *collector_thread(void *arg)
+{
+    struct h_collector *c = arg;
+    int fd = h_accept(c->lfd, c->wait_ms);
+
+    c->got = fd < 0 ? -1 : h_drain(fd, NULL, UINT64_MAX, c->wait_ms);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+void h_collector_up(struct h_collector *c, int held, unsigned timeout_ms)
+{
+    c->lfd = held;
+    c->wait_ms = timeout_ms;
+    assert_int_equal(listen(held, 8), 0);
+    assert_int_equal(pthread_create(&c->th, NULL, collector_thread, c), 0);
+}
+
+void h_collector_join(struct h_collector *c)
+{
+    pthread_join(c->th, NULL);
+    close(c->lfd);
+    assert_true(c->got > 0);
 }
 
 /* ---- weir, judged ---- */

@@ -457,6 +457,18 @@ int h_listen(bool v6, uint16_t port)
     return fd;
 }
 
+int h_listen_any(uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd = h_listen(false, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
 int h_listen_unix(const char *path)
 {
     struct sockaddr_un un = {.sun_family = AF_UNIX};

@@ -159,6 +159,9 @@ uint16_t h_free_port(bool v6);
 socklen_t h_addr(struct sockaddr_storage *ss, bool v6, uint16_t port);
 /* A listening socket on loopback:port, or -1. */
 int h_listen(bool v6, uint16_t port);
+/* A listening socket on 127.0.0.1 at a port the kernel chose; its port in
+ * *port. Fails the test when it cannot. */
+int h_listen_any(uint16_t *port);
 /* A listening unix socket at path (a stale one is removed first), or -1. */
 int h_listen_unix(const char *path);
 /* A socket bound on 127.0.0.1 at a port the kernel chose, not listening:

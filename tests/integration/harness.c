@@ -397,6 +397,47 @@ int h_stop(struct h_weir *w, unsigned timeout_ms)
     return h_wait(w, timeout_ms);
 }
 
+/* ---- a process's figures ---- */
+
+double h_cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long utime, stime;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    p = fgets(buf, sizeof(buf), f);
+    fclose(f);
+    if (!p || !(p = strrchr(buf, ')')))
+        return -1;
+    /* Fields 14 and 15 (utime, stime), counted after the comm field. */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+               &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+long h_status_kib(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    size_t n = strlen(key);
+    long v = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
 /* ---- sockets ---- */
 
 uint16_t h_free_port(bool v6)

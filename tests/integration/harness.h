@@ -151,6 +151,14 @@ void h_expect_clean(const struct h_weir *w);
  * it exits with rc and its log holds no sanitizer report. */
 void h_expect_exit(struct h_weir *w, int rc, bool stop, unsigned timeout_ms);
 
+/* ---- a process's figures, from /proc ---- */
+
+/* CPU seconds (user + system) pid has used so far; -1 when unreadable. */
+double h_cpu_seconds(pid_t pid);
+/* A field of /proc/PID/status in KiB ("VmRSS", "VmHWM"); -1 when the file
+ * cannot be read or has no such field. */
+long h_status_kib(pid_t pid, const char *key);
+
 /* ---- sockets ---- */
 
 /* A port free on loopback right now (the kernel's choice). */

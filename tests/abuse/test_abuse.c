@@ -61,45 +61,6 @@ static uint8_t *data;
 
 /* ---- the daemon's figures, from /proc ---- */
 
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024], *p;
-    unsigned long utime, stime;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    p = fgets(buf, sizeof(buf), f);
-    fclose(f);
-    if (!p || !(p = strrchr(buf, ')')))
-        return -1;
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-               &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* VmRSS or VmHWM of pid, in KiB; -1 when unreadable. */
-static long status_kib(pid_t pid, const char *key)
-{
-    char path[64], line[256];
-    size_t n = strlen(key);
-    long v = -1;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    fclose(f);
-    return v;
-}
-
 static int fd_count(pid_t pid)
 {
     char path[64];
@@ -125,7 +86,7 @@ struct figures {
 
 static void figures_start(struct figures *f, const struct h_weir *w)
 {
-    f->rss_before = status_kib(w->pid, "VmRSS");
+    f->rss_before = h_status_kib(w->pid, "VmRSS");
     f->fds_before = fd_count(w->pid);
     assert_true(f->rss_before > 0 && f->fds_before > 0);
 }
@@ -150,12 +111,12 @@ static void figures_end(struct figures *f, const struct h_weir *w,
         h_show_log(w);
         fail();
     }
-    c0 = cpu_seconds(w->pid);
+    c0 = h_cpu_seconds(w->pid);
     h_sleep_ms(1000);
-    c1 = cpu_seconds(w->pid);
+    c1 = h_cpu_seconds(w->pid);
     f->idle_cpu = c1 - c0;
-    f->rss_peak = status_kib(w->pid, "VmHWM");
-    f->rss_after = status_kib(w->pid, "VmRSS");
+    f->rss_peak = h_status_kib(w->pid, "VmHWM");
+    f->rss_after = h_status_kib(w->pid, "VmRSS");
     printf("%s: RSS before %ld KiB, peak %ld KiB, after %ld KiB; idle CPU "
            "%.2f s over 1 s\n",
            name, f->rss_before, f->rss_peak, f->rss_after, f->idle_cpu);

@@ -244,6 +244,26 @@ uint64_t fc_writer_stop(struct fc_writer *w)
     return atomic_load(&w->n);
 }
 
+uint8_t *fc_log_lines(unsigned first, unsigned n)
+{
+    uint8_t *p = malloc((size_t)n * FC_LOG_LINE + 1);
+
+    assert_non_null(p);
+    for (unsigned i = 0; i < n; i++)
+        snprintf((char *)p + (size_t)i * FC_LOG_LINE, FC_LOG_LINE + 1,
+                 "line %08u of the log\n", first + i);
+    return p;
+}
+
+void fc_append(const char *path, const uint8_t *p, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+    assert_true(fd >= 0);
+    assert_true(h_write_all(fd, p, n));
+    close(fd);
+}
+
 uint8_t *fc_read_file(const char *path, size_t *len)
 {
     struct stat st;

@@ -76,6 +76,16 @@ uint64_t fc_writer_stop(struct fc_writer *w);
 void fc_line(uint64_t i, char out[FC_LINE + 1]);
 uint64_t fc_line_number(const uint8_t *p);
 
+/* A line of the tests' own followed logs: "line 00000000 of the log\n". */
+#define FC_LOG_LINE 25
+
+/* Lines first..first+n-1, FC_LOG_LINE bytes each, in a new buffer (caller
+ * frees; asserts that it got the memory). */
+uint8_t *fc_log_lines(unsigned first, unsigned n);
+/* Appends n bytes at p to the file at path, creating it; asserts that all
+ * of them went. */
+void fc_append(const char *path, const uint8_t *p, size_t n);
+
 /* A file's whole contents (NULL when it cannot be read); its length. */
 uint8_t *fc_read_file(const char *path, size_t *len);
 

@@ -50,18 +50,6 @@ static void *writer_run(void *arg)
     return NULL;
 }
 
-static int listen_any(uint16_t *port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    int fd = h_listen(false, 0);
-
-    assert_true(fd >= 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
 /* Appends what is readable now (waiting at most ms) to the file out;
  * the bytes read, 0 at EOF, -1 on timeout. */
 static ssize_t save_some(int fd, int out, unsigned ms)
@@ -94,7 +82,7 @@ static void shipped_while_growing(const char *xf, const char *tool)
     char got[300], dec[300], hex_log[65], hex_dec[65];
     uint64_t log_size, dec_size;
     uint16_t port;
-    int lfd = listen_any(&port), c, out;
+    int lfd = h_listen_any(&port), c, out;
     ssize_t n;
     int64_t end;
     size_t early = 0;

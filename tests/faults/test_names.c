@@ -16,10 +16,11 @@
 
 #include <cmocka.h>
 
+#include "collector.h"
 #include "harness.h"
 
 #define WAIT     20000u
-#define LINE_LEN 25 /* "line 00000000 of the log\n" */
+#define LINE_LEN FC_LOG_LINE
 
 struct got {
     uint8_t *p;
@@ -49,26 +50,6 @@ static bool got_until(struct got *g, int fd, size_t want)
     return g->n >= want;
 }
 
-static uint8_t *make_lines(unsigned first, unsigned n)
-{
-    uint8_t *p = malloc((size_t)n * LINE_LEN + 1);
-
-    assert_non_null(p);
-    for (unsigned i = 0; i < n; i++)
-        snprintf((char *)p + (size_t)i * LINE_LEN, LINE_LEN + 1,
-                 "line %08u of the log\n", first + i);
-    return p;
-}
-
-static void append(const char *path, const uint8_t *p, size_t n)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-
-    assert_true(fd >= 0);
-    assert_true(h_write_all(fd, p, n));
-    close(fd);
-}
-
 /* Rewrites the hosts file in place (the bind mount holds its inode). */
 static void set_hosts(const char *path, bool resolves)
 {
@@ -96,20 +77,16 @@ static void test_name_outages(void **state)
     struct h_weir w;
     struct got g1 = {0}, g2 = {0};
     char src[300], hosts[300], wrap[300], bin[600];
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
     uint16_t port;
-    int lfd = h_listen(false, 0), v6, c1, c2;
-    uint8_t *a = make_lines(0, 200), *b = make_lines(200, 200);
+    int lfd, v6, c1, c2;
+    uint8_t *a = fc_log_lines(0, 200), *b = fc_log_lines(200, 200);
     const size_t n = 200 * LINE_LEN;
     char *log;
 
     (void)state;
     if (system("unshare -rm true 2>/dev/null") != 0)
         skip(); /* no user and mount namespaces here: cannot swap hosts */
-    assert_true(lfd >= 0);
-    assert_int_equal(getsockname(lfd, (struct sockaddr *)&ss, &len), 0);
-    port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    lfd = h_listen_any(&port);
     v6 = hold_v6(port);
 
     h_path(src, sizeof(src), "names.src");
@@ -123,7 +100,7 @@ static void test_name_outages(void **state)
                  "exec \"$@\"' '%s' '%s' \"$@\"\n",
                  hosts, bin);
     assert_int_equal(chmod(wrap, 0755), 0);
-    append(src, a, n);
+    fc_append(src, a, n);
 
     /* The name does not resolve at start: weir runs and says so once. */
     setenv("WEIR_BIN", wrap, 1);
@@ -151,7 +128,7 @@ static void test_name_outages(void **state)
     close(lfd);
     h_expect_log(&w, "lost tcp:collector:", WAIT);
     h_expect_log_count(&w, "still cannot resolve", 2, WAIT);
-    append(src, b, n);
+    fc_append(src, b, n);
     lfd = h_listen(false, port);
     assert_true(lfd >= 0);
     set_hosts(hosts, true);

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "collector.h"
 #include "harness.h"
 
 #define WAIT 20000u
@@ -89,40 +90,7 @@ static bool got_tail(struct got *g, int fd, const uint8_t *data, size_t len,
     return false;
 }
 
-static int listen_any(uint16_t *port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    int fd = h_listen(false, 0);
-
-    assert_true(fd >= 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
-#define LINE_LEN 25 /* "line 00000000 of the log\n" */
-
-/* Lines first..first+n-1 into a new buffer. */
-static uint8_t *make_lines(unsigned first, unsigned n)
-{
-    uint8_t *p = malloc((size_t)n * LINE_LEN + 1);
-
-    assert_non_null(p);
-    for (unsigned i = 0; i < n; i++)
-        snprintf((char *)p + (size_t)i * LINE_LEN, LINE_LEN + 1,
-                 "line %08u of the log\n", first + i);
-    return p;
-}
-
-static void append(const char *path, const uint8_t *p, size_t n)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-
-    assert_true(fd >= 0);
-    assert_true(h_write_all(fd, p, n));
-    close(fd);
-}
+#define LINE_LEN FC_LOG_LINE
 
 /*
  * The collector restarts while the log is quiet: its connection closes
@@ -137,13 +105,13 @@ static void test_idle_restart(void **state)
     struct got g1 = {0}, g2 = {0};
     char log[300];
     uint16_t port;
-    int lfd = listen_any(&port), c1, c2;
-    uint8_t *a = make_lines(0, 400), *b = make_lines(400, 400);
+    int lfd = h_listen_any(&port), c1, c2;
+    uint8_t *a = fc_log_lines(0, 400), *b = fc_log_lines(400, 400);
     const size_t n = 400 * LINE_LEN;
 
     (void)state;
     h_path(log, sizeof(log), "idle.src");
-    append(log, a, n);
+    fc_append(log, a, n);
     h_start_conf(&w, "idle", H_CONF_VERBOSE,
                  "[pipeline ship]\n"
                  "source = file:%s,follow=yes\n"
@@ -165,7 +133,7 @@ static void test_idle_restart(void **state)
     assert_true(c2 >= 0);
     h_expect_log(&w, "lost tcp:127.0.0.1:", WAIT);
 
-    append(log, b, n);
+    fc_append(log, b, n);
     assert_true(got_until(&g2, c2, n));
     if (g2.n != n)
         fprintf(stderr, "got %.*s\n", (int)g2.n, (char *)g2.p);
@@ -196,14 +164,14 @@ static void test_stall(void **state)
     struct got g1 = {0}, g2 = {0};
     char log[300];
     uint16_t port;
-    int lfd = listen_any(&port), c1, c2;
+    int lfd = h_listen_any(&port), c1, c2;
     const unsigned lines = 640 * 1024; /* 16 MiB: past every buffer */
     const size_t n = (size_t)lines * LINE_LEN;
-    uint8_t *a = make_lines(0, lines);
+    uint8_t *a = fc_log_lines(0, lines);
 
     (void)state;
     h_path(log, sizeof(log), "stall.src");
-    append(log, a, n);
+    fc_append(log, a, n);
     h_start_conf(&w, "stall", H_CONF_VERBOSE,
                  "[pipeline ship]\n"
                  "source = file:%s,follow=yes\n"
@@ -246,7 +214,7 @@ static void test_connect_timeout(void **state)
     char log[300];
     uint16_t port;
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), filler, c;
-    uint8_t *a = make_lines(0, 100);
+    uint8_t *a = fc_log_lines(0, 100);
     const size_t n = 100 * LINE_LEN;
 
     (void)state;
@@ -261,7 +229,7 @@ static void test_connect_timeout(void **state)
     assert_true(filler >= 0);
 
     h_path(log, sizeof(log), "connect.src");
-    append(log, a, n);
+    fc_append(log, a, n);
     h_start_conf(&w, "connect", H_CONF_VERBOSE,
                  "[pipeline ship]\n"
                  "source = file:%s,follow=yes\n"
@@ -308,7 +276,7 @@ static void test_tee_stall(void **state)
     struct got ga = {0}, gb = {0};
     char src[300], hex[65], hex_a[65], needle[128];
     uint16_t pa, pb;
-    int la = listen_any(&pa), lb = listen_any(&pb), ca, cb;
+    int la = h_listen_any(&pa), lb = h_listen_any(&pb), ca, cb;
     const size_t n = 24u << 20; /* past the stalled sink's buffers */
     uint64_t delivered;
     char *text;

@@ -53,18 +53,6 @@ static void *writer_run(void *arg)
     return NULL;
 }
 
-static int listen_any(uint16_t *port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    int fd = h_listen(false, 0);
-
-    assert_true(fd >= 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
 /* Appends what fd has (waiting at most ms) to the file out: the bytes,
  * 0 at EOF, -1 on timeout or error. */
 static ssize_t save_some(int fd, int out, unsigned ms)
@@ -126,7 +114,7 @@ static void restart_mid_stream(const char *xf, const char *tool,
     struct writer wr = {0};
     char got[2][300], dec[2][300], needle[128];
     uint16_t port;
-    int lfd = listen_any(&port), c, out, small = 1024;
+    int lfd = h_listen_any(&port), c, out, small = 1024;
     size_t first = 0, nlog, nd[2], nc2;
     uint8_t *log, *d[2];
     uint64_t from, delivered;

@@ -397,6 +397,47 @@ int h_stop(struct h_weir *w, unsigned timeout_ms)
     return h_wait(w, timeout_ms);
 }
 
+/* ---- a process's figures ---- */
+
+double h_cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long utime, stime;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    p = fgets(buf, sizeof(buf), f);
+    fclose(f);
+    if (!p || !(p = strrchr(buf, ')')))
+        return -1;
+    /* Fields 14 and 15 (utime, stime), counted after the comm field. */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+               &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+long h_status_kib(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    size_t n = strlen(key);
+    long v = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
 /* ---- sockets ---- */
 
 uint16_t h_free_port(bool v6)
@@ -457,6 +498,18 @@ int h_listen(bool v6, uint16_t port)
     return fd;
 }
 
+int h_listen_any(uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd = h_listen(false, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
 int h_listen_unix(const char *path)
 {
     struct sockaddr_un un = {.sun_family = AF_UNIX};
@@ -469,6 +522,20 @@ int h_listen_unix(const char *path)
         close(fd);
         return -1;
     }
+    return fd;
+}
+
+int h_hold_port(uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
+    len = sizeof(ss);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     return fd;
 }
 
@@ -648,6 +715,34 @@ void h_client_start(struct h_client *c, unsigned timeout_ms)
 void h_client_join(struct h_client *c)
 {
     pthread_join(c->th, NULL);
+}
+
+/* ---- a collector that comes up late ---- */
+
+static void *collector_thread(void *arg)
+{
+    struct h_collector *c = arg;
+    int fd = h_accept(c->lfd, c->wait_ms);
+
+    c->got = fd < 0 ? -1 : h_drain(fd, NULL, UINT64_MAX, c->wait_ms);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+void h_collector_up(struct h_collector *c, int held, unsigned timeout_ms)
+{
+    c->lfd = held;
+    c->wait_ms = timeout_ms;
+    assert_int_equal(listen(held, 8), 0);
+    assert_int_equal(pthread_create(&c->th, NULL, collector_thread, c), 0);
+}
+
+void h_collector_join(struct h_collector *c)
+{
+    pthread_join(c->th, NULL);
+    close(c->lfd);
+    assert_true(c->got > 0);
 }
 
 /* ---- weir, judged ---- */

@@ -151,6 +151,14 @@ void h_expect_clean(const struct h_weir *w);
  * it exits with rc and its log holds no sanitizer report. */
 void h_expect_exit(struct h_weir *w, int rc, bool stop, unsigned timeout_ms);
 
+/* ---- a process's figures, from /proc ---- */
+
+/* CPU seconds (user + system) pid has used so far; -1 when unreadable. */
+double h_cpu_seconds(pid_t pid);
+/* A field of /proc/PID/status in KiB ("VmRSS", "VmHWM"); -1 when the file
+ * cannot be read or has no such field. */
+long h_status_kib(pid_t pid, const char *key);
+
 /* ---- sockets ---- */
 
 /* A port free on loopback right now (the kernel's choice). */
@@ -159,8 +167,15 @@ uint16_t h_free_port(bool v6);
 socklen_t h_addr(struct sockaddr_storage *ss, bool v6, uint16_t port);
 /* A listening socket on loopback:port, or -1. */
 int h_listen(bool v6, uint16_t port);
+/* A listening socket on 127.0.0.1 at a port the kernel chose; its port in
+ * *port. Fails the test when it cannot. */
+int h_listen_any(uint16_t *port);
 /* A listening unix socket at path (a stale one is removed first), or -1. */
 int h_listen_unix(const char *path);
+/* A socket bound on 127.0.0.1 at a port the kernel chose, not listening:
+ * connects to it are refused, and no other socket can take the port
+ * meanwhile. Its port in *port; fails the test when it cannot. */
+int h_hold_port(uint16_t *port);
 /* Accepts one connection within timeout_ms, or -1. */
 int h_accept(int lfd, unsigned timeout_ms);
 /* Connects to loopback:port (or a unix path), retrying until timeout_ms:
@@ -210,5 +225,25 @@ void h_client_run(struct h_client *c, unsigned timeout_ms);
 /* Runs c on a thread of its own (asserts that it started). */
 void h_client_start(struct h_client *c, unsigned timeout_ms);
 void h_client_join(struct h_client *c);
+
+/* ---- a collector that comes up late ---- */
+
+/* Takes one connection on a port h_hold_port held and drains it to EOF,
+ * on a thread: a sink that was retrying connects and takes what it held
+ * back, so that its stream ends at the stop (one whose sink never
+ * connected would only be cut). */
+struct h_collector {
+    int lfd;
+    unsigned wait_ms;
+    pthread_t th;
+    int64_t got; /* bytes read to EOF; -1: no connection, timeout, error */
+};
+
+/* Listens on held and starts the thread (asserts both), each wait bounded
+ * by timeout_ms. */
+void h_collector_up(struct h_collector *c, int held, unsigned timeout_ms);
+/* After weir exited: joins the thread, closes the listener, and fails the
+ * test unless the collector saw the end of a stream with bytes in it. */
+void h_collector_join(struct h_collector *c);
 
 #endif

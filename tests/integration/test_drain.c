@@ -16,29 +16,13 @@
 
 #define WAIT 60000 /* ms: generous for sanitizer builds */
 
-/* A port bound but not listening: connects to it are refused, and no
- * other socket can take it meanwhile. */
-static int hold_port(uint16_t *port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = h_addr(&ss, false, 0);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
-    len = sizeof(ss);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
 /* The sink retries a refused port until the stop; the drain (300 ms)
  * may time out on it, and then it is cut. */
 static void test_refused_sink(void **state)
 {
     char src[600], hex[65];
     uint16_t port;
-    int held = hold_port(&port);
+    int held = h_hold_port(&port);
     struct h_weir w;
 
     (void)state;

@@ -20,41 +20,6 @@
 static char data[300], data_hex[65];
 #define DATA_SIZE (1u << 20)
 
-/* The collector comes up at last: it takes what the sink held back, so
- * that the sink's stream ends at the stop (one whose sink never
- * connected would only be cut). */
-struct collector {
-    int lfd;
-    pthread_t th;
-    int64_t got;
-};
-
-static void *collect(void *arg)
-{
-    struct collector *c = arg;
-    int fd = h_accept(c->lfd, WAIT);
-
-    c->got = fd < 0 ? -1 : h_drain(fd, NULL, UINT64_MAX, WAIT);
-    if (fd >= 0)
-        close(fd);
-    return NULL;
-}
-
-static void collector_up(struct collector *c, int held)
-{
-    c->lfd = held;
-    assert_int_equal(listen(held, 8), 0);
-    assert_int_equal(pthread_create(&c->th, NULL, collect, c), 0);
-}
-
-/* After weir exited: the collector saw the end of its stream. */
-static void collector_join(struct collector *c)
-{
-    pthread_join(c->th, NULL);
-    close(c->lfd);
-    assert_true(c->got > 0);
-}
-
 static void test_json_lines(void **state)
 {
     uint16_t port = h_free_port(false);
@@ -130,22 +95,16 @@ static void test_journal_native(void **state)
 {
     uint16_t port = h_free_port(false), collector;
     struct sockaddr_un un = {.sun_family = AF_UNIX};
-    struct sockaddr_storage ss;
-    socklen_t len = h_addr(&ss, false, 0);
     int jfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    int held = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int held;
     struct h_client c = {.port = 0};
-    struct collector col;
+    struct h_collector col;
     char buf[4096], peer[64], sink[64];
     struct h_weir w;
 
     (void)state;
     /* A collector's port bound, not listening: its sink warns. */
-    assert_true(held >= 0);
-    assert_int_equal(bind(held, (struct sockaddr *)&ss, len), 0);
-    len = sizeof(ss);
-    assert_int_equal(getsockname(held, (struct sockaddr *)&ss, &len), 0);
-    collector = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    held = h_hold_port(&collector);
 
     assert_true(jfd >= 0);
     h_path(un.sun_path, sizeof(un.sun_path), "journal");
@@ -186,7 +145,7 @@ static void test_journal_native(void **state)
 
         expect_datagram(jfd, n, 5, buf, sizeof(buf));
     }
-    collector_up(&col, held);
+    h_collector_up(&col, held, WAIT);
     /* A sink in backoff gives up at a stop: let it connect first. */
     {
         const char *const n[] = {"PIPELINE=logs\n",
@@ -195,7 +154,7 @@ static void test_journal_native(void **state)
         expect_datagram(jfd, n, 2, buf, sizeof(buf));
     }
     h_expect_exit(&w, 0, true, WAIT);
-    collector_join(&col);
+    h_collector_join(&col);
     close(jfd);
 }
 

@@ -19,28 +19,6 @@
 #define FILE_SIZE (32u << 20) /* past what socket buffers hold */
 #define HOLDERS   48          /* one fd each in weir: past the limit of 40 */
 
-/* CPU seconds (user + system) the process has used so far. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024], *p;
-    unsigned long utime, stime;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    p = fgets(buf, sizeof(buf), f);
-    fclose(f);
-    if (!p || !(p = strrchr(buf, ')')))
-        return -1;
-    /* Fields 14 and 15 (utime, stime), counted after the comm field. */
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-               &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static void test_accepts_pause_when_fds_run_out(void **state)
 {
     struct rlimit low = {.rlim_cur = 40, .rlim_max = 40};
@@ -70,9 +48,9 @@ static void test_accepts_pause_when_fds_run_out(void **state)
     h_expect_log(&w, "pausing accepts", WAIT);
 
     /* Paused, not spinning: a few timer wakeups in a second and a half. */
-    cpu0 = cpu_seconds(w.pid);
+    cpu0 = h_cpu_seconds(w.pid);
     h_sleep_ms(1500);
-    cpu1 = cpu_seconds(w.pid);
+    cpu1 = h_cpu_seconds(w.pid);
     assert_true(cpu0 >= 0 && cpu1 >= 0);
     assert_true(cpu1 - cpu0 < 0.5);
     {

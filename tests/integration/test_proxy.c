@@ -412,29 +412,13 @@ static void test_upstream_refused(void **state)
     h_expect_exit(&w, 0, true, WAIT);
 }
 
-/* A port bound but not listening: connects to it are refused, and no
- * other socket can take it meanwhile. */
-static int hold_port(uint16_t *port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = h_addr(&ss, false, 0);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
-    len = sizeof(ss);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
 /* An upstream that is down: the one warning names the upstream's
  * address and the errno, and the client only as whose connection it
  * was; the client's connection ends. */
 static void test_upstream_down_named(void **state)
 {
     uint16_t front = h_free_port(false), back;
-    int held = hold_port(&back), fd;
+    int held = h_hold_port(&back), fd;
     struct sockaddr_in me;
     socklen_t len = sizeof(me);
     char want[200], bare[200], *t;

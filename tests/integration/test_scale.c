@@ -34,23 +34,6 @@
 #define KiB 1024ull
 #define MiB (1024ull * 1024ull)
 
-static long rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    long kib = -1;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 /* The open-file limit raised to at least n (root may raise the hard one);
  * weir, started after, inherits it. */
 static void raise_nofile(rlim_t n)
@@ -115,7 +98,7 @@ static long wait_rss_at_most(pid_t pid, long kib)
     int64_t end = h_now_ms() + WAIT;
     long rss;
 
-    while ((rss = rss_kib(pid)) > kib && h_now_ms() < end)
+    while ((rss = h_status_kib(pid, "VmRSS")) > kib && h_now_ms() < end)
         h_sleep_ms(100);
     return rss;
 }
@@ -151,12 +134,12 @@ static void test_nonreaders_of_a_big_file_cost_little(void **state)
                  file, port);
     h_expect_log(&w, "listening on", WAIT);
     h_expect_fetch(&w, port, WAIT, 64 * MiB, hex, WAIT);
-    base = rss_kib(w.pid);
+    base = h_status_kib(w.pid, "VmRSS");
     assert_true(base > 0);
 
     connect_all(fds, NONREADERS, port);
     assert_int_equal(wait_all_answered(fds, NONREADERS), NONREADERS);
-    held = rss_kib(w.pid);
+    held = h_status_kib(w.pid, "VmRSS");
     print_message("rss: idle %ld KiB, %d clients not reading %ld KiB\n", base,
                   NONREADERS, held);
     /* At most 64 KiB of weir's memory per client, whatever the size. */
@@ -202,7 +185,7 @@ static void test_nonreaders_leave_the_pool_to_others(void **state)
                  "sink = file:%s\n",
                  file, serve, ingest, out);
     h_expect_log_count(&w, "listening on", 2, WAIT);
-    base = rss_kib(w.pid);
+    base = h_status_kib(w.pid, "VmRSS");
 
     /* The healthy stream runs first; then the crowd that reads nothing. */
     healthy = h_connect(false, ingest, NULL, WAIT);
@@ -211,7 +194,7 @@ static void test_nonreaders_leave_the_pool_to_others(void **state)
     connect_all(fds, NONREADERS, serve);
     served = wait_all_answered(fds, NONREADERS);
     h_expect_log(&w, "refused client", WAIT);
-    held = rss_kib(w.pid);
+    held = h_status_kib(w.pid, "VmRSS");
     print_message("rss: idle %ld KiB, %d streams held %ld KiB\n", base, served,
                   held);
     /* The pool promised them only what it has: some were refused. */
@@ -296,7 +279,7 @@ static void test_ten_thousand_clients(void **state)
                  file, port);
     h_expect_log(&w, "listening on", WAIT);
     h_expect_fetch(&w, port, WAIT, MANY_SIZE, hex, WAIT);
-    base = rss_kib(w.pid);
+    base = h_status_kib(w.pid, "VmRSS");
 
     /* All of them connected at once, each served before any reads. They
      * connect 500 at a time, each batch answered before the next, so
@@ -305,7 +288,7 @@ static void test_ten_thousand_clients(void **state)
         connect_all(fds + i, 500, port);
         assert_int_equal(wait_all_answered(fds + i, 500), 500);
     }
-    held = rss_kib(w.pid);
+    held = h_status_kib(w.pid, "VmRSS");
     print_message("rss: idle %ld KiB, %d clients %ld KiB\n", base, MANY, held);
     assert_true(held - base <= (long)(MANY * 64));
 

@@ -93,57 +93,6 @@ static void start(struct h_weir *w, const char *name, uint16_t port,
     h_expect_log(w, "pipeline files: listening on", WAIT);
 }
 
-/* A port bound but not listening: connects to it are refused, and no
- * other socket can take it meanwhile. */
-static int hold_port(uint16_t *port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = h_addr(&ss, false, 0);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
-    len = sizeof(ss);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
-/* The collector comes up at last: it takes what the sink held back, so
- * that the sink's stream ends at the stop (one whose sink never
- * connected would only be cut). */
-struct collector {
-    int lfd;
-    pthread_t th;
-    int64_t got;
-};
-
-static void *collect(void *arg)
-{
-    struct collector *c = arg;
-    int fd = h_accept(c->lfd, WAIT);
-
-    c->got = fd < 0 ? -1 : h_drain(fd, NULL, UINT64_MAX, WAIT);
-    if (fd >= 0)
-        close(fd);
-    return NULL;
-}
-
-static void collector_up(struct collector *c, int held)
-{
-    c->lfd = held;
-    assert_int_equal(listen(held, 8), 0);
-    assert_int_equal(pthread_create(&c->th, NULL, collect, c), 0);
-}
-
-/* After weir exited: the collector saw the end of its stream. */
-static void collector_join(struct collector *c)
-{
-    pthread_join(c->th, NULL);
-    close(c->lfd);
-    assert_true(c->got > 0);
-}
-
 /* Sends req on a fresh connection to the control socket and reads the
  * reply to EOF (NUL-terminated; caller frees). */
 static char *ask_raw(const char *req, size_t len)
@@ -174,8 +123,8 @@ static char *ask_raw(const char *req, size_t len)
 static void test_status_json(void **state)
 {
     uint16_t port = h_free_port(false), collector;
-    int held = hold_port(&collector);
-    struct collector col;
+    int held = h_hold_port(&collector);
+    struct h_collector col;
     char sink[64], *out = NULL;
     struct h_client c = {.port = 0};
     struct stat st;
@@ -232,7 +181,7 @@ static void test_status_json(void **state)
     free(out);
 
     /* The collector comes up (its sink connects at its next try). */
-    collector_up(&col, held);
+    h_collector_up(&col, held, WAIT);
     /* A sink in backoff gives up at a stop: let it connect first. */
     h_expect_log(&w, "pipeline logs: connected to", WAIT);
 
@@ -242,7 +191,7 @@ static void test_status_json(void **state)
     h_expect_log(&w, "info: status: logs      tcp:127.0.0.1:", WAIT);
 
     h_expect_exit(&w, 0, true, WAIT);
-    collector_join(&col);
+    h_collector_join(&col);
     /* Its socket goes with it. */
     assert_int_equal(stat(sock, &st), -1);
     /* Nothing answers now: weir status says so. */
@@ -253,8 +202,8 @@ static void test_status_json(void **state)
 static void test_bad_requests(void **state)
 {
     uint16_t port = h_free_port(false), collector;
-    int held = hold_port(&collector), idle[8];
-    struct collector col;
+    int held = h_hold_port(&collector), idle[8];
+    struct h_collector col;
     char huge[400], *r, *out;
     struct h_weir w;
 
@@ -291,11 +240,11 @@ static void test_bad_requests(void **state)
                     read(idle[i], &c, 1) <= 0);
         close(idle[i]);
     }
-    collector_up(&col, held);
+    h_collector_up(&col, held, WAIT);
     /* A sink in backoff gives up at a stop: let it connect first. */
     h_expect_log(&w, "pipeline logs: connected to", WAIT);
     h_expect_exit(&w, 0, true, WAIT);
-    collector_join(&col);
+    h_collector_join(&col);
 }
 
 /* A reload that changes a pipeline while a client of it is served: the
@@ -343,8 +292,8 @@ static void test_reload_shows_once(void **state)
 static void test_top_frames(void **state)
 {
     uint16_t port = h_free_port(false), collector;
-    int held = hold_port(&collector);
-    struct collector col;
+    int held = h_hold_port(&collector);
+    struct h_collector col;
     struct h_weir w;
     char *out;
     const char *logs, *files;
@@ -362,11 +311,11 @@ static void test_top_frames(void **state)
     assert_true(logs < files);
     assert_null(strchr(out, '\033')); /* no terminal: no escapes */
     free(out);
-    collector_up(&col, held);
+    h_collector_up(&col, held, WAIT);
     /* A sink in backoff gives up at a stop: let it connect first. */
     h_expect_log(&w, "pipeline logs: connected to", WAIT);
     h_expect_exit(&w, 0, true, WAIT);
-    collector_join(&col);
+    h_collector_join(&col);
 }
 
 static int tmux(const char *tsock, const char *a, const char *b, const char *c,
@@ -387,8 +336,8 @@ static int tmux(const char *tsock, const char *a, const char *b, const char *c,
 static void test_top_tmux(void **state)
 {
     uint16_t port = h_free_port(false), collector;
-    int held = hold_port(&collector);
-    struct collector col;
+    int held = h_hold_port(&collector);
+    struct h_collector col;
     char tsock[300], cmd[1024], *screen = NULL;
     struct h_weir w;
     bool shown = false, gone = false;
@@ -434,11 +383,11 @@ static void test_top_tmux(void **state)
     if (!gone)
         (void)tmux(tsock, "kill-server", NULL, NULL, NULL, NULL);
     assert_true(gone);
-    collector_up(&col, held);
+    h_collector_up(&col, held, WAIT);
     /* A sink in backoff gives up at a stop: let it connect first. */
     h_expect_log(&w, "pipeline logs: connected to", WAIT);
     h_expect_exit(&w, 0, true, WAIT);
-    collector_join(&col);
+    h_collector_join(&col);
 }
 
 /* The access log: one info line per client, a client that hangs up

@@ -510,23 +510,6 @@ static void test_block_never_drops(void **state)
 
 /* ---- the memory bound ---- */
 
-static int64_t vmrss_kib(pid_t pid)
-{
-    char p[64], line[256];
-    int64_t kib = -1;
-    FILE *f;
-
-    snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-    f = fopen(p, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %" SCNd64, &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 /* A receiver on a thread: reads `rate` bytes a second in 10 steps, or as
  * fast as it can when rate is 0, until told to stop. */
 struct reader {
@@ -579,7 +562,7 @@ static int64_t idle_rss(void)
     if (!h_wait_log(w.log, "listening on", WAIT))
         h_show_log(&w);
     h_sleep_ms(300);
-    kib = vmrss_kib(w.pid);
+    kib = h_status_kib(w.pid, "VmRSS");
     kill(w.pid, SIGKILL);
     h_wait(&w, WAIT);
     return kib;
@@ -604,17 +587,17 @@ static void watch_rss(pid_t pid, struct rss_watch *rw, unsigned secs)
     int64_t end;
 
     h_sleep_ms(1000);
-    rw->first = rw->peak = vmrss_kib(pid);
+    rw->first = rw->peak = h_status_kib(pid, "VmRSS");
     end = h_now_ms() + (int64_t)secs * 1000;
     while (h_now_ms() < end) {
-        int64_t kib = vmrss_kib(pid);
+        int64_t kib = h_status_kib(pid, "VmRSS");
 
         rw->lost = rw->lost || kib <= 0;
         if (kib > rw->peak)
             rw->peak = kib;
         h_sleep_ms(250);
     }
-    rw->last = vmrss_kib(pid);
+    rw->last = h_status_kib(pid, "VmRSS");
 }
 
 static void rss_check(const struct rss_watch *rw)

@@ -184,11 +184,18 @@ def client_ctx(cert=None):
     return ctx
 
 
-def tls_read(port, cert=None, server_name="localhost"):
-    """Reads a tls-listen sink to its end; (sha, the server cert's O)."""
+def tls_read(port, cert=None, server_name="localhost", alpn=None,
+             want_alpn=None):
+    """Reads a tls-listen sink to its end; (sha, the server cert's O).
+    With alpn, offers those protocols and checks the one chosen."""
+    ctx = client_ctx(cert)
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
     with socket.create_connection(("127.0.0.1", port), 30) as raw:
-        with client_ctx(cert).wrap_socket(raw, server_hostname=server_name) \
-                as s:
+        with ctx.wrap_socket(raw, server_hostname=server_name) as s:
+            if alpn:
+                assert s.selected_alpn_protocol() == want_alpn, \
+                    "ALPN chose %r" % s.selected_alpn_protocol()
             org = dict(x[0] for x in s.getpeercert()["subject"])
             h = hashlib.sha256()
             while True:
@@ -281,11 +288,16 @@ sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s,handshake_timeout=2s
 
 [pipeline small]
 source = file:%s
-sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s
+sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s,alpn=h2:http/1.1
 """ % (path("serve.bin"), port, path("server.pem"), path("server.key"),
        path("small.bin"), port2, path("server.pem"), path("server.key")))
     w.wait_log("listening on", 2)
     assert tls_read(port2)[0] == small, "a small file over TLS"
+    # ALPN: the server's first protocol that the client offers, or none.
+    assert tls_read(port2, alpn=["spdy/1", "http/1.1"],
+                    want_alpn="http/1.1")[0] == small, "ALPN http/1.1"
+    assert tls_read(port2, alpn=["spdy/1"], want_alpn=None)[0] == small, \
+        "no ALPN in common"
 
     r = subprocess.run(["openssl", "s_client", "-quiet", "-verify_return_error",
                         "-CAfile", "ca.pem", "-servername", "localhost",

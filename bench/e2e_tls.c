@@ -86,7 +86,7 @@ static const struct e2e_sender tls_senders[] = {
 #define WEIR_TLS_SERVER(env)                                                   \
     {                                                                          \
         "sh", "-c",                                                            \
-            "printf '[daemon]\\npool_size = 4GiB\\naccess_log = no\\n"         \
+            "printf '[daemon]\\naccess_log = no\\n"                            \
             "[pipeline e2e]\\nsource = file:%s\\nsink = "                      \
             "tls-listen:127.0.0.1:%s,backlog=1024,cert=" TLS_CERT              \
             ",key=" TLS_KEY "\\n' \"$1\" \"$2\" >\"$1.tls.conf\" && " env      \

@@ -35,6 +35,15 @@ uint32_t budget_of(const struct half *h)
     b += 2 * (uint32_t)p->ntransforms;
     if (s->relay)
         b += chunks(p->high_water_mark, chunk) + 3;
+    /* A plain file cannot fill more buffers than it has bytes: the
+     * read-ahead and the queues together hold at most the file, plus
+     * one buffer each way for TLS records. */
+    if (s->src_size && p->ntransforms == 0 && !s->relay) {
+        uint32_t cap = chunks(s->src_size, chunk) + n + 2;
+
+        if (cap < b)
+            b = cap;
+    }
     return b;
 }
 

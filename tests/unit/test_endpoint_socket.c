@@ -38,6 +38,7 @@ struct run {
     char in[600];
     struct weir_socket_sink_options so;
     struct weir_endpoint_options o;
+    int src_fd; /* >= 0: an fd source on it instead of the file */
     /* worker side */
     struct weir_endpoint *src, *sink;
     struct weir_task start, cut;
@@ -85,13 +86,18 @@ static void start_task(struct weir_task *t)
     struct run *x =
         (struct run *)(void *)((char *)t - offsetof(struct run, start));
     struct weir_endpoint_options so = {.own_fd = true};
-    int fd = open(x->in, O_RDONLY | O_CLOEXEC);
+    int fd = x->src_fd >= 0 ? x->src_fd : open(x->in, O_RDONLY | O_CLOEXEC);
     int rc;
 
     assert_true(fd >= 0);
-    assert_int_equal(weir_endpoint_file_source(&x->src, weir_loop_current(),
-                                               weir_worker_pool(), fd, &so),
-                     0);
+    if (x->src_fd >= 0)
+        assert_int_equal(weir_endpoint_fd_source(&x->src, weir_loop_current(),
+                                                 weir_worker_pool(), fd, &so),
+                         0);
+    else
+        assert_int_equal(weir_endpoint_file_source(&x->src, weir_loop_current(),
+                                                   weir_worker_pool(), fd, &so),
+                         0);
     assert_int_equal(
         weir_endpoint_socket_sink(&x->sink, weir_loop_current(), &x->o, &x->so),
         0);
@@ -142,6 +148,7 @@ static void run_begin(size_t size)
     snprintf(r.in, sizeof(r.in), "%s/in", dir);
     make_input(r.in, size);
     r.so.replay_fd = -1;
+    r.src_fd = -1;
     r.so.on_event = on_event;
     r.so.event_arg = &r;
     assert_int_equal(weir_workers_start(&r.w, &wo), 0);
@@ -415,6 +422,128 @@ static void test_reconnect_resume(void **state)
     close(lfd);
 }
 
+static void destroy_task(struct weir_task *t)
+{
+    struct run *x =
+        (struct run *)(void *)((char *)t - offsetof(struct run, start));
+
+    assert_int_equal(
+        weir_endpoint_socket_sink(&x->sink, weir_loop_current(), &x->o, &x->so),
+        0);
+    /* Its start began the lookup, which is still out on its thread. */
+    weir_endpoint_destroy(x->sink);
+    x->done = true;
+    pthread_mutex_lock(&x->lock);
+    x->finished = 1;
+    pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+}
+
+/* A sink destroyed while its name is being looked up: the lookup's
+ * answer is dropped, nothing connects and nothing leaks. */
+static void test_destroy_during_lookup(void **state)
+{
+    struct sockaddr_in sa;
+    int lfd;
+
+    (void)state;
+    lfd = tcp_socket(true, &sa);
+    run_begin(0);
+    r.so.host = "localhost";
+    r.so.port = ntohs(sa.sin_port);
+    weir_task_init(&r.start, destroy_task);
+    run_go();
+    assert_int_equal(run_end(), 0);
+    assert_int_equal(r.events[WEIR_EP_CONNECTED], 0);
+    close(lfd);
+}
+
+/* An idle connection (the source has nothing yet) whose peer sends a few
+ * bytes and closes: the sink's watch notices, reconnects, and the bytes
+ * written later arrive on the new connection. */
+static void test_idle_peer_close_reconnect(void **state)
+{
+    struct sockaddr_in sa;
+    int lfd, c1, c2, p[2];
+    static const char msg[] = "written after the first peer left";
+    char got[sizeof(msg) + 16];
+    size_t n = 0;
+
+    (void)state;
+    lfd = tcp_socket(true, &sa);
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    run_begin(0);
+    r.src_fd = p[0];
+    set_addr(&sa);
+    r.so.reconnect = true;
+    r.so.backoff_min_ns = 1000 * 1000;
+    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    run_go();
+    c1 = accept_wait(lfd);
+    wait_for(WEIR_EP_CONNECTED, 1);
+    assert_int_equal(write(c1, "hi", 2), 2);
+    close(c1);
+    c2 = accept_wait(lfd);
+    wait_for(WEIR_EP_CONNECTED, 2);
+    assert_true(r.events[WEIR_EP_DISCONNECTED] >= 1);
+    assert_int_equal(write(p[1], msg, sizeof(msg)), (ssize_t)sizeof(msg));
+    close(p[1]);
+    for (;;) {
+        struct pollfd pf = {.fd = c2, .events = POLLIN};
+        ssize_t k;
+
+        assert_int_equal(poll(&pf, 1, 60000), 1);
+        k = read(c2, got + n, sizeof(got) - n);
+        assert_true(k >= 0);
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    assert_int_equal(n, sizeof(msg));
+    assert_memory_equal(got, msg, sizeof(msg));
+    assert_int_equal(run_end(), 0);
+    close(c2);
+    close(lfd);
+}
+
+/* Without reconnect, a peer that closes an idle connection fails the
+ * stream at its next write. */
+static void test_idle_peer_close_fails(void **state)
+{
+    struct sockaddr_in sa;
+    int lfd, c1, p[2];
+
+    (void)state;
+    lfd = tcp_socket(true, &sa);
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    run_begin(0);
+    r.src_fd = p[0];
+    set_addr(&sa);
+    run_go();
+    c1 = accept_wait(lfd);
+    wait_for(WEIR_EP_CONNECTED, 1);
+    close(c1);
+    /* Once the sink saw the close, its next write fails; keep writing
+     * until the stream has ended. */
+    for (;;) {
+        bool fin;
+
+        pthread_mutex_lock(&r.lock);
+        fin = r.finished;
+        pthread_mutex_unlock(&r.lock);
+        if (fin || write(p[1], "x", 1) != 1)
+            break;
+        {
+            struct timespec ts = {0, 5 * 1000 * 1000};
+
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(run_end() < 0);
+    close(p[1]);
+    close(lfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +554,9 @@ int main(void)
         cmocka_unit_test(test_refused_once),
         cmocka_unit_test(test_send_timeout),
         cmocka_unit_test(test_reconnect_resume),
+        cmocka_unit_test(test_destroy_during_lookup),
+        cmocka_unit_test(test_idle_peer_close_reconnect),
+        cmocka_unit_test(test_idle_peer_close_fails),
     };
     char cmd[700];
     int rc;

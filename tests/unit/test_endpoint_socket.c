@@ -544,6 +544,178 @@ static void test_idle_peer_close_fails(void **state)
     close(lfd);
 }
 
+/* Appends v to the buffer as n little-endian bytes. */
+static size_t put_le(uint8_t *b, size_t at, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        b[at + i] = (uint8_t)(v >> (8 * i));
+    return at + n;
+}
+
+static size_t put_payload(uint8_t *b, size_t at, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        b[at + i] = byte_at(at + i);
+    return at + n;
+}
+
+/*
+ * A stream of members as weir's framer reads them, written to r.in;
+ * starts[] gets each member's offset. gzip: a 20-byte header with the
+ * member's size in its 'W','R' extra field, then opaque bytes. zstd:
+ * frames of raw and RLE blocks (some with a checksum, some with a frame
+ * content size) and skippable frames between them.
+ */
+static size_t make_members(enum weir_resume kind, uint8_t *b, size_t cap,
+                           size_t *starts, size_t *nstarts)
+{
+    size_t at = 0;
+    unsigned i = 0;
+
+    *nstarts = 0;
+    while (at + 300000 < cap) {
+        starts[(*nstarts)++] = at;
+        if (kind == WEIR_RESUME_GZIP) {
+            uint32_t size = 20 + 50000 + (i % 7) * 1000;
+
+            b[at] = 0x1f;
+            b[at + 1] = 0x8b;
+            b[at + 2] = 8;
+            b[at + 3] = 0x04;
+            memset(b + at + 4, 0, 6);
+            put_le(b, at + 10, 8, 2);
+            b[at + 12] = 'W';
+            b[at + 13] = 'R';
+            put_le(b, at + 14, 4, 2);
+            put_le(b, at + 16, size, 4);
+            at = put_payload(b, at + 20, size - 20);
+        } else if (i % 5 == 4) {
+            at = put_le(b, at, 0x184D2A53u, 4);
+            at = put_le(b, at, 1000, 4);
+            at = put_payload(b, at, 1000);
+        } else {
+            bool sum = i % 2, fcs = i % 3 == 1;
+
+            at = put_le(b, at, 0xFD2FB528u, 4);
+            /* FHD: checksum flag; with fcs a 2-byte content size (code
+             * 1) and a window descriptor, else the window alone. */
+            b[at++] = (uint8_t)((sum ? 0x04 : 0) | (fcs ? 0x40 : 0));
+            b[at++] = 0x50; /* window descriptor */
+            if (fcs)
+                at = put_le(b, at, 1234, 2);
+            for (unsigned k = 0; k < 4; k++) {
+                bool last = k == 3;
+                uint32_t n = 20000 + k * 100;
+
+                if (k == 1) { /* RLE: one byte on the wire */
+                    at = put_le(b, at, (n << 3) | (1u << 1) | last, 3);
+                    b[at++] = 0x55;
+                } else {
+                    at = put_le(b, at, (n << 3) | last, 3);
+                    at = put_payload(b, at, n);
+                }
+            }
+            if (sum)
+                at = put_le(b, at, 0xdeadbeef, 4);
+        }
+        i++;
+    }
+    return at;
+}
+
+/* As test_reconnect_resume, on a member stream: the second connection
+ * must start exactly where a member starts, and carry the rest. */
+static void reconnect_members(enum weir_resume kind)
+{
+    struct sockaddr_in sa;
+    const size_t cap = 6u << 20;
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    uint8_t *in = malloc(cap), *got = malloc(cap);
+    size_t starts[512], nstarts, size, n = 0;
+    int lfd, c1, c2, fd;
+    bool at_start = false;
+
+    assert_non_null(in);
+    assert_non_null(got);
+    size = make_members(kind, in, cap, starts, &nstarts);
+    lfd = tcp_socket(true, &sa);
+    run_begin(0);
+    fd = open(r.in, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, in, size), (ssize_t)size);
+    close(fd);
+    set_addr(&sa);
+    r.so.reconnect = true;
+    r.so.resume = kind;
+    r.so.backoff_min_ns = 1000 * 1000;
+    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    run_go();
+    c1 = accept_wait(lfd);
+    assert_int_equal(read(c1, got, 1000) > 0, 1);
+    assert_int_equal(setsockopt(c1, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(c1);
+    c2 = accept_wait(lfd);
+    for (;;) {
+        struct pollfd p = {.fd = c2, .events = POLLIN};
+        ssize_t k;
+
+        assert_int_equal(poll(&p, 1, 60000), 1);
+        k = read(c2, got + n, cap - n);
+        assert_true(k >= 0);
+        if (k == 0)
+            break;
+        n += (size_t)k;
+        assert_true(n <= size);
+    }
+    assert_true(n > 0);
+    for (size_t i = 0; i < nstarts; i++)
+        at_start |= starts[i] == size - n;
+    assert_true(at_start);
+    assert_memory_equal(got, in + (size - n), n);
+    assert_int_equal(run_end(), 0);
+    assert_true(r.events[WEIR_EP_RESUMED] >= 1);
+    close(c2);
+    close(lfd);
+    free(in);
+    free(got);
+}
+
+static void test_resume_gzip(void **state)
+{
+    (void)state;
+    reconnect_members(WEIR_RESUME_GZIP);
+}
+
+static void test_resume_zstd(void **state)
+{
+    (void)state;
+    reconnect_members(WEIR_RESUME_ZSTD);
+}
+
+/* A resuming sink whose peer never reads: the copy fills up to its bound
+ * and the sink waits for acknowledgements that never come, until the send
+ * timeout ends the stream. */
+static void test_resume_bound_timeout(void **state)
+{
+    struct sockaddr_in sa;
+    int lfd, cfd;
+
+    (void)state;
+    lfd = tcp_socket(true, &sa);
+    run_begin(64u << 20);
+    set_addr(&sa);
+    r.so.resume = WEIR_RESUME_BYTES;
+    r.so.reconnect = true;
+    r.so.cut_stalled = true;
+    r.o.send_timeout_ns = 200 * 1000 * 1000;
+    run_go();
+    cfd = accept_wait(lfd);
+    assert_int_equal(run_end(), -ETIMEDOUT);
+    assert_int_equal(r.events[WEIR_EP_CONNECTED], 1);
+    close(cfd);
+    close(lfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +729,9 @@ int main(void)
         cmocka_unit_test(test_destroy_during_lookup),
         cmocka_unit_test(test_idle_peer_close_reconnect),
         cmocka_unit_test(test_idle_peer_close_fails),
+        cmocka_unit_test(test_resume_gzip),
+        cmocka_unit_test(test_resume_zstd),
+        cmocka_unit_test(test_resume_bound_timeout),
     };
     char cmd[700];
     int rc;

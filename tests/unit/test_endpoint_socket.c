@@ -363,22 +363,28 @@ static void test_send_timeout(void **state)
 }
 
 /* The peer resets the first connection mid-stream; the sink reconnects
- * and, resuming, starts the second where the first peer's acknowledged
- * bytes ended: the second connection carries the file's tail exactly. */
-static void test_reconnect_resume(void **state)
+ * and, resuming from its copy (or, replay, from the file), starts the
+ * second where the first peer's acknowledged bytes ended: the second
+ * connection carries the file's tail exactly. */
+static void reconnect_tail(bool replay)
 {
     struct sockaddr_in sa;
     const size_t size = 6u << 20;
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
-    int lfd, c1, c2;
+    int lfd, c1, c2, rfd = -1;
     size_t first, second;
 
-    (void)state;
     lfd = tcp_socket(true, &sa);
     run_begin(size);
     set_addr(&sa);
     r.so.reconnect = true;
-    r.so.resume = WEIR_RESUME_BYTES;
+    if (replay) {
+        rfd = open(r.in, O_RDONLY | O_CLOEXEC);
+        assert_true(rfd >= 0);
+        r.so.replay_fd = rfd;
+    } else {
+        r.so.resume = WEIR_RESUME_BYTES;
+    }
     r.so.backoff_min_ns = 1000 * 1000;
     r.so.backoff_max_ns = 4 * 1000 * 1000;
     run_go();
@@ -420,6 +426,20 @@ static void test_reconnect_resume(void **state)
     assert_true(r.events[WEIR_EP_RESUMED] >= 1);
     close(c2);
     close(lfd);
+    if (rfd >= 0)
+        close(rfd);
+}
+
+static void test_reconnect_resume(void **state)
+{
+    (void)state;
+    reconnect_tail(false);
+}
+
+static void test_reconnect_replay_file(void **state)
+{
+    (void)state;
+    reconnect_tail(true);
 }
 
 static void destroy_task(struct weir_task *t)
@@ -716,6 +736,49 @@ static void test_resume_bound_timeout(void **state)
     close(lfd);
 }
 
+/* One gzip member larger than the copy's bound, to a peer that never
+ * reads: the copy must keep the whole member, so the sink stops at the
+ * bound and waits for acknowledgements, until the send timeout. */
+static void test_resume_copy_bound(void **state)
+{
+    struct sockaddr_in sa;
+    const size_t size = 3 * WEIR_RESUME_MAX;
+    uint8_t *in = malloc(size);
+    int lfd, cfd, fd;
+
+    (void)state;
+    assert_non_null(in);
+    memset(in, 0, 20);
+    in[0] = 0x1f;
+    in[1] = 0x8b;
+    in[2] = 8;
+    in[3] = 0x04;
+    put_le(in, 10, 8, 2);
+    in[12] = 'W';
+    in[13] = 'R';
+    put_le(in, 14, 4, 2);
+    put_le(in, 16, size, 4);
+    put_payload(in, 20, size - 20);
+    lfd = tcp_socket(true, &sa);
+    run_begin(0);
+    fd = open(r.in, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, in, size), (ssize_t)size);
+    close(fd);
+    free(in);
+    set_addr(&sa);
+    r.so.resume = WEIR_RESUME_GZIP;
+    r.so.reconnect = true;
+    r.so.cut_stalled = true;
+    r.o.send_timeout_ns = 300 * 1000 * 1000;
+    run_go();
+    cfd = accept_wait(lfd);
+    assert_int_equal(run_end(), -ETIMEDOUT);
+    assert_int_equal(r.events[WEIR_EP_CONNECTED], 1);
+    close(cfd);
+    close(lfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -732,6 +795,8 @@ int main(void)
         cmocka_unit_test(test_resume_gzip),
         cmocka_unit_test(test_resume_zstd),
         cmocka_unit_test(test_resume_bound_timeout),
+        cmocka_unit_test(test_reconnect_replay_file),
+        cmocka_unit_test(test_resume_copy_bound),
     };
     char cmd[700];
     int rc;

@@ -41,7 +41,7 @@ struct run {
     int src_fd; /* >= 0: an fd source on it instead of the file */
     /* worker side */
     struct weir_endpoint *src, *sink;
-    struct weir_task start, cut;
+    struct weir_task start, cut, stop;
     int rc;
     bool done;
     /* shared, under lock */
@@ -116,6 +116,15 @@ static void cut_task(struct weir_task *t)
         weir_endpoint_cut(x->sink);
 }
 
+static void stop_task(struct weir_task *t)
+{
+    struct run *x =
+        (struct run *)(void *)((char *)t - offsetof(struct run, stop));
+
+    if (!x->done)
+        weir_endpoint_stop(x->sink);
+}
+
 static void make_input(const char *path, size_t size)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -154,6 +163,7 @@ static void run_begin(size_t size)
     assert_int_equal(weir_workers_start(&r.w, &wo), 0);
     weir_task_init(&r.start, start_task);
     weir_task_init(&r.cut, cut_task);
+    weir_task_init(&r.stop, stop_task);
 }
 
 static void run_go(void)
@@ -736,10 +746,10 @@ static void test_resume_bound_timeout(void **state)
     close(lfd);
 }
 
-/* One gzip member larger than the copy's bound, to a peer that never
- * reads: the copy must keep the whole member, so the sink stops at the
- * bound and waits for acknowledgements, until the send timeout. */
-static void test_resume_copy_bound(void **state)
+/* One gzip member three times the copy's bound: at the bound the copy
+ * lets go of the member's acknowledged part instead of holding it all,
+ * and every byte still arrives once, in order. */
+static void test_resume_member_over_bound(void **state)
 {
     struct sockaddr_in sa;
     const size_t size = 3 * WEIR_RESUME_MAX;
@@ -765,17 +775,126 @@ static void test_resume_copy_bound(void **state)
     assert_true(fd >= 0);
     assert_int_equal(write(fd, in, size), (ssize_t)size);
     close(fd);
-    free(in);
     set_addr(&sa);
     r.so.resume = WEIR_RESUME_GZIP;
     r.so.reconnect = true;
-    r.so.cut_stalled = true;
-    r.o.send_timeout_ns = 300 * 1000 * 1000;
     run_go();
     cfd = accept_wait(lfd);
-    assert_int_equal(run_end(), -ETIMEDOUT);
+    {
+        uint8_t buf[65536];
+        size_t got = 0;
+
+        for (;;) {
+            struct pollfd p = {.fd = cfd, .events = POLLIN};
+            ssize_t n;
+
+            assert_int_equal(poll(&p, 1, 60000), 1);
+            n = read(cfd, buf, sizeof(buf));
+            assert_true(n >= 0);
+            if (n == 0)
+                break;
+            assert_true(got + (size_t)n <= size);
+            assert_memory_equal(buf, in + got, (size_t)n);
+            got += (size_t)n;
+        }
+        assert_int_equal(got, size);
+    }
+    free(in);
+    assert_int_equal(run_end(), 0);
     assert_int_equal(r.events[WEIR_EP_CONNECTED], 1);
     close(cfd);
+    close(lfd);
+}
+
+/* Stopped while backing off from a refused port: no more retries, and
+ * the write it holds fails with -ENOTCONN. */
+static void test_stop_in_backoff(void **state)
+{
+    struct sockaddr_in sa;
+    int hold;
+
+    (void)state;
+    hold = tcp_socket(false, &sa);
+    run_begin(4096);
+    set_addr(&sa);
+    r.so.reconnect = true;
+    r.so.backoff_min_ns = 1000 * 1000;
+    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    run_go();
+    wait_for(WEIR_EP_CONNECT_FAIL, 2);
+    weir_workers_post(r.w, 0, &r.stop);
+    assert_int_equal(run_end(), -ENOTCONN);
+    assert_int_equal(r.events[WEIR_EP_CONNECTED], 0);
+    close(hold);
+}
+
+/* A listener whose backlog is full never answers the sink's SYN: the
+ * connect timeout fails it. */
+static void test_connect_timeout(void **state)
+{
+    struct sockaddr_in sa;
+    int lfd, fill[4];
+
+    (void)state;
+    lfd = tcp_socket(false, &sa);
+    assert_int_equal(listen(lfd, 0), 0);
+    for (int i = 0; i < 4; i++) {
+        fill[i] =
+            socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        assert_true(fill[i] >= 0);
+        (void)connect(fill[i], (struct sockaddr *)&sa, sizeof(sa));
+    }
+    run_begin(4096);
+    set_addr(&sa);
+    r.so.connect_timeout_ns = 200 * 1000 * 1000;
+    run_go();
+    assert_int_equal(run_end(), -ETIMEDOUT);
+    assert_int_equal(r.events[WEIR_EP_CONNECTED], 0);
+    for (int i = 0; i < 4; i++)
+        close(fill[i]);
+    close(lfd);
+}
+
+/* The source fails (its TCP peer resets) while the sink is connected:
+ * the pipe aborts the sink, and the bytes it already took arrive. */
+static void test_source_reset_aborts(void **state)
+{
+    struct sockaddr_in sa, sb;
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    int lfd, sfd, feed, srcfd, cfd;
+    char buf[16];
+    size_t got = 0;
+
+    (void)state;
+    lfd = tcp_socket(true, &sa);
+    sfd = tcp_socket(true, &sb);
+    feed = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(feed >= 0);
+    assert_int_equal(connect(feed, (struct sockaddr *)&sb, sizeof(sb)), 0);
+    srcfd = accept_wait(sfd);
+    run_begin(0);
+    r.src_fd = srcfd;
+    set_addr(&sa);
+    run_go();
+    cfd = accept_wait(lfd);
+    wait_for(WEIR_EP_CONNECTED, 1);
+    assert_int_equal(write(feed, "abc", 3), 3);
+    while (got < 3) {
+        struct pollfd p = {.fd = cfd, .events = POLLIN};
+        ssize_t n;
+
+        assert_int_equal(poll(&p, 1, 60000), 1);
+        n = read(cfd, buf + got, sizeof(buf) - got);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    assert_memory_equal(buf, "abc", 3);
+    assert_int_equal(setsockopt(feed, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
+                     0);
+    close(feed);
+    assert_int_equal(run_end(), -ECONNRESET);
+    close(cfd);
+    close(sfd);
     close(lfd);
 }
 
@@ -796,7 +915,10 @@ int main(void)
         cmocka_unit_test(test_resume_zstd),
         cmocka_unit_test(test_resume_bound_timeout),
         cmocka_unit_test(test_reconnect_replay_file),
-        cmocka_unit_test(test_resume_copy_bound),
+        cmocka_unit_test(test_resume_member_over_bound),
+        cmocka_unit_test(test_stop_in_backoff),
+        cmocka_unit_test(test_connect_timeout),
+        cmocka_unit_test(test_source_reset_aborts),
     };
     char cmd[700];
     int rc;

@@ -125,6 +125,7 @@ struct weir_endpoint {
     struct weir_op watch_op;
     uint32_t conn_gen, watch_gen;
     bool closing; /* the sink's close began: no more watching */
+    bool cut;     /* weir_endpoint_cut: a lookup's answer fails it */
 
     /* Socket sink: what it keeps to resend (endpoint_resume.c). rb holds
      * stream bytes [rb_base, stream_sent) from rb + rb_off; bounds are

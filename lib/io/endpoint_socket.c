@@ -466,6 +466,10 @@ void weir__ep_resolved(struct weir_endpoint *ep, int eai)
 {
     int rc;
 
+    if (ep->cut) {
+        conn_fail(ep, -ECANCELED);
+        return;
+    }
     if (eai == 0) {
         rc = conn_connect_at(ep);
         if (rc == 0)
@@ -758,6 +762,7 @@ void weir__ep_socket_cut(struct weir_endpoint *ep)
     /* Every path that would retry (a failed connect, a lost connection,
      * the backoff) fails the sink instead from now on. */
     ep->so.reconnect = false;
+    ep->cut = true;
     switch (ep->conn) {
     case CONN_BACKOFF:
         if (ep->timer.op.pending)
@@ -765,7 +770,8 @@ void weir__ep_socket_cut(struct weir_endpoint *ep)
         conn_fail(ep, -ECANCELED);
         break;
     case CONN_CONNECTING:
-        /* conn_done gets -ECANCELED and fails the sink. */
+        /* conn_done gets -ECANCELED and fails the sink; a lookup still
+         * out is failed by weir__ep_resolved when its answer comes. */
         if (ep->conn_op.pending)
             weir_loop_cancel(ep->loop, &ep->conn_op);
         break;

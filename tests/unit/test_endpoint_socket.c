@@ -44,6 +44,7 @@ struct run {
     struct weir_task start, cut, stop;
     int rc;
     bool done;
+    bool cut_at_start; /* cut the sink right after making it */
     /* shared, under lock */
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -105,6 +106,8 @@ static void start_task(struct weir_task *t)
                       weir_endpoint_writable(x->sink), NULL, pipe_done, x);
     if (rc != WEIR_PENDING)
         pipe_done(x, rc);
+    else if (x->cut_at_start)
+        weir_endpoint_cut(x->sink); /* its lookup is out: no answer yet */
 }
 
 static void cut_task(struct weir_task *t)
@@ -312,6 +315,26 @@ static void test_resolve_retry_cut(void **state)
     weir_workers_post(r.w, 0, &r.cut);
     assert_int_equal(run_end(), -ECANCELED);
     assert_int_equal(r.events[WEIR_EP_CONNECTED], 0);
+}
+
+/* A cut while the name's lookup is out: the answer fails the sink, and
+ * nothing connects to the listener the name leads to. */
+static void test_cut_during_lookup(void **state)
+{
+    struct sockaddr_in sa;
+    int lfd;
+
+    (void)state;
+    lfd = tcp_socket(true, &sa);
+    run_begin(4096);
+    r.so.host = "localhost";
+    r.so.port = ntohs(sa.sin_port);
+    r.so.reconnect = true;
+    r.cut_at_start = true;
+    run_go();
+    assert_int_equal(run_end(), -ECANCELED);
+    assert_int_equal(r.events[WEIR_EP_CONNECTED], 0);
+    close(lfd);
 }
 
 /* A port bound but not listening refuses; the sink backs off and retries
@@ -904,6 +927,7 @@ int main(void)
         cmocka_unit_test(test_host_name),
         cmocka_unit_test(test_resolve_fail),
         cmocka_unit_test(test_resolve_retry_cut),
+        cmocka_unit_test(test_cut_during_lookup),
         cmocka_unit_test(test_refused_retry_cut),
         cmocka_unit_test(test_refused_once),
         cmocka_unit_test(test_send_timeout),

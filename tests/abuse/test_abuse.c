@@ -38,6 +38,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -68,10 +69,15 @@ static uint8_t *data;
 
 /* ---- the daemon's figures, from /proc ---- */
 
-static int fd_count(pid_t pid)
+/*
+ * The daemon's open descriptors; with `out`, also what each one is
+ * ("3 -> socket:[123]" lines), so a mismatch can say which one.
+ */
+static int fd_list(pid_t pid, char *out, size_t outlen)
 {
-    char path[64];
+    char path[64], link[340], target[200];
     struct dirent *e;
+    size_t used = 0;
     int n = 0;
     DIR *d;
 
@@ -79,22 +85,55 @@ static int fd_count(pid_t pid)
     d = opendir(path);
     if (!d)
         return -1;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
+    if (out && outlen)
+        out[0] = '\0';
+    while ((e = readdir(d)) != NULL) {
+        ssize_t len;
+
+        if (e->d_name[0] == '.')
+            continue;
+        n++;
+        if (!out || used >= outlen)
+            continue;
+        snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+        len = readlink(link, target, sizeof(target) - 1);
+        target[len > 0 ? len : 0] = '\0';
+        used += (size_t)snprintf(out + used, outlen - used, "  %s -> %s\n",
+                                 e->d_name, target);
+    }
     closedir(d);
     return n;
+}
+
+static int fd_count(pid_t pid)
+{
+    return fd_list(pid, NULL, 0);
 }
 
 struct figures {
     long rss_before, rss_peak, rss_after; /* KiB */
     int fds_before;
+    char fds_seen[4096]; /* what they were, for the message on a mismatch */
     double idle_cpu;
 };
 
+/*
+ * The idle daemon's figures. "listening on" is logged just before the
+ * listener takes its spare fds, so the count is read until two readings
+ * 100 ms apart agree.
+ */
 static void figures_start(struct figures *f, const struct h_weir *w)
 {
+    int64_t end = h_now_ms() + WAIT;
+    int last = -1;
+
+    f->fds_before = fd_list(w->pid, f->fds_seen, sizeof(f->fds_seen));
+    while (f->fds_before != last && h_now_ms() < end) {
+        last = f->fds_before;
+        h_sleep_ms(100);
+        f->fds_before = fd_list(w->pid, f->fds_seen, sizeof(f->fds_seen));
+    }
     f->rss_before = h_status_kib(w->pid, "VmRSS");
-    f->fds_before = fd_count(w->pid);
     assert_true(f->rss_before > 0 && f->fds_before > 0);
 }
 
@@ -110,11 +149,32 @@ static void figures_end(struct figures *f, const struct h_weir *w,
     double c0, c1;
     int fds;
 
-    while ((fds = fd_count(w->pid)) > f->fds_before && h_now_ms() < end)
+    /* Either way: a listener taking a client lets its spares go for a
+     * moment, so a reading under the idle count is not yet a leak. */
+    while ((fds = fd_count(w->pid)) >= 0 && fds != f->fds_before &&
+           h_now_ms() < end)
         h_sleep_ms(20);
+    if (fds < 0) {
+        int status = 0;
+
+        /* No /proc entry: the daemon is gone, and says how. */
+        if (waitpid(w->pid, &status, WNOHANG) == w->pid)
+            fprintf(stderr, "%s: weir is gone: %s %d\n", name,
+                    WIFSIGNALED(status) ? "signal" : "exit",
+                    WIFSIGNALED(status) ? WTERMSIG(status)
+                                        : WEXITSTATUS(status));
+        else
+            fprintf(stderr, "%s: /proc/%d/fd: %s\n", name, (int)w->pid,
+                    strerror(errno));
+        h_show_log(w);
+        fail();
+    }
     if (fds != f->fds_before) {
-        fprintf(stderr, "%s: %d fds open, %d before\n", name, fds,
-                f->fds_before);
+        char now[4096];
+
+        fds = fd_list(w->pid, now, sizeof(now));
+        fprintf(stderr, "%s: %d fds open, %d before\nbefore:\n%snow:\n%s", name,
+                fds, f->fds_before, f->fds_seen, now);
         h_show_log(w);
         fail();
     }

@@ -36,55 +36,9 @@
 
 #include "bench.h"
 #include "e2e.h"
+#include "serve.h"
 
-#define SCRATCH     (1u << 20)
-#define STALL_NS    (300 * UINT64_C(1000000000))
-#define READY_TRIES 250 /* x 20 ms */
-
-/* The weir servers differ in the environment (the send path), a
- * [daemon] section and the listen address's options. */
-#define WEIR_SERVER(name, daemon, opts, envset)                                \
-    {                                                                          \
-        name,                                                                  \
-        {                                                                      \
-            "sh", "-c",                                                        \
-                "printf '" daemon "[pipeline serve]\\nsource = file:%s\\n"     \
-                "sink = tcp-listen:127.0.0.1:%s" opts "\\n' \"$1\" \"$2\" "    \
-                ">\"$1.serve.conf\" && " envset                                \
-                " exec \"$3\" -c \"$1.serve.conf\"",                           \
-                "sh", "{file}", "{port}", "{builddir}/daemon/weir"             \
-        }                                                                      \
-    }
-
-static const struct e2e_sender servers[] = {
-    WEIR_SERVER("weir", "", "", ""),
-    WEIR_SERVER("weir-splice", "", "", "WEIR_SENDPATH=splice"),
-    /* The stream path, with a pool that holds every client's budget. */
-    WEIR_SERVER("weir-stream", "[daemon]\\npool_size = 4GiB\\n", "",
-                "WEIR_SENDPATH=stream"),
-    WEIR_SERVER("weir-epoll", "", "", "WEIR_ENGINE=epoll"),
-    WEIR_SERVER("weir-b128", "", ",backlog=128", ""),
-    WEIR_SERVER("weir-b1024", "", ",backlog=1024", ""),
-    WEIR_SERVER("weir-b4096", "", ",backlog=4096", ""),
-    {"socat-fork",
-     {"socat", "-U", "-b", "65536",
-      "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,backlog=511",
-      "OPEN:{file},rdonly"}},
-    /* Debian's nginx-light, sendfile on, as many workers as cores. */
-    {"nginx",
-     {"sh", "-c",
-      "d=$1.nginx; mkdir -p $d && ln -sf \"$1\" $d/f && printf '"
-      "daemon off; worker_processes auto; pid %s/pid; error_log stderr;"
-      "worker_rlimit_nofile 65536; events { worker_connections 65536; }"
-      "http { access_log off; sendfile on; tcp_nopush on; "
-      "client_body_temp_path %s; proxy_temp_path %s; "
-      "server { listen 127.0.0.1:%s backlog=511; root %s; } }' "
-      "$d $d $d \"$2\" $d >$d/conf && exec nginx -p $d -c $d/conf",
-      "sh", "{file}", "{port}"}},
-};
-#define NSERVERS (sizeof(servers) / sizeof(servers[0]))
-
-static const char http_get[] = "GET /f HTTP/1.0\r\n\r\n";
+#define STALL_NS (300 * UINT64_C(1000000000))
 
 struct client {
     int fd;
@@ -99,132 +53,15 @@ struct wave {
     int good;
 };
 
-static struct sockaddr_in loopback(int port)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port = htons((uint16_t)port);
-    return sin;
-}
-
-static int free_port(void)
-{
-    struct sockaddr_in sin = loopback(0);
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int port = -1;
-
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
-        port = ntohs(sin.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
-static long rss_kib_of(pid_t pid)
-{
-    char path[64], line[256];
-    long kib = 0;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
-/* The RSS of pid and its children (socat's forks, nginx's workers). */
-static long rss_tree_kib(pid_t pid)
-{
-    long kib = rss_kib_of(pid);
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-
-    while (d && (e = readdir(d))) {
-        char path[300], buf[512], *p;
-        int ppid = 0;
-        FILE *f;
-
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-        f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
-            sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == pid)
-            kib += rss_kib_of((pid_t)atoi(e->d_name));
-        fclose(f);
-    }
-    if (d)
-        closedir(d);
-    return kib;
-}
-
-static int connect_one(int port, bool http)
-{
-    struct sockaddr_in sin = loopback(port);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -1;
-    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-        (http && send(fd, http_get, sizeof(http_get) - 1, 0) < 0)) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static int wait_ready(pid_t pid, int port, bool http, char *scratch)
-{
-    int status;
-
-    for (int i = 0; i < READY_TRIES; i++) {
-        int fd = connect_one(port, http);
-
-        if (fd >= 0) {
-            while (recv(fd, scratch, SCRATCH, 0) > 0)
-                ;
-            close(fd);
-            return 0;
-        }
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return -1;
-        usleep(20000);
-    }
-    return -1;
-}
-
-/* Counts n received bytes, skipping an HTTP header first when asked. */
-static void count(struct client *c, const char *buf, size_t n, bool http)
-{
-    static const char end[] = "\r\n\r\n";
-    size_t i = 0;
-
-    while (http && c->hdr < 4 && i < n) {
-        c->hdr = buf[i] == end[c->hdr] ? c->hdr + 1 : (buf[i] == '\r');
-        i++;
-    }
-    c->bytes += n - i;
-}
-
 static void drain(struct client *c, char *scratch, bool http, uint64_t now)
 {
     for (;;) {
-        ssize_t n = recv(c->fd, scratch, SCRATCH, 0);
+        ssize_t n = recv(c->fd, scratch, SERVE_SCRATCH, 0);
 
         if (n > 0) {
             if (!c->first_ns)
                 c->first_ns = now;
-            count(c, scratch, (size_t)n, http);
+            c->bytes += serve_body(&c->hdr, scratch, (size_t)n, http);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -243,7 +80,7 @@ static void drain(struct client *c, char *scratch, bool http, uint64_t now)
  * many could not even start. */
 static int open_all(struct client *cl, int n, int port, bool http, int ep)
 {
-    struct sockaddr_in sin = loopback(port);
+    struct sockaddr_in sin = serve_loopback(port);
     int bad = 0;
 
     for (int i = 0; i < n; i++) {
@@ -271,7 +108,7 @@ static int open_all(struct client *cl, int n, int port, bool http, int ep)
             epoll_ctl(one, EPOLL_CTL_ADD, cl[i].fd, &w);
             epoll_wait(one, &w, 1, 10000);
             close(one);
-            (void)!send(cl[i].fd, http_get, sizeof(http_get) - 1, 0);
+            (void)!send(cl[i].fd, serve_http_get, serve_http_get_len, 0);
         }
         epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev);
     }
@@ -289,7 +126,7 @@ static long hold_until_still(struct client *cl, int n, pid_t pid)
 
     while (bench_now_ns() < deadline) {
         int started = 0;
-        long rss = rss_tree_kib(pid);
+        long rss = serve_rss_kib(pid);
 
         for (int i = 0; i < n; i++) {
             int q = 0;
@@ -367,7 +204,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
                       bool hold, struct client *cl, char *scratch)
 {
     char port[16], sizestr[32];
-    int p = free_port(), status = 0, rc = 0;
+    int p = serve_free_port(), status = 0, rc = 0;
     bool http = strcmp(srv->name, "nginx") == 0;
     long base, peak = 0, after;
     pid_t pid;
@@ -375,7 +212,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
     e2e_format_size(size, sizestr, sizeof(sizestr));
     snprintf(port, sizeof(port), "%d", p);
     pid = p < 0 ? -1 : e2e_spawn(srv->argv, env, file, port);
-    if (pid < 0 || wait_ready(pid, p, http, scratch) != 0) {
+    if (pid < 0 || serve_wait_ready(pid, p, http, scratch) != 0) {
         printf("serve server=%s: missing or not listening\n", srv->name);
         fflush(stdout);
         if (pid > 0) {
@@ -384,7 +221,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
         }
         return 0;
     }
-    base = rss_tree_kib(pid);
+    base = serve_rss_kib(pid);
     for (int wv = 0; wv < waves; wv++) {
         bool h = hold && wv == 0;
         struct wave w = run_wave(cl, n, p, http, size, scratch, pid, h, &peak);
@@ -406,7 +243,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
         fflush(stdout);
     }
     sleep(2);
-    after = rss_tree_kib(pid);
+    after = serve_rss_kib(pid);
     if (hold)
         printf("serve server=%s clients=%d size=%s: rss idle %.1f MB, "
                "held %.1f MB, %.1f KiB per client; %.1f MB 2 s after\n",
@@ -420,21 +257,6 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
     kill(pid, SIGTERM);
     waitpid(pid, &status, 0);
     return rc;
-}
-
-static bool listed(const char *list, const char *name)
-{
-    size_t len = strlen(name);
-
-    for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-
-        if (n == len && strncmp(p, name, len) == 0)
-            return true;
-        p = comma ? comma + 1 : NULL;
-    }
-    return false;
 }
 
 int bench_serve(int argc, char **argv)
@@ -465,8 +287,8 @@ int bench_serve(int argc, char **argv)
             fprintf(stderr, "usage: weir-bench serve [clients=1000] "
                             "[size=64MiB] [waves=3] [hold=1] "
                             "[server=NAME,...]\nservers:");
-            for (size_t k = 0; k < NSERVERS; k++)
-                fprintf(stderr, " %s", servers[k].name);
+            for (size_t k = 0; k < serve_nservers; k++)
+                fprintf(stderr, " %s", serve_servers[k].name);
             fprintf(stderr, "\n");
             return 2;
         }
@@ -481,7 +303,7 @@ int bench_serve(int argc, char **argv)
     e2e_format_size(size, sizestr, sizeof(sizestr));
     snprintf(path, sizeof(path), "/tmp/weir-bench-serve-%s.bin", sizestr);
     cl = calloc((size_t)clients, sizeof(*cl));
-    scratch = malloc(SCRATCH);
+    scratch = malloc(SERVE_SCRATCH);
     if (!cl || !scratch || e2e_make_file(path, size) != 0) {
         fprintf(stderr, "serve: cannot set up: %s\n", strerror(errno));
         free(cl);
@@ -492,9 +314,9 @@ int bench_serve(int argc, char **argv)
         rl.rlim_cur < (rlim_t)clients + 64)
         printf("serve: open-file limit %llu is below %llu clients\n",
                (unsigned long long)rl.rlim_cur, (unsigned long long)clients);
-    for (size_t i = 0; i < NSERVERS; i++)
-        if (listed(only, servers[i].name))
-            rc |= run_server(&servers[i], &env, path, size, (int)clients,
+    for (size_t i = 0; i < serve_nservers; i++)
+        if (serve_listed(only, serve_servers[i].name))
+            rc |= run_server(&serve_servers[i], &env, path, size, (int)clients,
                              (int)waves, hold != 0, cl, scratch);
     free(cl);
     free(scratch);

@@ -21,6 +21,8 @@ static const struct {
      "file to TLS socket, many TLS clients: vs socat, nginx stream"},
     {"serve", bench_serve,
      "many clients of a file server: waves, RSS per client, accepts/s"},
+    {"hostile", bench_hostile,
+     "a healthy client's speed alone and among hostile clients"},
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
     {"channel", bench_channel,
      "io engine: setup flags, doorbell round trip, channel throughput"},

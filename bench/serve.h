@@ -1,0 +1,42 @@
+/*
+ * serve.h - the file servers that the `serve` and `hostile` suites run
+ * side by side (weir's send paths, socat, nginx), and the client's parts
+ * both suites use (serve_util.c).
+ */
+#ifndef WEIR_BENCH_SERVE_H
+#define WEIR_BENCH_SERVE_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "e2e.h"
+
+#define SERVE_SCRATCH (1u << 20) /* a client's receive buffer */
+
+/* {file} is the file served, {port} the port it listens on. nginx serves
+ * it as /f and wants serve_http_get first; the others send at once. */
+extern const struct e2e_sender serve_servers[];
+extern const size_t serve_nservers;
+extern const char serve_http_get[];
+extern const size_t serve_http_get_len;
+
+struct sockaddr_in serve_loopback(int port);
+/* A port on 127.0.0.1 free a moment ago, or -1. */
+int serve_free_port(void);
+/* A blocking connection, with the GET sent when http. -1 on failure. */
+int serve_connect(int port, bool http);
+/* Until a client gets a whole response (0), or pid exits or 5 s pass
+ * (-1). scratch is SERVE_SCRATCH bytes. */
+int serve_wait_ready(pid_t pid, int port, bool http, char *scratch);
+/* How many of n received bytes are body: with http, those after the
+ * header's "\r\n\r\n" (*hdr counts its bytes matched; 4 is in the body). */
+size_t serve_body(unsigned *hdr, const char *buf, size_t n, bool http);
+/* The RSS of pid and its children (socat's forks, nginx's workers), KiB. */
+long serve_rss_kib(pid_t pid);
+/* Whether name is in the comma-separated list. */
+bool serve_listed(const char *list, const char *name);
+
+#endif /* WEIR_BENCH_SERVE_H */

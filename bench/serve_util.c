@@ -1,0 +1,194 @@
+/*
+ * serve_util.c - what the suites of file servers share (`serve` and
+ * `hostile`): the servers, each an argv template, and a client's parts:
+ * the connect, the readiness probe, the HTTP header skip, the server's RSS.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+#define READY_TRIES 250 /* x 20 ms */
+
+/* The weir servers differ in the environment (the send path), a
+ * [daemon] section and the listen address's options. */
+#define WEIR_SERVER(name, daemon, opts, envset)                                \
+    {                                                                          \
+        name,                                                                  \
+        {                                                                      \
+            "sh", "-c",                                                        \
+                "printf '" daemon "[pipeline serve]\\nsource = file:%s\\n"     \
+                "sink = tcp-listen:127.0.0.1:%s" opts "\\n' \"$1\" \"$2\" "    \
+                ">\"$1.serve.conf\" && " envset                                \
+                " exec \"$3\" -c \"$1.serve.conf\"",                           \
+                "sh", "{file}", "{port}", "{builddir}/daemon/weir"             \
+        }                                                                      \
+    }
+
+const struct e2e_sender serve_servers[] = {
+    WEIR_SERVER("weir", "", "", ""),
+    WEIR_SERVER("weir-splice", "", "", "WEIR_SENDPATH=splice"),
+    /* The stream path, with a pool that holds every client's budget. */
+    WEIR_SERVER("weir-stream", "[daemon]\\npool_size = 4GiB\\n", "",
+                "WEIR_SENDPATH=stream"),
+    WEIR_SERVER("weir-epoll", "", "", "WEIR_ENGINE=epoll"),
+    WEIR_SERVER("weir-b128", "", ",backlog=128", ""),
+    WEIR_SERVER("weir-b1024", "", ",backlog=1024", ""),
+    WEIR_SERVER("weir-b4096", "", ",backlog=4096", ""),
+    {"socat-fork",
+     {"socat", "-U", "-b", "65536",
+      "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,backlog=511",
+      "OPEN:{file},rdonly"}},
+    /* Debian's nginx-light, sendfile on, as many workers as cores. */
+    {"nginx",
+     {"sh", "-c",
+      "d=$1.nginx; mkdir -p $d && ln -sf \"$1\" $d/f && printf '"
+      "daemon off; worker_processes auto; pid %s/pid; error_log stderr;"
+      "worker_rlimit_nofile 65536; events { worker_connections 65536; }"
+      "http { access_log off; sendfile on; tcp_nopush on; "
+      "client_body_temp_path %s; proxy_temp_path %s; "
+      "server { listen 127.0.0.1:%s backlog=511; root %s; } }' "
+      "$d $d $d \"$2\" $d >$d/conf && exec nginx -p $d -c $d/conf",
+      "sh", "{file}", "{port}"}},
+};
+const size_t serve_nservers = sizeof(serve_servers) / sizeof(serve_servers[0]);
+
+const char serve_http_get[] = "GET /f HTTP/1.0\r\n\r\n";
+const size_t serve_http_get_len = sizeof(serve_http_get) - 1;
+
+struct sockaddr_in serve_loopback(int port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port = htons((uint16_t)port);
+    return sin;
+}
+
+int serve_free_port(void)
+{
+    struct sockaddr_in sin = serve_loopback(0);
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = -1;
+
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+        port = ntohs(sin.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static long rss_kib_of(pid_t pid)
+{
+    char path[64], line[256];
+    long kib = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+long serve_rss_kib(pid_t pid)
+{
+    long kib = rss_kib_of(pid);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+
+    while (d && (e = readdir(d))) {
+        char path[300], buf[512], *p;
+        int ppid = 0;
+        FILE *f;
+
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+            sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+            kib += rss_kib_of((pid_t)atoi(e->d_name));
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return kib;
+}
+
+int serve_connect(int port, bool http)
+{
+    struct sockaddr_in sin = serve_loopback(port);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+        (http && send(fd, serve_http_get, serve_http_get_len, 0) < 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int serve_wait_ready(pid_t pid, int port, bool http, char *scratch)
+{
+    int status;
+
+    for (int i = 0; i < READY_TRIES; i++) {
+        int fd = serve_connect(port, http);
+
+        if (fd >= 0) {
+            while (recv(fd, scratch, SERVE_SCRATCH, 0) > 0)
+                ;
+            close(fd);
+            return 0;
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return -1;
+        usleep(20000);
+    }
+    return -1;
+}
+
+size_t serve_body(unsigned *hdr, const char *buf, size_t n, bool http)
+{
+    static const char end[] = "\r\n\r\n";
+    size_t i = 0;
+
+    while (http && *hdr < 4 && i < n) {
+        *hdr = buf[i] == end[*hdr] ? *hdr + 1 : (buf[i] == '\r');
+        i++;
+    }
+    return n - i;
+}
+
+bool serve_listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+        if (n == len && strncmp(p, name, len) == 0)
+            return true;
+        p = comma ? comma + 1 : NULL;
+    }
+    return false;
+}

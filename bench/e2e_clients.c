@@ -20,6 +20,7 @@
 
 #include "bench.h"
 #include "e2e.h"
+#include "serve.h"
 
 #define SCRATCH     (1u << 20)
 #define STALL_NS    (120 * UINT64_C(1000000000))
@@ -33,37 +34,12 @@ struct client {
     int failed;
 };
 
-static struct sockaddr_in loopback(int port)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port = htons((uint16_t)port);
-    return sin;
-}
-
-/* A port nobody listens on right now, for a server that needs one named. */
-static int free_port(void)
-{
-    struct sockaddr_in sin = loopback(0);
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int port = -1;
-
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
-        port = ntohs(sin.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 /* Waits until the server serves: a first client connects and reads the
  * whole file (which also warms the server up). Reading it to the end,
  * rather than hanging up at once, spares the server a broken pipe. */
 static int wait_ready(pid_t pid, int port, char *scratch, int *status)
 {
-    struct sockaddr_in sin = loopback(port);
+    struct sockaddr_in sin = serve_loopback(port);
 
     for (int i = 0; i < READY_TRIES; i++) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -107,7 +83,7 @@ static void drain(struct client *c, char *scratch, uint64_t now)
 /* Runs the clients against 127.0.0.1:port. Returns how many finished. */
 static int run_clients(struct client *cl, int n, int port, char *scratch)
 {
-    struct sockaddr_in sin = loopback(port);
+    struct sockaddr_in sin = serve_loopback(port);
     struct epoll_event evs[256];
     int ep = epoll_create1(EPOLL_CLOEXEC);
     int left = n;
@@ -164,7 +140,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
                       int n, struct client *cl, char *scratch)
 {
     char port[16];
-    int p = free_port(), status = 0, good = 0;
+    int p = serve_free_port(), status = 0, good = 0;
     uint64_t first = UINT64_MAX, last = 0, slowest = 0;
     struct rusage ru = {0};
     pid_t pid;

@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -268,8 +267,7 @@ int bench_hostile(int argc, char **argv)
     uint64_t size = 256u << 20, fetches = 5, idle = 1000, resets = 200;
     const char *only = "weir,weir-stream,socat-fork,nginx";
     struct e2e_env env = {0};
-    char path[128], sizestr[32];
-    struct rlimit rl;
+    char path[128];
     char *scratch;
     int rc = 0;
 
@@ -288,26 +286,13 @@ int bench_hostile(int argc, char **argv)
         else if (strncmp(argv[i], "server=", 7) == 0)
             ok = (only = argv[i] + 7)[0] != '\0';
         if (!ok) {
-            fprintf(stderr, "usage: weir-bench hostile [size=256MiB] "
-                            "[fetches=5] [idle=1000] [resets=200] "
-                            "[server=NAME,...]\nservers:");
-            for (size_t k = 0; k < serve_nservers; k++)
-                fprintf(stderr, " %s", serve_servers[k].name);
-            fprintf(stderr, "\n");
+            serve_usage("weir-bench hostile [size=256MiB] [fetches=5] "
+                        "[idle=1000] [resets=200] [server=NAME,...]");
             return 2;
         }
     }
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    signal(SIGPIPE, SIG_IGN);
-    if (e2e_env_init(&env) != 0)
-        return 1;
-    e2e_format_size(size, sizestr, sizeof(sizestr));
-    snprintf(path, sizeof(path), "/tmp/weir-bench-serve-%s.bin", sizestr);
     scratch = malloc(SERVE_SCRATCH);
-    if (!scratch || e2e_make_file(path, size) != 0) {
+    if (!scratch || serve_setup(&env, size, path, sizeof(path)) != 0) {
         fprintf(stderr, "hostile: cannot set up: %s\n", strerror(errno));
         free(scratch);
         return 1;

@@ -284,27 +284,19 @@ int bench_serve(int argc, char **argv)
         else if (strncmp(argv[i], "server=", 7) == 0)
             ok = (only = argv[i] + 7)[0] != '\0';
         if (!ok) {
-            fprintf(stderr, "usage: weir-bench serve [clients=1000] "
-                            "[size=64MiB] [waves=3] [hold=1] "
-                            "[server=NAME,...]\nservers:");
-            for (size_t k = 0; k < serve_nservers; k++)
-                fprintf(stderr, " %s", serve_servers[k].name);
-            fprintf(stderr, "\n");
+            serve_usage("weir-bench serve [clients=1000] [size=64MiB] "
+                        "[waves=3] [hold=1] [server=NAME,...]");
             return 2;
         }
     }
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    signal(SIGPIPE, SIG_IGN);
-    if (e2e_env_init(&env) != 0)
-        return 1;
     e2e_format_size(size, sizestr, sizeof(sizestr));
-    snprintf(path, sizeof(path), "/tmp/weir-bench-serve-%s.bin", sizestr);
+    if (serve_setup(&env, size, path, sizeof(path)) != 0) {
+        fprintf(stderr, "serve: cannot set up: %s\n", strerror(errno));
+        return 1;
+    }
     cl = calloc((size_t)clients, sizeof(*cl));
     scratch = malloc(SERVE_SCRATCH);
-    if (!cl || !scratch || e2e_make_file(path, size) != 0) {
+    if (!cl || !scratch) {
         fprintf(stderr, "serve: cannot set up: %s\n", strerror(errno));
         free(cl);
         free(scratch);

@@ -36,6 +36,13 @@ int serve_wait_ready(pid_t pid, int port, bool http, char *scratch);
 size_t serve_body(unsigned *hdr, const char *buf, size_t n, bool http);
 /* The RSS of pid and its children (socat's forks, nginx's workers), KiB. */
 long serve_rss_kib(pid_t pid);
+/* The usage line ("weir-bench SUITE [ARGS]") and the servers' names, on
+ * stderr. */
+void serve_usage(const char *usage);
+/* What a suite does first: the fd limit raised to its hard limit,
+ * SIGPIPE ignored, env found, and the file of `size` bytes made (or
+ * found) at path, a name in /tmp that says the size. 0 or -1 (errno). */
+int serve_setup(struct e2e_env *env, uint64_t size, char *path, size_t len);
 /* Whether name is in the comma-separated list. */
 bool serve_listed(const char *list, const char *name);
 

@@ -6,9 +6,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -191,4 +193,29 @@ bool serve_listed(const char *list, const char *name)
         p = comma ? comma + 1 : NULL;
     }
     return false;
+}
+
+void serve_usage(const char *usage)
+{
+    fprintf(stderr, "usage: %s\nservers:", usage);
+    for (size_t k = 0; k < serve_nservers; k++)
+        fprintf(stderr, " %s", serve_servers[k].name);
+    fprintf(stderr, "\n");
+}
+
+int serve_setup(struct e2e_env *env, uint64_t size, char *path, size_t len)
+{
+    struct rlimit rl;
+    char sizestr[32];
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (e2e_env_init(env) != 0)
+        return -1;
+    e2e_format_size(size, sizestr, sizeof(sizestr));
+    snprintf(path, len, "/tmp/weir-bench-serve-%s.bin", sizestr);
+    return e2e_make_file(path, size);
 }

@@ -51,6 +51,7 @@ int bench_e2e_tls(int argc, char **argv);
 int bench_sendpath(int argc, char **argv);
 int bench_serve(int argc, char **argv);
 int bench_hostile(int argc, char **argv);
+int bench_heavy(int argc, char **argv);
 int bench_channel(int argc, char **argv);
 int bench_fileio(int argc, char **argv);
 int bench_core_pipe_to(int argc, char **argv);

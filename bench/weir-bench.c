@@ -23,6 +23,8 @@ static const struct {
      "many clients of a file server: waves, RSS per client, accepts/s"},
     {"hostile", bench_hostile,
      "a healthy client's speed alone and among hostile clients"},
+    {"heavy", bench_heavy,
+     "one CPU-bound stream (gzip:6, zstd:9): 1 worker against 2"},
     {"sendpath", bench_sendpath, "file to TCP: sendfile, read+send, splice"},
     {"channel", bench_channel,
      "io engine: setup flags, doorbell round trip, channel throughput"},

@@ -142,8 +142,9 @@ int weir_xform_create(struct weir_xform **out, const char *spec,
     x->helper = opts->helper;
     x->helper_busy = opts->helper_busy;
     x->slot = opts->slot;
-    x->member_size =
-        opts->member_size ? opts->member_size : WEIR_XFORM_MEMBER_DEFAULT;
+    x->member_size = opts->member_size      ? opts->member_size
+                     : kind->member_default ? kind->member_default
+                                            : WEIR_XFORM_MEMBER_DEFAULT;
     x->burst = opts->burst ? opts->burst : WEIR_XFORM_BURST_DEFAULT;
     x->room = opts->readable.hwm ? opts->readable.hwm : 1;
     x->on_stall = opts->on_stall;

@@ -24,9 +24,30 @@
 #define XF_STALL_ROOM (-EAGAIN)
 #define XF_STALL_AWAY (-EINPROGRESS)
 
+/*
+ * A compressor of independent members, for the member engine (members.c):
+ * each call of compress makes one whole member (a gzip member, a zstd
+ * frame) of n input bytes, so members made on two threads concatenate
+ * into one valid stream. Each thread has its own compressor (open).
+ */
+struct xf_codec {
+    void *(*open)(int level); /* NULL when out of memory */
+    void (*close)(void *c);
+    /* The most output n bytes of input can make. */
+    size_t (*bound)(void *c, size_t n);
+    /* The member's length in out (at most cap), or 0 on failure. */
+    size_t (*compress)(void *c, const uint8_t *src, size_t n, uint8_t *out,
+                       size_t cap);
+};
+
 struct xf_kind {
     const char *name;
     int min_level, max_level, def_level; /* max_level 0: takes no level */
+    /* Kinds made of independent members: their codec (members.c). */
+    const struct xf_codec *codec;
+    /* Input bytes per member when the options say 0 (0: the library's
+     * WEIR_XFORM_MEMBER_DEFAULT). */
+    size_t member_default;
     /* Consumes x->in from x->in_off to its end. 0 when done (the driver
      * drops the input unless the kind took it: has_in false), a stall
      * code, or -errno. */
@@ -47,6 +68,15 @@ struct xf_kind {
     /* Frees the kind's state (x->state), if any. */
     void (*fini)(struct weir_xform *x);
 };
+
+/* The member engine (members.c), as a kind's step, finish, sync, away,
+ * poll and fini; x->kind->codec makes the members. */
+int weir__xm_step(struct weir_xform *x);
+int weir__xm_finish(struct weir_xform *x);
+int weir__xm_sync(struct weir_xform *x);
+bool weir__xm_away(struct weir_xform *x);
+int weir__xm_poll(struct weir_xform *x);
+void weir__xm_fini(struct weir_xform *x);
 
 extern const struct xf_kind weir__xf_uppercase, weir__xf_gzip, weir__xf_gunzip,
     weir__xf_zstd, weir__xf_unzstd;

@@ -11,16 +11,16 @@
 #include "stream/stream.h"
 
 /*
- * The loop that may compress gzip members beside this half's: the other
- * worker's, with two workers or more. Lending members to a worker that
- * has gzip streams of its own only queues them behind its work
- * (bench/results/placement.md), so each stream counts itself in
- * cx->compressing, and its gzip reads the other worker's count before
- * each member (weir_xform_options.helper_busy).
+ * The loop that may compress members beside this half's (gzip members,
+ * zstd frames): the other worker's, with two workers or more. Lending
+ * members to a worker that has compressing streams of its own only queues
+ * them behind its work (bench/results/placement.md), so each such stream
+ * counts itself in cx->compressing, and its compressor reads the other
+ * worker's count before each member (weir_xform_options.helper_busy).
  */
-static bool spec_is_gzip(const char *spec)
+static bool spec_compresses(const char *spec)
 {
-    return strncmp(spec, "gzip", 4) == 0;
+    return strncmp(spec, "gzip", 4) == 0 || strncmp(spec, "zstd", 4) == 0;
 }
 
 static struct weir_loop *xf_helper(struct half *h,
@@ -30,15 +30,15 @@ static struct weir_loop *xf_helper(struct half *h,
     struct stream_ctx *cx = s->cx;
     const struct weir_pipeline *p = s->sp->p;
     struct half *other = h == &s->h[0] ? &s->h[1] : &s->h[0];
-    bool gzip = false;
+    bool compresses = false;
 
     for (size_t k = 0; k < p->ntransforms; k++)
-        gzip = gzip || spec_is_gzip(p->transforms[k].spec);
-    if (!gzip || !cx->compressing)
+        compresses = compresses || spec_compresses(p->transforms[k].spec);
+    if (!compresses || !cx->compressing)
         return NULL;
     h->compressing = true;
-    /* Relaxed: a hint for the other worker's gzip streams, read relaxed
-     * there; nothing is published with it. */
+    /* Relaxed: a hint for the other worker's compressing streams, read
+     * relaxed there; nothing is published with it. */
     atomic_fetch_add_explicit(&cx->compressing[h->worker], 1,
                               memory_order_relaxed);
     if (cx->nworkers < 2 || !cx->place.xform_helper)

@@ -136,6 +136,8 @@ int weir_xform_create(struct weir_xform **out, const char *spec,
     x = calloc(1, sizeof(*x));
     if (!x)
         return -ENOMEM;
+    if (opts->helper && kind->with_helper)
+        kind = kind->with_helper;
     x->kind = kind;
     x->level = level;
     x->pool = opts->pool;

@@ -48,6 +48,9 @@ struct xf_kind {
     /* Input bytes per member when the options say 0 (0: the library's
      * WEIR_XFORM_MEMBER_DEFAULT). */
     size_t member_default;
+    /* The kind a transform with a helper loop is made of instead (NULL:
+     * this one), e.g. zstd's frames from the member engine. */
+    const struct xf_kind *with_helper;
     /* Consumes x->in from x->in_off to its end. 0 when done (the driver
      * drops the input unless the kind took it: has_in false), a stall
      * code, or -errno. */

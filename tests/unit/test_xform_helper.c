@@ -1,10 +1,11 @@
 /*
- * test_xform_helper.c - gzip with a helper loop on a second thread: the
- * members it compresses there and the ones compressed here come out in
- * order, so gzip -dc and zlib read exactly the input back; a transform
- * destroyed while the helper holds a member frees nothing under the
- * helper's feet (ASan and TSan judge); a quiet source's sync waits for
- * the helper's member and then everything so far decodes.
+ * test_xform_helper.c - gzip and zstd with a helper loop on a second
+ * thread: the members (zstd: frames) it compresses there and the ones
+ * compressed here come out in order, so gzip -dc (and zlib) and zstd -dc
+ * read exactly the input back; a transform destroyed while the helper
+ * holds a member frees nothing under the helper's feet (ASan and TSan
+ * judge); a quiet source's sync waits for the helper's member and then
+ * everything so far decodes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,16 @@
 #define IN_LEN (3u << 20)
 /* Small members: many of them, so both threads get plenty. */
 #define MEMBER (64u << 10)
+
+/* Each case runs for both compressors the member engine serves. */
+static const struct codec {
+    const char *fast, *def; /* specs: the fastest level, the default */
+    const char *decode;     /* the command that reads the output back */
+} codecs[] = {
+    {"gzip:1", "gzip:6", "gzip -dc"},
+    {"zstd:1", "zstd:3", "zstd -dcq"},
+};
+#define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
 static struct weir_pool *in_pool, *out_pool;
 static uint8_t *input;
@@ -151,37 +162,44 @@ static void members_from_both_threads_come_out_in_order(void **state)
 {
     static const size_t lens[] = {
         0, 1, MEMBER - 1, MEMBER, MEMBER + 1, 5 * MEMBER + 77, IN_LEN};
-    static const char *const specs[] = {"gzip:1"};
     struct weir_xform_options xo = xopts();
-    uint64_t helped = 0;
     char in[256], out[256];
 
     (void)state;
-    for (unsigned m = 0; m < 2; m++)
-        for (unsigned h = 0; h < 2; h++)
-            for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
-                struct feed f = {.data = input,
-                                 .len = lens[k],
-                                 .mode = m ? FEED_EXTERNAL : FEED_POOL,
-                                 .pool = in_pool};
-                struct weir_xform_stats st;
-                struct chain ch;
+    for (unsigned c = 0; c < NCODECS; c++) {
+        uint64_t helped = 0;
 
-                tpath(out, sizeof(out), "order.gz");
-                assert_int_equal(chain_start(&ch, specs, 1, &f, &xo, out, h),
-                                 0);
-                assert_int_equal(drive(&ch), 0);
-                assert_int_equal(ch.sink.closes, 1);
-                weir_xform_stats(ch.x[0], &st);
-                assert_int_equal(st.in_bytes, lens[k]);
-                helped += st.helped;
-                chain_free(&ch);
-                write_file(tpath(in, sizeof(in), "order.in"), input, lens[k]);
-                assert_int_equal(sh("gzip -dc %s | cmp -s - %s", out, in), 0);
-                assert_gzread_is(out, input, lens[k]);
-            }
-    /* 3 MiB in 64 KiB members: the helper had its share. */
-    assert_true(helped >= 8);
+        for (unsigned m = 0; m < 2; m++)
+            for (unsigned h = 0; h < 2; h++)
+                for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+                    struct feed f = {.data = input,
+                                     .len = lens[k],
+                                     .mode = m ? FEED_EXTERNAL : FEED_POOL,
+                                     .pool = in_pool};
+                    struct weir_xform_stats st;
+                    struct chain ch;
+
+                    tpath(out, sizeof(out), "order.out");
+                    assert_int_equal(
+                        chain_start(&ch, &codecs[c].fast, 1, &f, &xo, out, h),
+                        0);
+                    assert_int_equal(drive(&ch), 0);
+                    assert_int_equal(ch.sink.closes, 1);
+                    weir_xform_stats(ch.x[0], &st);
+                    assert_int_equal(st.in_bytes, lens[k]);
+                    helped += st.helped;
+                    chain_free(&ch);
+                    write_file(tpath(in, sizeof(in), "order.in"), input,
+                               lens[k]);
+                    assert_int_equal(
+                        sh("%s %s | cmp -s - %s", codecs[c].decode, out, in),
+                        0);
+                    if (c == 0)
+                        assert_gzread_is(out, input, lens[k]);
+                }
+        /* 3 MiB in 64 KiB members: the helper had its share. */
+        assert_true(helped >= 8);
+    }
 }
 
 /*
@@ -191,7 +209,6 @@ static void members_from_both_threads_come_out_in_order(void **state)
  */
 static void a_busy_helper_is_not_lent_members(void **state)
 {
-    static const char *const specs[] = {"gzip:1"};
     static _Atomic uint32_t busy;
     struct weir_xform_options xo = xopts();
     char in[256], out[256];
@@ -199,24 +216,28 @@ static void a_busy_helper_is_not_lent_members(void **state)
     (void)state;
     xo.helper_busy = &busy;
     write_file(tpath(in, sizeof(in), "busy.in"), input, IN_LEN);
-    for (int b = 1; b >= 0; b--) {
-        struct feed f = {.data = input, .len = IN_LEN, .mode = FEED_EXTERNAL};
-        struct weir_xform_stats st;
-        struct chain ch;
+    for (unsigned c = 0; c < NCODECS; c++)
+        for (int b = 1; b >= 0; b--) {
+            struct feed f = {
+                .data = input, .len = IN_LEN, .mode = FEED_EXTERNAL};
+            struct weir_xform_stats st;
+            struct chain ch;
 
-        atomic_store_explicit(&busy, (uint32_t)b, memory_order_relaxed);
-        assert_int_equal(chain_start(&ch, specs, 1, &f, &xo,
-                                     tpath(out, sizeof(out), "busy.gz"), false),
-                         0);
-        assert_int_equal(drive(&ch), 0);
-        weir_xform_stats(ch.x[0], &st);
-        chain_free(&ch);
-        if (b)
-            assert_int_equal(st.helped, 0);
-        else
-            assert_true(st.helped > 0);
-        assert_int_equal(sh("gzip -dc %s | cmp -s - %s", out, in), 0);
-    }
+            atomic_store_explicit(&busy, (uint32_t)b, memory_order_relaxed);
+            assert_int_equal(chain_start(&ch, &codecs[c].fast, 1, &f, &xo,
+                                         tpath(out, sizeof(out), "busy.out"),
+                                         false),
+                             0);
+            assert_int_equal(drive(&ch), 0);
+            weir_xform_stats(ch.x[0], &st);
+            chain_free(&ch);
+            if (b)
+                assert_int_equal(st.helped, 0);
+            else
+                assert_true(st.helped > 0);
+            assert_int_equal(
+                sh("%s %s | cmp -s - %s", codecs[c].decode, out, in), 0);
+        }
 }
 
 /*
@@ -227,13 +248,14 @@ static void a_busy_helper_is_not_lent_members(void **state)
  */
 static void destroy_while_the_helper_holds_members(void **state)
 {
-    static const char *const specs[] = {"gzip:1"};
     struct weir_xform_options xo = xopts();
     struct weir_task hold;
     char out[256];
 
     (void)state;
-    for (unsigned running = 0; running < 2; running++) {
+    for (unsigned run = 0; run < 2 * NCODECS; run++) {
+        unsigned running = run % 2;
+        const char *const *specs = &codecs[run / 2].fast;
         struct feed f = {.data = input,
                          .len = IN_LEN,
                          .mode = FEED_EXTERNAL,
@@ -249,7 +271,8 @@ static void destroy_while_the_helper_holds_members(void **state)
         while (!atomic_load_explicit(&gate_held, memory_order_acquire))
             sched_yield();
         assert_int_equal(chain_start(&ch, specs, 1, &f, &xo,
-                                     tpath(out, sizeof(out), "gone.gz"), false),
+                                     tpath(out, sizeof(out), "gone.out"),
+                                     false),
                          0);
         /* The source went quiet after two members: one went to the
          * helper, which has not started it. */
@@ -280,40 +303,45 @@ static void destroy_while_the_helper_holds_members(void **state)
  */
 static void sync_waits_for_the_helper(void **state)
 {
-    static const char *const specs[] = {"gzip:6"};
     struct weir_xform_options xo = xopts();
-    struct feed f = {.data = input,
-                     .len = IN_LEN,
-                     .mode = FEED_EXTERNAL,
-                     .pause_at = 4 * MEMBER + 999};
-    struct weir_xform_stats st;
-    struct chain ch;
     char out[256], whole[256];
-    int rc;
 
     (void)state;
     write_file(tpath(whole, sizeof(whole), "sync.in"), input, IN_LEN);
-    assert_int_equal(chain_start(&ch, specs, 1, &f, &xo,
-                                 tpath(out, sizeof(out), "sync.gz"), false),
-                     0);
-    assert_int_equal(drive(&ch), -EDEADLK); /* quiet source */
-    assert_true(f.paused);
-    rc = weir_xform_sync(ch.x[0]);
-    assert_true(rc == 0 || rc == -EAGAIN);
-    /* Parked on the helper: drive hands the member on once it is done. */
-    assert_int_equal(drive(&ch), -EDEADLK);
-    assert_false(weir_xform_stalled(ch.x[0]));
-    weir_xform_stats(ch.x[0], &st);
-    assert_int_equal(st.in_bytes, f.off);
-    assert_int_equal(sh("gzip -dc %s | cmp -s -n %zu - %s && "
-                        "test $(gzip -dc %s | wc -c) -eq %zu",
-                        out, (size_t)st.in_bytes, whole, out,
-                        (size_t)st.in_bytes),
-                     0);
-    feed_wake(&f, 0);
-    assert_int_equal(drive(&ch), 0);
-    chain_free(&ch);
-    assert_int_equal(sh("gzip -dc %s | cmp -s - %s", out, whole), 0);
+    for (unsigned c = 0; c < NCODECS; c++) {
+        struct feed f = {.data = input,
+                         .len = IN_LEN,
+                         .mode = FEED_EXTERNAL,
+                         .pause_at = 4 * MEMBER + 999};
+        const char *dec = codecs[c].decode;
+        struct weir_xform_stats st;
+        struct chain ch;
+        int rc;
+
+        assert_int_equal(chain_start(&ch, &codecs[c].def, 1, &f, &xo,
+                                     tpath(out, sizeof(out), "sync.out"),
+                                     false),
+                         0);
+        assert_int_equal(drive(&ch), -EDEADLK); /* quiet source */
+        assert_true(f.paused);
+        rc = weir_xform_sync(ch.x[0]);
+        assert_true(rc == 0 || rc == -EAGAIN);
+        /* Parked on the helper: drive hands the member on once it is
+         * done. */
+        assert_int_equal(drive(&ch), -EDEADLK);
+        assert_false(weir_xform_stalled(ch.x[0]));
+        weir_xform_stats(ch.x[0], &st);
+        assert_int_equal(st.in_bytes, f.off);
+        assert_int_equal(sh("%s %s | cmp -s -n %zu - %s && "
+                            "test $(%s %s | wc -c) -eq %zu",
+                            dec, out, (size_t)st.in_bytes, whole, dec, out,
+                            (size_t)st.in_bytes),
+                         0);
+        feed_wake(&f, 0);
+        assert_int_equal(drive(&ch), 0);
+        chain_free(&ch);
+        assert_int_equal(sh("%s %s | cmp -s - %s", dec, out, whole), 0);
+    }
 }
 
 int main(void)

@@ -30,7 +30,10 @@
  *              with -EBADMSG; weir_xform_error gives the input offset.
  *   zstd       libzstd streaming, one frame per 4 MiB of input (and one
  *              more after each weir_xform_sync). Levels 1-19,
- *              default 3, as zstd(1) without --ultra.
+ *              default 3, as zstd(1) without --ultra. With a helper
+ *              loop, frames are made whole like gzip's members instead:
+ *              one per member_size bytes of input (default 1 MiB), each
+ *              compressed here or on the helper, leaving in order.
  *   unzstd     libzstd streaming; reads any number of frames. Corrupt or
  *              truncated input: -EBADMSG with the offset, as gunzip. A
  *              frame needing a window over 8 MiB (WEIR_UNZSTD_WINDOW_MAX;
@@ -47,16 +50,17 @@
  *   - it has queued `burst` output buffers on its readable side in one run
  *     while that side is full (a decompressor can turn one chunk into
  *     thousands of buffers; this keeps one stream from taking the pool).
- *   - (gzip with a helper) every member slot is taken, or the stream
- *     ended, while the helper still compresses one.
+ *   - (gzip or zstd with a helper) every member slot is taken, or the
+ *     stream ended, while the helper still compresses one.
  * It then keeps its place in the input, answers WEIR_PENDING to the core
  * (so its writable side stays busy and backpressure reaches upstream),
  * calls on_stall once, and waits for its owner to call weir_xform_resume.
  * The owner does that after anything that may have freed a buffer or read
  * from the transform (in the daemon: once per loop iteration, for every
  * stalled transform of the worker); a resume that still finds no room
- * parks again cheaply. A gzip transform whose input is all taken but whose
- * member is still on the helper reports itself stalled too, with no call
+ * parks again cheaply. A gzip or zstd transform whose input is all taken
+ * but whose member is still on the helper reports itself stalled too, with
+ * no call
  * of the core outstanding: the same resume hands the member on.
  * The memory a transform stage holds is therefore
  * bounded by its queues' high-water marks + `burst` + one partly filled
@@ -68,7 +72,9 @@
  *            output) and two compressors: ~3.4-4.3 MiB;
  *   gunzip   zlib's inflate state, ~45 KiB;
  *   zstd     the context of its level (libzstd's own estimate): 1.3 MiB
- *            at level 1, 3.5 MiB at 3, 17 MiB at 9, 90 MiB at 19;
+ *            at level 1, 3.5 MiB at 3, 17 MiB at 9, 90 MiB at 19; with a
+ *            helper, six frames in flight (1 MiB of input and its bound
+ *            of output each) and two contexts sized for 1 MiB inputs;
  *   unzstd   at most ~8.5 MiB (the 8 MiB window limit).
  */
 #ifndef WEIR_XFORM_H
@@ -96,14 +102,15 @@ struct weir_xform_options {
      * default (0 would never accept a write); the readable side's zero
      * means the spec's 0. */
     struct weir_strategy writable, readable;
-    /* gzip: input bytes per member; 0 means WEIR_XFORM_MEMBER_DEFAULT.
-     * Between 4 KiB and 64 MiB. */
+    /* gzip: input bytes per member; zstd with a helper: per frame. 0
+     * means the kind's default (WEIR_XFORM_MEMBER_DEFAULT for gzip,
+     * 1 MiB for zstd). Between 4 KiB and 64 MiB. */
     size_t member_size;
-    /* gzip: another thread's loop (another worker's) that compresses
-     * every other member while this thread reads and compresses the
-     * rest; NULL: everything on this thread. The helper touches no pool
-     * buffer; its loop must keep running until the transform is destroyed
-     * and the tasks it posted there have run. */
+    /* gzip, zstd: another thread's loop (another worker's) that
+     * compresses every other member (zstd: frame) while this thread reads
+     * and compresses the rest; NULL: everything on this thread. The helper
+     * touches no pool buffer; its loop must keep running until the transform is
+     * destroyed and the tasks it posted there have run. */
     struct weir_loop *helper;
     /* With a helper: a count the helper's owner keeps of its own work of
      * the same kind (its own compressing streams). While it is nonzero
@@ -127,7 +134,7 @@ struct weir_xform_stats {
     uint64_t in_bytes;  /* input consumed */
     uint64_t out_bytes; /* output handed to the readable side */
     uint64_t stalls;    /* times it parked (pool empty or no room) */
-    uint64_t helped;    /* gzip members compressed on the helper loop */
+    uint64_t helped;    /* members (frames) compressed on the helper loop */
 };
 
 /*
@@ -176,7 +183,7 @@ int weir_xform_resume(struct weir_xform *x);
  * reader can decode everything written so far. Costs ratio if called
  * often; calling it when the source has been idle for a while is the
  * intent. Not from inside the core's callbacks. 0 when everything is out,
- * or (gzip with a helper) when what is out ends with a whole member and
+ * or (gzip or zstd with a helper) when what is out ends with a whole member and
  * the members still on the helper follow whole through
  * weir_xform_resume, without waiting for input: either way the next byte
  * out begins a member or frame;

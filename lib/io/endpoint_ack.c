@@ -1,39 +1,72 @@
 /*
- * endpoint_ack.c - what a sink's far side has of its stream
- * (weir_endpoint_acked), for checkpoints.
+ * endpoint_ack.c - what a sink's far side has of its stream: for
+ * checkpoints (weir_endpoint_acked), and for a reconnecting sink's copy
+ * and its resume point (endpoint_resume.c, endpoint_socket.c).
  *
- * A TCP socket's send queue (SIOCOUTQ) holds what was handed to the
- * kernel and not yet acknowledged by the peer, so the bytes handed over
- * minus it are what the peer's TCP has. Reading it is one ioctl, cheap
- * enough for a watch every few hundred ms. After a shutdown the queue
- * also counts the FIN's sequence number until the FIN is acknowledged:
- * the states that have sent a FIN not acknowledged yet say when.
+ * Two readings, for two kinds of socket:
+ *  - a connection the sink made itself: TCP_INFO's tcpi_bytes_acked,
+ *    which counts every byte the peer acknowledged since the SYN (itself
+ *    one). It stays right after the connection failed, when the send
+ *    queue has been purged, which is when a resume needs it most;
+ *  - a socket handed in (an fd sink), or a unix socket: the send queue
+ *    (SIOCOUTQ) holds what was handed to the kernel and not yet
+ *    acknowledged, so the bytes handed over minus it are what the peer
+ *    has. It is relative to what this sink sent, whatever the socket
+ *    carried before it came. After a shutdown the queue also counts the
+ *    FIN's sequence number until the FIN is acknowledged: the states that
+ *    have sent a FIN not acknowledged yet say when.
+ * Both are one system call, cheap enough for a watch every few hundred ms.
  */
 #include <errno.h>
 #include <linux/sockios.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "endpoint_impl.h"
 
-/* Of `sent` bytes handed to fd's kernel, those its peer acknowledged. */
-static uint64_t sock_acked(int fd, uint64_t sent)
-{
-    int outq = 0;
+/* Three of the kernel's TCP states (its net/tcp_states.h: a stable ABI,
+ * what tcpi_state reports). linux/tcp.h has tcpi_bytes_acked but not
+ * these, and netinet/tcp.h has these but a struct tcp_info without it,
+ * and the two headers cannot be included together. */
+enum { ST_FIN_WAIT1 = 4, ST_LAST_ACK = 9, ST_CLOSING = 11 };
 
+/* Of `sent` bytes handed to fd's kernel, those that left its send queue. */
+static uint64_t queue_acked(int fd, uint64_t sent)
+{
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
+    int outq = 0;
 
     if (ioctl(fd, SIOCOUTQ, &outq) != 0 || outq < 0)
         return 0; /* cannot tell: none */
     if (outq > 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-        (ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_CLOSING ||
-         ti.tcpi_state == TCP_LAST_ACK))
+        (ti.tcpi_state == ST_FIN_WAIT1 || ti.tcpi_state == ST_CLOSING ||
+         ti.tcpi_state == ST_LAST_ACK))
         outq--; /* the FIN */
     return (uint64_t)outq < sent ? sent - (uint64_t)outq : 0;
+}
+
+uint64_t weir__ep_conn_acked(const struct weir_endpoint *ep)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    if (ep->fd < 0)
+        return 0;
+    if (ep->so.addr.ss_family == AF_UNIX)
+        return queue_acked(ep->fd, ep->conn_sent);
+    if (getsockopt(ep->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_acked) +
+                  sizeof(ti.tcpi_bytes_acked) ||
+        ti.tcpi_bytes_acked == 0)
+        return 0; /* cannot tell, or not even the SYN: none */
+    /* Never past what was sent: the FIN's acknowledgement counts too. */
+    return ti.tcpi_bytes_acked - 1 < ep->conn_sent ? ti.tcpi_bytes_acked - 1
+                                                   : ep->conn_sent;
 }
 
 int weir_endpoint_acked(const struct weir_endpoint *ep, uint64_t *acked)
@@ -46,10 +79,10 @@ int weir_endpoint_acked(const struct weir_endpoint *ep, uint64_t *acked)
                                                       : ep->stream_sent;
             return 0;
         }
-        *acked = ep->conn_base + sock_acked(ep->fd, ep->conn_sent);
+        *acked = ep->conn_base + weir__ep_conn_acked(ep);
         return 0;
     case EP_FD_SINK:
-        *acked = ep->is_socket && ep->fd >= 0 ? sock_acked(ep->fd, ep->bytes)
+        *acked = ep->is_socket && ep->fd >= 0 ? queue_acked(ep->fd, ep->bytes)
                                               : ep->bytes;
         return 0;
     case EP_NULL_SINK:

@@ -217,6 +217,9 @@ void weir__ep_tls_detach(struct weir_endpoint *ep);
  * batch of n bytes fits in the copy now. */
 int weir__ep_resume_sent(struct weir_endpoint *ep, size_t n);
 void weir__ep_resume_acked(struct weir_endpoint *ep);
+/* Bytes of the current connection (of conn_sent) its peer acknowledged
+ * (endpoint_ack.c); 0 when it cannot tell. */
+uint64_t weir__ep_conn_acked(const struct weir_endpoint *ep);
 uint64_t weir__ep_resume_point(struct weir_endpoint *ep, uint64_t acked);
 bool weir__ep_resume_room(struct weir_endpoint *ep, size_t n);
 /* The batch held waits for room (endpoint_socket.c): WEIR_PENDING or

@@ -4,22 +4,19 @@
  * count of what its peers acknowledged.
  *
  * Bytes are kept as they are sent, from the latest boundary at or before
- * the peer's acknowledged byte (SIOCOUTQ: the bytes still in the send
- * queue are those not acknowledged). The boundaries are read off the
- * stream itself, by a small parser that only skips: a gzip member of
- * weir's carries its size in its header's extra field ('W','R'), and a
- * zstd frame is a header and blocks that state their sizes. A stream the
- * parser cannot follow (a member without the size) loses its boundaries
- * from there on, and resumes at the acknowledged byte as a plain copy.
+ * the peer's acknowledged byte (weir__ep_conn_acked, endpoint_ack.c). The
+ * boundaries are read off the stream itself, by a small parser that only skips:
+ * a gzip member of weir's carries its size in its header's extra field
+ * ('W','R'), and a zstd frame is a header and blocks that state their sizes. A
+ * stream the parser cannot follow (a member without the size) loses its
+ * boundaries from there on, and resumes at the acknowledged byte as a plain
+ * copy.
  */
 #include <errno.h>
-#include <linux/sockios.h>
-#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include "endpoint_impl.h"
 
@@ -223,35 +220,9 @@ static uint64_t bound_before(struct weir_endpoint *ep, uint64_t off)
     return b;
 }
 
-/* Bytes of this connection the peer acknowledged. TCP: TCP_INFO's
- * tcpi_bytes_acked, less the SYN (and never past what was sent, which a
- * FIN's acknowledgement would be); a unix socket: what left its send
- * queue (SIOCOUTQ). */
-static uint64_t conn_acked(const struct weir_endpoint *ep)
-{
-    struct tcp_info ti;
-    socklen_t len = sizeof(ti);
-    int outq = 0;
-
-    if (ep->fd < 0)
-        return 0;
-    if (ep->so.addr.ss_family != AF_UNIX) {
-        if (getsockopt(ep->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-            len < offsetof(struct tcp_info, tcpi_bytes_acked) +
-                      sizeof(ti.tcpi_bytes_acked) ||
-            ti.tcpi_bytes_acked == 0)
-            return 0;
-        return ti.tcpi_bytes_acked - 1 < ep->conn_sent ? ti.tcpi_bytes_acked - 1
-                                                       : ep->conn_sent;
-    }
-    if (ioctl(ep->fd, SIOCOUTQ, &outq) != 0 || outq < 0)
-        return 0;
-    return (uint64_t)outq < ep->conn_sent ? ep->conn_sent - (uint64_t)outq : 0;
-}
-
 void weir__ep_resume_acked(struct weir_endpoint *ep)
 {
-    uint64_t acked = ep->conn_base + conn_acked(ep), keep;
+    uint64_t acked = ep->conn_base + weir__ep_conn_acked(ep), keep;
     unsigned k = 0;
 
     if (acked > ep->acked_hi) {

@@ -6,8 +6,8 @@
  * Offsets are stream offsets (bytes of this sink's stream from its first).
  * stream_sent: bytes handed to some connection's kernel; conn_base: the
  * offset of the current connection's first byte; conn_sent: bytes handed to
- * it. After a loss, TCP_INFO's tcpi_bytes_acked (which counts the SYN as
- * one byte) says how many of conn_sent the peer's TCP acknowledged; the new
+ * it. After a loss, TCP_INFO's tcpi_bytes_acked (weir__ep_conn_acked)
+ * says how many of conn_sent the peer's TCP acknowledged; the new
  * connection starts there, resending [acked, stream_sent) from the replay
  * file, then goes on with the batch that was being written. Bytes the peer
  * received but whose acknowledgement had not come back are sent again: the
@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <string.h>
-#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -509,26 +508,12 @@ static bool conn_error(int err)
 
 int weir__ep_socket_lost(struct weir_endpoint *ep, int err)
 {
-    uint64_t acked = ep->conn_sent;
+    uint64_t acked;
 
     if (!ep->so.reconnect || !conn_error(err) || ep->stopping ||
         (err == -ETIMEDOUT && ep->so.cut_stalled))
         return 0;
-    if (ep->so.addr.ss_family != AF_UNIX) {
-        struct tcp_info ti;
-        socklen_t len = sizeof(ti);
-
-        if (getsockopt(ep->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-            len >= offsetof(struct tcp_info, tcpi_bytes_acked) +
-                       sizeof(ti.tcpi_bytes_acked)) {
-            /* The SYN counts as the first acknowledged byte. */
-            acked = ti.tcpi_bytes_acked ? ti.tcpi_bytes_acked - 1 : 0;
-            if (acked > ep->conn_sent)
-                acked = ep->conn_sent; /* the FIN's byte */
-        } else {
-            acked = 0;
-        }
-    }
+    acked = weir__ep_conn_acked(ep);
     if (ep->conn_base + acked > ep->acked_hi) {
         weir__ep_count(ep, ep->conn_base + acked - ep->acked_hi);
         ep->acked_hi = ep->conn_base + acked;

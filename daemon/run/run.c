@@ -530,14 +530,23 @@ static const char *loop_wait_call(const struct weir_loop *loop)
 
 /* On the main loop: a worker's loop failed, so the streams on it are
  * stuck for good; waiting for them would never end. */
-static void worker_fail_task(struct weir_task *t)
+static void worker_fail_tell(struct run *r)
 {
-    struct run *r = weir_container_of(t, struct run, fail_task);
     int err = atomic_load(&r->worker_err);
 
+    if (r->fail_told || err == 0)
+        return;
+    r->fail_told = true;
     log_errx("worker %u: %s failed: %s (errno %d); exiting",
              atomic_load(&r->worker_failed), loop_wait_call(r->main),
              strerror(-err), -err);
+}
+
+static void worker_fail_task(struct weir_task *t)
+{
+    struct run *r = weir_container_of(t, struct run, fail_task);
+
+    worker_fail_tell(r);
     r->exit_status = EX_OSERR;
     r->finished = true;
     weir_loop_stop(r->main);
@@ -728,6 +737,9 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     /* Workers first: after this nothing posts to the main loop. */
     if (weir_workers_stop(r.cx.workers) != 0)
         log_debug("buffers were still in use at exit");
+    /* A worker whose wait failed while the main loop was stopping: its
+     * task came too late to run, so its line is written here. */
+    worker_fail_tell(&r);
     /* What ran on a failed loop cannot be taken apart: the teardown of
      * a stream needs both the main loop and its worker's. Exit with it
      * all still in place. */

@@ -105,6 +105,7 @@ struct run {
     _Atomic unsigned worker_failed;
     _Atomic(struct weir_loop *) fail_loop;
     struct weir_task fail_task;
+    bool fail_told; /* main thread: the failure's line is in the log */
     /* A reload's lookups while it prepares (reload.c); NULL otherwise. */
     struct reload_maps *reload_maps;
 };

@@ -5,12 +5,14 @@
  * (quiet), then `idle` clients connect and read nothing (their receive
  * buffers are 4 KiB) while another thread opens `resets` connections a
  * second that take their first byte and reset (SO_LINGER 0), and the
- * healthy client fetches the file `fetches` times again (hostile).
+ * healthy client fetches the file `fetches` times again (hostile); the
+ * hostile clients leave, and the two phases repeat, `rounds` times in all.
  *
- *   weir-bench hostile [size=256MiB] [fetches=5] [idle=1000] [resets=200]
- *                      [server=NAME,NAME...]
+ *   weir-bench hostile [size=256MiB] [rounds=3] [fetches=5] [idle=1000]
+ *                      [resets=200] [server=NAME,NAME...]
  *
- * Prints the median fetch of each phase in GB/s and hostile over quiet,
+ * Prints the median fetch of each phase in GB/s (and the slowest and
+ * fastest) and hostile over quiet,
  * the server's RSS idle and at its peak under the hostile clients, and
  * how many resets were made. Every healthy fetch must get exactly the
  * file's size, or the row says FAILED.
@@ -76,15 +78,14 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The median of `fetches` fetches, or -1 when one of them failed. With
- * pid, *peak_kib is raised to the server's RSS seen between fetches. */
-static double fetches_median(int port, bool http, uint64_t size, int fetches,
-                             char *scratch, pid_t pid, long *peak_kib)
+/* `fetches` fetches appended to gbps[*n]; -1 when one of them failed.
+ * With pid, *peak_kib is raised to the server's RSS seen between them. */
+static int fetches_run(int port, bool http, uint64_t size, int fetches,
+                       char *scratch, double *gbps, int *n, pid_t pid,
+                       long *peak_kib)
 {
-    double gbps[MAX_FETCHES];
-
     for (int i = 0; i < fetches; i++) {
-        if ((gbps[i] = fetch(port, http, size, scratch)) < 0)
+        if ((gbps[(*n)++] = fetch(port, http, size, scratch)) < 0)
             return -1;
         if (peak_kib) {
             long kib = serve_rss_kib(pid);
@@ -93,8 +94,13 @@ static double fetches_median(int port, bool http, uint64_t size, int fetches,
                 *peak_kib = kib;
         }
     }
-    qsort(gbps, (size_t)fetches, sizeof(gbps[0]), cmp_double);
-    return gbps[fetches / 2];
+    return 0;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* A non-blocking connect with a small receive buffer, set before the
@@ -207,14 +213,15 @@ static void hostiles_stop(struct hostiles *h)
 }
 
 static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
-                      const char *file, uint64_t size, int fetches,
+                      const char *file, uint64_t size, int rounds, int fetches,
                       unsigned idle, unsigned resets, char *scratch)
 {
     struct hostiles h = {.idle = idle, .resets = resets};
+    double quiet[MAX_FETCHES], loud[MAX_FETCHES], mq, ml;
     char port[16], sizestr[32];
-    double quiet, loud;
+    uint64_t made = 0, made_ns = 0;
+    int status = 0, rc = 0, nq = 0, nl = 0;
     long base, peak;
-    int status = 0, rc = 0;
     pid_t pid;
 
     e2e_format_size(size, sizestr, sizeof(sizestr));
@@ -232,29 +239,40 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
         return 0;
     }
     base = peak = serve_rss_kib(pid);
-    quiet = fetches_median(h.port, h.http, size, fetches, scratch, 0, NULL);
-    if (hostiles_start(&h) != 0) {
-        fprintf(stderr, "hostile: cannot start the hostile clients\n");
-        rc = 1;
-        goto out;
+    /* Alone, then among the hostile clients, `rounds` times over: each
+     * fetch lands on whichever worker and core it lands on, and the
+     * rounds spread that over both phases alike. */
+    for (int r = 0; r < rounds && rc == 0; r++) {
+        rc = fetches_run(h.port, h.http, size, fetches, scratch, quiet, &nq, 0,
+                         NULL);
+        if (rc == 0 && hostiles_start(&h) != 0) {
+            fprintf(stderr, "hostile: cannot start the hostile clients\n");
+            rc = 1;
+            goto out;
+        }
+        if (rc == 0) {
+            rc = fetches_run(h.port, h.http, size, fetches, scratch, loud, &nl,
+                             pid, &peak);
+            hostiles_stop(&h);
+            made += atomic_load(&h.done);
+            made_ns += h.stop_ns - h.start_ns;
+        }
     }
-    loud = fetches_median(h.port, h.http, size, fetches, scratch, pid, &peak);
-    hostiles_stop(&h);
-    if (quiet < 0 || loud < 0) {
+    if (rc) {
         printf("hostile server=%s size=%s idle=%u resets=%u: FAILED (a "
-               "healthy fetch %s was short)\n",
-               srv->name, sizestr, idle, resets,
-               quiet < 0 ? "alone" : "among the hostile clients");
-        rc = 1;
+               "healthy fetch was short)\n",
+               srv->name, sizestr, idle, resets);
         goto out;
     }
-    printf("hostile server=%s size=%s idle=%u resets=%u: quiet %.2f GB/s, "
-           "hostile %.2f GB/s, %.2f of quiet; rss idle %.1f MB, hostile "
-           "%.1f MB; %u idle connected, %.0f resets/s made\n",
-           srv->name, sizestr, idle, resets, quiet, loud, loud / quiet,
-           base / 1024.0, peak / 1024.0, h.connected,
-           (double)atomic_load(&h.done) * 1e9 /
-               (double)(h.stop_ns - h.start_ns));
+    mq = median(quiet, nq);
+    ml = median(loud, nl);
+    printf("hostile server=%s size=%s idle=%u resets=%u: quiet %.2f GB/s "
+           "(%.2f-%.2f), hostile %.2f GB/s (%.2f-%.2f), %.2f of quiet; rss "
+           "idle %.1f MB, hostile %.1f MB; %u idle connected, %.0f resets/s "
+           "made\n",
+           srv->name, sizestr, idle, resets, mq, quiet[0], quiet[nq - 1], ml,
+           loud[0], loud[nl - 1], ml / mq, base / 1024.0, peak / 1024.0,
+           h.connected, (double)made * 1e9 / (double)(made_ns ? made_ns : 1));
     fflush(stdout);
 out:
     kill(pid, SIGTERM);
@@ -264,7 +282,8 @@ out:
 
 int bench_hostile(int argc, char **argv)
 {
-    uint64_t size = 256u << 20, fetches = 5, idle = 1000, resets = 200;
+    uint64_t size = 256u << 20, rounds = 3, fetches = 5, idle = 1000;
+    uint64_t resets = 200;
     const char *only = "weir,weir-stream,socat-fork,nginx";
     struct e2e_env env = {0};
     char path[128];
@@ -276,6 +295,9 @@ int bench_hostile(int argc, char **argv)
 
         if (strncmp(argv[i], "size=", 5) == 0)
             ok = e2e_parse_size(argv[i] + 5, &size) == 0 && size > 0;
+        else if (strncmp(argv[i], "rounds=", 7) == 0)
+            ok = e2e_parse_size(argv[i] + 7, &rounds) == 0 && rounds > 0 &&
+                 rounds <= MAX_FETCHES;
         else if (strncmp(argv[i], "fetches=", 8) == 0)
             ok = e2e_parse_size(argv[i] + 8, &fetches) == 0 && fetches > 0 &&
                  fetches <= MAX_FETCHES;
@@ -285,9 +307,12 @@ int bench_hostile(int argc, char **argv)
             ok = e2e_parse_size(argv[i] + 7, &resets) == 0 && resets < 100000;
         else if (strncmp(argv[i], "server=", 7) == 0)
             ok = (only = argv[i] + 7)[0] != '\0';
+        if (ok && rounds * fetches > MAX_FETCHES)
+            ok = 0;
         if (!ok) {
-            serve_usage("weir-bench hostile [size=256MiB] [fetches=5] "
-                        "[idle=1000] [resets=200] [server=NAME,...]");
+            serve_usage("weir-bench hostile [size=256MiB] [rounds=3] "
+                        "[fetches=5] [idle=1000] [resets=200] "
+                        "[server=NAME,...]");
             return 2;
         }
     }
@@ -299,8 +324,9 @@ int bench_hostile(int argc, char **argv)
     }
     for (size_t i = 0; i < serve_nservers; i++)
         if (serve_listed(only, serve_servers[i].name))
-            rc |= run_server(&serve_servers[i], &env, path, size, (int)fetches,
-                             (unsigned)idle, (unsigned)resets, scratch);
+            rc |= run_server(&serve_servers[i], &env, path, size, (int)rounds,
+                             (int)fetches, (unsigned)idle, (unsigned)resets,
+                             scratch);
     free(scratch);
     return rc;
 }

@@ -42,6 +42,12 @@ const struct e2e_sender serve_servers[] = {
                 "WEIR_SENDPATH=stream"),
     WEIR_SERVER("weir-epoll", "", "", "WEIR_ENGINE=epoll"),
     WEIR_SERVER("weir-b128", "", ",backlog=128", ""),
+    WEIR_SERVER("weir-b511", "", ",backlog=511", ""),
+    /* The kernel's send buffers, unbounded (notsent_lowat's default is
+     * 1 MiB). */
+    WEIR_SERVER("weir-lowat0", "", ",notsent_lowat=0", ""),
+    WEIR_SERVER("weir-stream-lowat0", "[daemon]\\npool_size = 4GiB\\n",
+                ",notsent_lowat=0", "WEIR_SENDPATH=stream"),
     WEIR_SERVER("weir-b1024", "", ",backlog=1024", ""),
     WEIR_SERVER("weir-b4096", "", ",backlog=4096", ""),
     {"socat-fork",

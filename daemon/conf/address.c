@@ -160,6 +160,12 @@ static int opt_backlog(struct weir_address *a, const char *v, char *err,
     return r;
 }
 
+static int opt_notsent_lowat(struct weir_address *a, const char *v, char *err,
+                             size_t errlen)
+{
+    return value_size(v, 0, CONF_MAX_NOTSENT, &a->notsent_lowat, err, errlen);
+}
+
 struct option_def {
     const char *name;
     unsigned kinds;
@@ -262,6 +268,8 @@ static const struct option_def options[] = {
      "tcp-listen and unix-listen", opt_max_clients},
     {"backlog", LISTENERS, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
      "tcp-listen and unix-listen", opt_backlog},
+    {"notsent_lowat", KIND(ADDR_TCP_LISTEN),
+     ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tcp-listen", opt_notsent_lowat},
     {"cert", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
      "tls and tls-listen", opt_cert},
     {"key", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
@@ -772,6 +780,7 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     a->role = role;
     a->loc = *loc;
     a->backlog = CONF_DEFAULT_BACKLOG;
+    a->notsent_lowat = CONF_DEFAULT_NOTSENT;
     a->verify = true;
     a->handshake_timeout_ms = CONF_DEFAULT_HANDSHAKE_MS;
     a->text = strdup(text);

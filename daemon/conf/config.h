@@ -22,24 +22,27 @@
 
 /* Defaults and limits; config/weir.conf.md quotes them. The chunk size
  * is the fastest measured for file -> tcp (bench/results/placement.md). */
-#define CONF_DEFAULT_HWM          (1 * MiB)
-#define CONF_MIN_HWM              UINT64_C(1)
-#define CONF_MAX_HWM              (16 * GiB)
-#define CONF_DEFAULT_CHUNK        (256 * KiB)
-#define CONF_MIN_CHUNK            UINT64_C(512)
-#define CONF_MAX_CHUNK            (16 * MiB)
-#define CONF_MAX_WORKERS          1024
-#define CONF_DEFAULT_POOL         (1 * GiB)
-#define CONF_MIN_POOL             (4 * MiB)
-#define CONF_MAX_POOL             (64 * GiB)
-#define CONF_DEFAULT_DRAIN_MS     5000
-#define CONF_DEFAULT_STATE_DIR    "/var/lib/weir"
-#define CONF_DEFAULT_CKPT_MS      1000
-#define CONF_MIN_CKPT_MS          10
-#define CONF_MAX_CKPT_MS          (3600 * 1000)
-#define CONF_MAX_DRAIN_MS         (3600 * 1000)
-#define CONF_DEFAULT_BACKLOG      511
-#define CONF_MAX_BACKLOG          65535
+#define CONF_DEFAULT_HWM       (1 * MiB)
+#define CONF_MIN_HWM           UINT64_C(1)
+#define CONF_MAX_HWM           (16 * GiB)
+#define CONF_DEFAULT_CHUNK     (256 * KiB)
+#define CONF_MIN_CHUNK         UINT64_C(512)
+#define CONF_MAX_CHUNK         (16 * MiB)
+#define CONF_MAX_WORKERS       1024
+#define CONF_DEFAULT_POOL      (1 * GiB)
+#define CONF_MIN_POOL          (4 * MiB)
+#define CONF_MAX_POOL          (64 * GiB)
+#define CONF_DEFAULT_DRAIN_MS  5000
+#define CONF_DEFAULT_STATE_DIR "/var/lib/weir"
+#define CONF_DEFAULT_CKPT_MS   1000
+#define CONF_MIN_CKPT_MS       10
+#define CONF_MAX_CKPT_MS       (3600 * 1000)
+#define CONF_MAX_DRAIN_MS      (3600 * 1000)
+#define CONF_DEFAULT_BACKLOG   4096
+#define CONF_MAX_BACKLOG       65535
+/* Unsent bytes a served client's socket may queue (TCP_NOTSENT_LOWAT). */
+#define CONF_DEFAULT_NOTSENT      (1u << 20)
+#define CONF_MAX_NOTSENT          (1ull << 30)
 #define CONF_MAX_CLIENTS          1000000
 #define CONF_MAX_NAME             64
 #define CONF_MAX_TRANSFORMS       32
@@ -126,6 +129,7 @@ struct weir_address {
     uint64_t high_water_mark; /* sinks; 0 until resolved */
     unsigned max_clients;     /* listen kinds; 0 = no limit */
     unsigned backlog;         /* listen kinds */
+    uint64_t notsent_lowat;   /* tcp-listen; 0: the kernel's (no bound) */
     /* tls: and tls-listen: are tcp and tcp-listen with tls set. */
     bool tls;
     char *cert, *key, *ca, *sni, *alpn, *ciphers; /* NULL: not given */

@@ -24,11 +24,11 @@ static bool addr_same(const struct weir_address *a,
            a->on_full == b->on_full &&
            a->high_water_mark == b->high_water_mark &&
            a->max_clients == b->max_clients && a->backlog == b->backlog &&
-           a->tls == b->tls && str_same(a->cert, b->cert) &&
-           str_same(a->key, b->key) && str_same(a->ca, b->ca) &&
-           str_same(a->sni, b->sni) && str_same(a->alpn, b->alpn) &&
-           str_same(a->ciphers, b->ciphers) && a->verify == b->verify &&
-           a->min_version == b->min_version &&
+           a->notsent_lowat == b->notsent_lowat && a->tls == b->tls &&
+           str_same(a->cert, b->cert) && str_same(a->key, b->key) &&
+           str_same(a->ca, b->ca) && str_same(a->sni, b->sni) &&
+           str_same(a->alpn, b->alpn) && str_same(a->ciphers, b->ciphers) &&
+           a->verify == b->verify && a->min_version == b->min_version &&
            a->handshake_timeout_ms == b->handshake_timeout_ms;
 }
 

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -210,6 +212,26 @@ static void accept_resumed(struct listener *l)
     l->paused_since = 0;
 }
 
+/*
+ * A client's socket queues at most notsent_lowat bytes not yet sent
+ * (TCP_NOTSENT_LOWAT), on top of what is in flight, which the window
+ * still bounds as usual. Without it the kernel grows each send buffer to
+ * megabytes, and a thousand clients that do not read (their window is
+ * closed) hold gigabytes of the kernel's TCP memory: past tcp_mem's
+ * pressure mark every socket of the machine is throttled, the healthy
+ * ones too (bench/results/robustness.md, `weir-bench hostile`). Best
+ * effort: a kernel without it just queues more.
+ */
+static void client_tune(const struct listener *l, int fd)
+{
+    int v;
+
+    if (l->addr->kind != ADDR_TCP_LISTEN || l->addr->notsent_lowat == 0)
+        return;
+    v = (int)l->addr->notsent_lowat;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
+}
+
 static void accepted(struct weir_op *op, int res, uint32_t flags)
 {
     struct listener *l = weir_container_of(op, struct listener, op);
@@ -221,8 +243,10 @@ static void accepted(struct weir_op *op, int res, uint32_t flags)
                         sizeof(peer));
     if (l->closing) {
         spares_give(l);
-        if (res >= 0)
+        if (res >= 0) {
+            client_tune(l, res);
             l->on_client(l, res, peer);
+        }
         listener_close(l);
         return;
     }
@@ -240,6 +264,7 @@ static void accepted(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     spares_give(l);
+    client_tune(l, res);
     l->on_client(l, res, peer);
     if (!l->closing)
         listener_arm(l);

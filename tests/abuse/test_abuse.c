@@ -647,6 +647,89 @@ static void test_hup_storm(void **state)
     h_expect_exit(&w, 0, true, WAIT);
 }
 
+/*
+ * Bytes waiting in the send queues of the daemon's connections from
+ * `port` (the server side of each client), from /proc/self/net/tcp:
+ * this process and the daemon share the network namespace. The largest
+ * queue, and how many connections were seen.
+ */
+static unsigned long max_tx_queue(uint16_t port, unsigned *conns)
+{
+    unsigned long most = 0;
+    char line[512];
+    FILE *f = fopen("/proc/self/net/tcp", "r");
+
+    *conns = 0;
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f)) {
+        unsigned lport, st;
+        unsigned long tx, rx;
+
+        if (sscanf(line, " %*d: %*8x:%x %*8x:%*x %x %lx:%lx", &lport, &st, &tx,
+                   &rx) != 4 ||
+            lport != port ||
+            /* ESTABLISHED, or FIN_WAIT1 when weir sent all and shut
+             * its side down, with the bytes still queued */
+            (st != 0x01 && st != 0x04))
+            continue;
+        (*conns)++;
+        if (tx > most)
+            most = tx;
+    }
+    fclose(f);
+    return most;
+}
+
+/*
+ * Clients that never read hold no more than notsent_lowat of unsent
+ * bytes each in the kernel (plus the few in flight in a closed window):
+ * 20 of them, each with a 4 KiB receive buffer, of a file four times the
+ * bound. Without the bound (notsent_lowat=0) the kernel queues the whole
+ * file for each, which is what the bound is there to stop.
+ */
+static void test_unread_queue(void **state)
+{
+    static const unsigned long lowat[2] = {64u << 10, 0};
+    const unsigned counts[4] = {0, 0, 20, 0};
+
+    (void)state;
+    for (unsigned k = 0; k < 2; k++) {
+        uint16_t port = h_free_port(false);
+        unsigned long most = 0;
+        unsigned conns = 0;
+        int64_t end;
+        struct swarm s;
+        struct h_weir w;
+
+        h_start_conf(&w, "unread", H_CONF_FRESH_LOG,
+                     "[pipeline s]\nsource = file:%s\n"
+                     "sink = tcp-listen:127.0.0.1:%u,notsent_lowat=%lu\n",
+                     file, port, lowat[k]);
+        h_expect_log(&w, "listening on", WAIT);
+        swarm_init(&s, port, 20, counts);
+        swarm_run(&s, &w);
+        /* The queues fill as far as they may; take the largest seen. */
+        end = h_now_ms() + 1500;
+        while (h_now_ms() < end) {
+            unsigned long m = max_tx_queue(port, &conns);
+
+            if (m > most)
+                most = m;
+            h_sleep_ms(50);
+        }
+        printf("unread: notsent_lowat=%lu: largest send queue %lu bytes "
+               "over %u connections\n",
+               lowat[k], most, conns);
+        assert_int_equal(conns, 20);
+        if (lowat[k])
+            assert_true(most <= lowat[k] + (64u << 10));
+        else
+            assert_true(most >= FILE_SIZE - (16u << 10));
+        swarm_free(&s);
+        h_expect_exit(&w, 0, true, WAIT);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -655,6 +738,7 @@ int main(void)
         cmocka_unit_test_teardown(test_devices, h_teardown),
         cmocka_unit_test_teardown(test_stop_cont, h_teardown),
         cmocka_unit_test_teardown(test_hup_storm, h_teardown),
+        cmocka_unit_test_teardown(test_unread_queue, h_teardown),
     };
     char hex[65];
     FILE *fp;

@@ -747,6 +747,7 @@ static void tee_memory(const char *policy, bool fast_runs)
     struct reader fast = {.rate = 0}, slow = {.rate = 1000 * 1000};
     char sparse[600];
     struct rss_watch rw = {0};
+    char slow_held[96], fast_held[96], *log;
     int64_t idle;
     bool warned;
     struct h_weir w;
@@ -767,8 +768,13 @@ static void tee_memory(const char *policy, bool fast_runs)
     pthread_create(&slow.th, NULL, reader_run, &slow);
     rw.bound = bound_kib(idle, 2, true);
     watch_rss(w.pid, &rw, 5);
-    /* Under block the slow sink holds the fast one back: one warning. */
-    warned = fast_runs || h_wait_log(w.log, "has held the source back", WAIT);
+    /* Under block the slow sink holds the fast one back: a warning that
+     * names the slow sink, never the fast one. */
+    snprintf(slow_held, sizeof(slow_held),
+             "sink tcp:127.0.0.1:%u has held the source back", ps);
+    snprintf(fast_held, sizeof(fast_held),
+             "sink tcp:127.0.0.1:%u has held the source back", pf);
+    warned = fast_runs || h_wait_log(w.log, slow_held, WAIT);
     if (!warned)
         h_show_log(&w);
     atomic_store(&fast.stop, true);
@@ -783,6 +789,9 @@ static void tee_memory(const char *policy, bool fast_runs)
     close(ls);
     rss_check(&rw);
     assert_true(warned);
+    log = h_slurp(w.log);
+    assert_int_equal(h_count(log, fast_held), 0);
+    free(log);
     fprintf(stderr, "# %s: fast got %lld, slow got %lld\n", policy,
             (long long)atomic_load(&fast.got),
             (long long)atomic_load(&slow.got));

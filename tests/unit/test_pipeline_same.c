@@ -48,7 +48,8 @@ static void test_written_differently(void **state)
     /* Another line, spacing, a comment, defaults written out. */
     assert_true(same_as_base("; moved down\n\n[pipeline p]\n"
                              "source=file:/etc/passwd\n"
-                             "sink = tcp-listen:127.0.0.1:7000,backlog=511\n"
+                             "sink = tcp-listen:127.0.0.1:7000,backlog=4096,"
+                             "notsent_lowat=1MiB\n"
                              "sink = file:/tmp/weir-same-copy\n"
                              "high_water_mark = 1024KiB\n"
                              "chunk_size = 262144\n"));
@@ -74,6 +75,9 @@ static void test_changed(void **state)
         /* an option of a sink */
         "[pipeline p]\nsource = file:/etc/passwd\n"
         "sink = tcp-listen:127.0.0.1:7000,max_clients=3\n"
+        "sink = file:/tmp/weir-same-copy\n",
+        "[pipeline p]\nsource = file:/etc/passwd\n"
+        "sink = tcp-listen:127.0.0.1:7000,notsent_lowat=64KiB\n"
         "sink = file:/tmp/weir-same-copy\n",
         "[pipeline p]\nsource = file:/etc/passwd\n"
         "sink = tcp-listen:127.0.0.1:7000\n"

@@ -747,7 +747,7 @@ static void tee_memory(const char *policy, bool fast_runs)
     struct reader fast = {.rate = 0}, slow = {.rate = 1000 * 1000};
     char sparse[600];
     struct rss_watch rw = {0};
-    char slow_held[96], fast_held[96], *log;
+    char slow_held[128], fast_held[96], *log;
     int64_t idle;
     bool warned;
     struct h_weir w;
@@ -771,7 +771,8 @@ static void tee_memory(const char *policy, bool fast_runs)
     /* Under block the slow sink holds the fast one back: a warning that
      * names the slow sink, never the fast one. */
     snprintf(slow_held, sizeof(slow_held),
-             "sink tcp:127.0.0.1:%u has held the source back", ps);
+             "sink tcp:127.0.0.1:%u,on_full=%s has held the source back", ps,
+             policy);
     snprintf(fast_held, sizeof(fast_held),
              "sink tcp:127.0.0.1:%u has held the source back", pf);
     warned = fast_runs || h_wait_log(w.log, slow_held, WAIT);

@@ -50,6 +50,10 @@ int e2e_env_init(struct e2e_env *env);
 pid_t e2e_spawn(const char *const *tmpl, const struct e2e_env *env,
                 const char *file, const char *port);
 
+/* Reads the file once through, so every sender finds it in the page
+ * cache. */
+void e2e_warm(const char *path);
+
 /* "1GiB", "256MiB", "64KiB", "4096", "1000". Returns 0 or -1. */
 int e2e_parse_size(const char *s, uint64_t *out);
 /* The inverse, in the largest unit that divides the size. */

@@ -193,11 +193,23 @@ static int write_file(const char *path, uint64_t size, char *buf)
     return 0;
 }
 
+void e2e_warm(const char *path)
+{
+    static char buf[CHUNK];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    close(fd);
+}
+
 int e2e_make_file(const char *path, uint64_t size)
 {
     struct stat st;
     char *buf = malloc(CHUNK);
-    int fd, rc = 0;
+    int rc = 0;
 
     if (!buf) {
         errno = ENOMEM;
@@ -206,12 +218,8 @@ int e2e_make_file(const char *path, uint64_t size)
     if ((stat(path, &st) != 0 || (uint64_t)st.st_size != size) &&
         write_file(path, size, buf) != 0)
         rc = -1;
-    /* One read through, so every sender finds it in the page cache. */
-    if (rc == 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-        while (read(fd, buf, CHUNK) > 0)
-            ;
-        close(fd);
-    }
     free(buf);
+    if (rc == 0)
+        e2e_warm(path);
     return rc;
 }

@@ -13,13 +13,11 @@
  * the input, and weir's 2 workers over 1.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "bench.h"
 #include "e2e.h"
@@ -74,18 +72,6 @@ static int make_log(const char *path, uint64_t size)
         done += (uint64_t)n;
     }
     return fclose(f) == 0 ? 0 : -1;
-}
-
-static void warm(const char *path)
-{
-    static char buf[1 << 20];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return;
-    while (read(fd, buf, sizeof(buf)) > 0)
-        ;
-    close(fd);
 }
 
 struct sender {
@@ -194,7 +180,7 @@ int bench_heavy(int argc, char **argv)
         fprintf(stderr, "heavy: cannot make %s: %s\n", path, strerror(errno));
         return 1;
     }
-    warm(path);
+    e2e_warm(path);
     env.file = path;
     env.size = size;
     printf("heavy: made-up access log -> transform -> TCP receiver on "

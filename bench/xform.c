@@ -15,7 +15,6 @@
  * receiver's end of stream; ratios are weir's (2 workers) to each peer's.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,19 +76,6 @@ static int make_input(const char *path, uint64_t size)
         done += n;
     }
     return fclose(f) == 0 ? 0 : -1;
-}
-
-/* Reads the file once so every sender finds it in the page cache. */
-static void warm(const char *path)
-{
-    static char buf[1 << 20];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return;
-    while (read(fd, buf, sizeof(buf)) > 0)
-        ;
-    close(fd);
 }
 
 static void run_size(const struct e2e_env *env, const char *path,
@@ -217,7 +203,7 @@ int bench_xform(int argc, char **argv)
                     strerror(errno));
             return 1;
         }
-        warm(path);
+        e2e_warm(path);
         env.file = path;
         env.size = sizes[k];
         run_size(&env, path, sizestr, reps);

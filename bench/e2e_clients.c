@@ -22,17 +22,8 @@
 #include "e2e.h"
 #include "serve.h"
 
-#define SCRATCH     (1u << 20)
 #define STALL_NS    (120 * UINT64_C(1000000000))
 #define READY_TRIES 250 /* x 20 ms */
-
-struct client {
-    int fd;
-    uint64_t bytes;
-    uint64_t start_ns;
-    uint64_t end_ns; /* 0 while running */
-    int failed;
-};
 
 /* Waits until the server serves: a first client connects and reads the
  * whole file (which also warms the server up). Reading it to the end,
@@ -46,7 +37,7 @@ static int wait_ready(pid_t pid, int port, char *scratch, int *status)
         int ok =
             fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
 
-        while (ok && recv(fd, scratch, SCRATCH, 0) > 0)
+        while (ok && recv(fd, scratch, SERVE_SCRATCH, 0) > 0)
             ;
         if (fd >= 0)
             close(fd);
@@ -60,84 +51,24 @@ static int wait_ready(pid_t pid, int port, char *scratch, int *status)
     return -1;
 }
 
-static void drain(struct client *c, char *scratch, uint64_t now)
+/* Runs the clients against 127.0.0.1:port. */
+static void run_clients(struct serve_client *cl, int n, int port, char *scratch)
 {
-    for (;;) {
-        ssize_t n = recv(c->fd, scratch, SCRATCH, 0);
-        if (n > 0) {
-            c->bytes += (uint64_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        c->end_ns = now;
-        c->failed = n < 0;
-        close(c->fd);
-        c->fd = -1;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+
+    if (ep < 0) {
+        for (int i = 0; i < n; i++)
+            cl[i].failed = 1;
         return;
     }
-}
-
-/* Runs the clients against 127.0.0.1:port. Returns how many finished. */
-static int run_clients(struct client *cl, int n, int port, char *scratch)
-{
-    struct sockaddr_in sin = serve_loopback(port);
-    struct epoll_event evs[256];
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    int left = n;
-    uint64_t deadline;
-
-    if (ep < 0)
-        return 0;
-    for (int i = 0; i < n; i++) {
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
-
-        cl[i].start_ns = bench_now_ns();
-        cl[i].fd =
-            socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        ev.data.u32 = (uint32_t)i;
-        if (cl[i].fd < 0 ||
-            (connect(cl[i].fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 &&
-             errno != EINPROGRESS) ||
-            epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev) != 0) {
-            if (cl[i].fd >= 0)
-                close(cl[i].fd);
-            cl[i].fd = -1;
-            cl[i].failed = 1;
-            cl[i].end_ns = cl[i].start_ns;
-            left--;
-        }
-    }
-    deadline = bench_now_ns() + STALL_NS;
-    while (left > 0 && bench_now_ns() < deadline) {
-        int k = epoll_wait(ep, evs, 256, 1000);
-        uint64_t now = bench_now_ns();
-
-        for (int j = 0; j < k; j++) {
-            struct client *c = &cl[evs[j].data.u32];
-
-            if (c->fd < 0)
-                continue;
-            drain(c, scratch, now);
-            if (c->fd < 0)
-                left--;
-        }
-    }
-    for (int i = 0; i < n; i++)
-        if (cl[i].fd >= 0) {
-            close(cl[i].fd);
-            cl[i].fd = -1;
-            cl[i].failed = 1;
-        }
+    serve_drain_all(cl, n, n - serve_open_all(cl, n, port, false, ep), ep,
+                    scratch, false, STALL_NS);
     close(ep);
-    return n - left;
 }
 
 static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
                       const char *file, uint64_t size, const char *sizestr,
-                      int n, struct client *cl, char *scratch)
+                      int n, struct serve_client *cl, char *scratch)
 {
     char port[16];
     int p = serve_free_port(), status = 0, good = 0;
@@ -203,8 +134,8 @@ int e2e_run_clients(const struct e2e_env *env, int clients,
                     uint64_t client_size)
 {
     char sizestr[32], path[128];
-    struct client *cl = calloc((size_t)clients, sizeof(*cl));
-    char *scratch = malloc(SCRATCH);
+    struct serve_client *cl = calloc((size_t)clients, sizeof(*cl));
+    char *scratch = malloc(SERVE_SCRATCH);
     struct rlimit rl;
     int rc = 0;
 

@@ -40,85 +40,15 @@
 
 #define STALL_NS (300 * UINT64_C(1000000000))
 
-struct client {
-    int fd;
-    uint64_t bytes; /* of the body */
-    uint64_t start_ns, first_ns, end_ns;
-    unsigned hdr; /* "\r\n\r\n" matched so far; 4 when in the body */
-    int failed;
-};
-
 struct wave {
     double gbps, slowest_s, accepts_per_s;
     int good;
 };
 
-static void drain(struct client *c, char *scratch, bool http, uint64_t now)
-{
-    for (;;) {
-        ssize_t n = recv(c->fd, scratch, SERVE_SCRATCH, 0);
-
-        if (n > 0) {
-            if (!c->first_ns)
-                c->first_ns = now;
-            c->bytes += serve_body(&c->hdr, scratch, (size_t)n, http);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        c->end_ns = now;
-        c->failed = n < 0;
-        close(c->fd);
-        c->fd = -1;
-        return;
-    }
-}
-
-/* Opens every client's connection (non-blocking) into ep. Returns how
- * many could not even start. */
-static int open_all(struct client *cl, int n, int port, bool http, int ep)
-{
-    struct sockaddr_in sin = serve_loopback(port);
-    int bad = 0;
-
-    for (int i = 0; i < n; i++) {
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
-
-        cl[i] = (struct client){.start_ns = bench_now_ns()};
-        cl[i].fd =
-            socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        ev.data.u32 = (uint32_t)i;
-        if (cl[i].fd < 0 ||
-            (connect(cl[i].fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 &&
-             errno != EINPROGRESS)) {
-            if (cl[i].fd >= 0)
-                close(cl[i].fd);
-            cl[i].fd = -1;
-            cl[i].failed = 1;
-            bad++;
-            continue;
-        }
-        if (http) {
-            /* A connect in progress cannot send yet: wait for it. */
-            struct epoll_event w = {.events = EPOLLOUT};
-            int one = epoll_create1(EPOLL_CLOEXEC);
-
-            epoll_ctl(one, EPOLL_CTL_ADD, cl[i].fd, &w);
-            epoll_wait(one, &w, 1, 10000);
-            close(one);
-            (void)!send(cl[i].fd, serve_http_get, serve_http_get_len, 0);
-        }
-        epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev);
-    }
-    return bad;
-}
-
 /* Until every client has bytes queued (it was accepted and is being
  * served), then until the server's RSS has been still for a second.
  * Returns the peak RSS seen, KiB. */
-static long hold_until_still(struct client *cl, int n, pid_t pid)
+static long hold_until_still(struct serve_client *cl, int n, pid_t pid)
 {
     long peak = 0, last = -1;
     int still = 0;
@@ -146,40 +76,21 @@ static long hold_until_still(struct client *cl, int n, pid_t pid)
     return peak;
 }
 
-static struct wave run_wave(struct client *cl, int n, int port, bool http,
+static struct wave run_wave(struct serve_client *cl, int n, int port, bool http,
                             uint64_t size, char *scratch, pid_t pid, bool hold,
                             long *peak_kib)
 {
-    struct epoll_event evs[256];
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    int left = n - open_all(cl, n, port, http, ep);
-    uint64_t deadline, first = UINT64_MAX, last = 0, last_first = 0;
+    int left = n - serve_open_all(cl, n, port, http, ep);
+    uint64_t first = UINT64_MAX, last = 0, last_first = 0;
     uint64_t slowest = 0;
     struct wave w = {0};
 
     if (hold)
         *peak_kib = hold_until_still(cl, n, pid);
-    deadline = bench_now_ns() + STALL_NS;
-    while (left > 0 && bench_now_ns() < deadline) {
-        int k = epoll_wait(ep, evs, 256, 1000);
-        uint64_t now = bench_now_ns();
-
-        for (int j = 0; j < k; j++) {
-            struct client *c = &cl[evs[j].data.u32];
-
-            if (c->fd < 0)
-                continue;
-            drain(c, scratch, http, now);
-            if (c->fd < 0)
-                left--;
-        }
-    }
+    serve_drain_all(cl, n, left, ep, scratch, http, STALL_NS);
     close(ep);
     for (int i = 0; i < n; i++) {
-        if (cl[i].fd >= 0) {
-            close(cl[i].fd);
-            cl[i].failed = 1;
-        }
         if (!cl[i].failed && cl[i].bytes == size)
             w.good++;
         if (cl[i].start_ns < first)
@@ -201,7 +112,7 @@ static struct wave run_wave(struct client *cl, int n, int port, bool http,
 
 static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
                       const char *file, uint64_t size, int n, int waves,
-                      bool hold, struct client *cl, char *scratch)
+                      bool hold, struct serve_client *cl, char *scratch)
 {
     char port[16], sizestr[32];
     int p = serve_free_port(), status = 0, rc = 0;
@@ -265,7 +176,7 @@ int bench_serve(int argc, char **argv)
     const char *only = "weir,socat-fork,nginx";
     struct e2e_env env = {0};
     char path[128], sizestr[32];
-    struct client *cl;
+    struct serve_client *cl;
     char *scratch;
     struct rlimit rl;
     int rc = 0;

@@ -43,6 +43,24 @@ void serve_usage(const char *usage);
  * SIGPIPE ignored, env found, and the file of `size` bytes made (or
  * found) at path, a name in /tmp that says the size. 0 or -1 (errno). */
 int serve_setup(struct e2e_env *env, uint64_t size, char *path, size_t len);
+/* One client of a wave, read from one epoll loop. */
+struct serve_client {
+    int fd;         /* -1 once done */
+    uint64_t bytes; /* of the body */
+    uint64_t start_ns, first_ns, end_ns;
+    unsigned hdr; /* "\r\n\r\n" matched so far; 4 when in the body */
+    int failed;
+};
+
+/* Opens n non-blocking connections into ep (with the GET sent when
+ * http). Returns how many could not even start (failed, end_ns set). */
+int serve_open_all(struct serve_client *cl, int n, int port, bool http, int ep);
+/* Reads the `left` clients still open until each has its EOF or stall_ns
+ * pass; those still open then are closed and marked failed. scratch is
+ * SERVE_SCRATCH bytes. */
+void serve_drain_all(struct serve_client *cl, int n, int left, int ep,
+                     char *scratch, bool http, uint64_t stall_ns);
+
 /* Whether name is in the comma-separated list. */
 bool serve_listed(const char *list, const char *name);
 

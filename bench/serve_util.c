@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "serve.h"
 
 #define READY_TRIES 250 /* x 20 ms */
@@ -224,4 +226,94 @@ int serve_setup(struct e2e_env *env, uint64_t size, char *path, size_t len)
     e2e_format_size(size, sizestr, sizeof(sizestr));
     snprintf(path, len, "/tmp/weir-bench-serve-%s.bin", sizestr);
     return e2e_make_file(path, size);
+}
+
+static void drain(struct serve_client *c, char *scratch, bool http,
+                  uint64_t now)
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, scratch, SERVE_SCRATCH, 0);
+
+        if (n > 0) {
+            if (!c->first_ns)
+                c->first_ns = now;
+            c->bytes += serve_body(&c->hdr, scratch, (size_t)n, http);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        c->end_ns = now;
+        c->failed = n < 0;
+        close(c->fd);
+        c->fd = -1;
+        return;
+    }
+}
+
+int serve_open_all(struct serve_client *cl, int n, int port, bool http, int ep)
+{
+    struct sockaddr_in sin = serve_loopback(port);
+    int bad = 0;
+
+    for (int i = 0; i < n; i++) {
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
+
+        cl[i] = (struct serve_client){.start_ns = bench_now_ns()};
+        cl[i].fd =
+            socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ev.data.u32 = (uint32_t)i;
+        if (cl[i].fd < 0 ||
+            (connect(cl[i].fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 &&
+             errno != EINPROGRESS)) {
+            if (cl[i].fd >= 0)
+                close(cl[i].fd);
+            cl[i].fd = -1;
+            cl[i].failed = 1;
+            cl[i].end_ns = cl[i].start_ns;
+            bad++;
+            continue;
+        }
+        if (http) {
+            /* A connect in progress cannot send yet: wait for it. */
+            struct epoll_event w = {.events = EPOLLOUT};
+            int one = epoll_create1(EPOLL_CLOEXEC);
+
+            epoll_ctl(one, EPOLL_CTL_ADD, cl[i].fd, &w);
+            epoll_wait(one, &w, 1, 10000);
+            close(one);
+            (void)!send(cl[i].fd, serve_http_get, serve_http_get_len, 0);
+        }
+        epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev);
+    }
+    return bad;
+}
+
+void serve_drain_all(struct serve_client *cl, int n, int left, int ep,
+                     char *scratch, bool http, uint64_t stall_ns)
+{
+    struct epoll_event evs[256];
+    uint64_t deadline = bench_now_ns() + stall_ns;
+
+    while (left > 0 && bench_now_ns() < deadline) {
+        int k = epoll_wait(ep, evs, 256, 1000);
+        uint64_t now = bench_now_ns();
+
+        for (int j = 0; j < k; j++) {
+            struct serve_client *c = &cl[evs[j].data.u32];
+
+            if (c->fd < 0)
+                continue;
+            drain(c, scratch, http, now);
+            if (c->fd < 0)
+                left--;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (cl[i].fd >= 0) {
+            close(cl[i].fd);
+            cl[i].fd = -1;
+            cl[i].failed = 1;
+        }
 }

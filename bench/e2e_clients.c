@@ -62,7 +62,7 @@ static void run_clients(struct serve_client *cl, int n, int port, char *scratch)
         return;
     }
     serve_drain_all(cl, n, n - serve_open_all(cl, n, port, false, ep), ep,
-                    scratch, false, STALL_NS);
+                    scratch, false, false, STALL_NS);
     close(ep);
 }
 

@@ -5,7 +5,7 @@
  * is the one right after the start (the cold start).
  *
  *   weir-bench serve [clients=1000] [size=64MiB] [waves=3] [hold=1]
- *                    [server=NAME,NAME...]
+ *                    [discard=1] [server=NAME,NAME...]
  *
  * Per wave: aggregate GB/s (all bytes over first connect to last byte),
  * the slowest client, and accepts per second (clients over the time from
@@ -18,6 +18,12 @@
  * file. `rss after` is sampled two seconds after the last wave left.
  * Every client must receive exactly the file's size (nginx's clients send
  * a GET and skip the response header).
+ *
+ * The clients run on the server's machine. With discard=1 (the default)
+ * they take the body with MSG_TRUNC, which counts the bytes without
+ * copying them to user space, so what the wave measures is the server's
+ * cost rather than the receivers' copies; discard=0 copies every byte
+ * out, as a real client would.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -77,8 +83,8 @@ static long hold_until_still(struct serve_client *cl, int n, pid_t pid)
 }
 
 static struct wave run_wave(struct serve_client *cl, int n, int port, bool http,
-                            uint64_t size, char *scratch, pid_t pid, bool hold,
-                            long *peak_kib)
+                            bool discard, uint64_t size, char *scratch,
+                            pid_t pid, bool hold, long *peak_kib)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     int left = n - serve_open_all(cl, n, port, http, ep);
@@ -88,7 +94,7 @@ static struct wave run_wave(struct serve_client *cl, int n, int port, bool http,
 
     if (hold)
         *peak_kib = hold_until_still(cl, n, pid);
-    serve_drain_all(cl, n, left, ep, scratch, http, STALL_NS);
+    serve_drain_all(cl, n, left, ep, scratch, http, discard, STALL_NS);
     close(ep);
     for (int i = 0; i < n; i++) {
         if (!cl[i].failed && cl[i].bytes == size)
@@ -112,7 +118,8 @@ static struct wave run_wave(struct serve_client *cl, int n, int port, bool http,
 
 static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
                       const char *file, uint64_t size, int n, int waves,
-                      bool hold, struct serve_client *cl, char *scratch)
+                      bool hold, bool discard, struct serve_client *cl,
+                      char *scratch)
 {
     char port[16], sizestr[32];
     int p = serve_free_port(), status = 0, rc = 0;
@@ -135,7 +142,8 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
     base = serve_rss_kib(pid);
     for (int wv = 0; wv < waves; wv++) {
         bool h = hold && wv == 0;
-        struct wave w = run_wave(cl, n, p, http, size, scratch, pid, h, &peak);
+        struct wave w =
+            run_wave(cl, n, p, http, discard, size, scratch, pid, h, &peak);
 
         if (w.good != n) {
             printf("serve server=%s clients=%d size=%s wave=%d: FAILED (%d "
@@ -173,6 +181,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
 int bench_serve(int argc, char **argv)
 {
     uint64_t clients = 1000, size = 64u << 20, waves = 3, hold = 1;
+    uint64_t discard = 1;
     const char *only = "weir,socat-fork,nginx";
     struct e2e_env env = {0};
     char path[128], sizestr[32];
@@ -192,11 +201,13 @@ int bench_serve(int argc, char **argv)
             ok = e2e_parse_size(argv[i] + 6, &waves) == 0 && waves > 0;
         else if (strncmp(argv[i], "hold=", 5) == 0)
             ok = e2e_parse_size(argv[i] + 5, &hold) == 0;
+        else if (strncmp(argv[i], "discard=", 8) == 0)
+            ok = e2e_parse_size(argv[i] + 8, &discard) == 0;
         else if (strncmp(argv[i], "server=", 7) == 0)
             ok = (only = argv[i] + 7)[0] != '\0';
         if (!ok) {
             serve_usage("weir-bench serve [clients=1000] [size=64MiB] "
-                        "[waves=3] [hold=1] [server=NAME,...]");
+                        "[waves=3] [hold=1] [discard=1] [server=NAME,...]");
             return 2;
         }
     }
@@ -217,10 +228,12 @@ int bench_serve(int argc, char **argv)
         rl.rlim_cur < (rlim_t)clients + 64)
         printf("serve: open-file limit %llu is below %llu clients\n",
                (unsigned long long)rl.rlim_cur, (unsigned long long)clients);
+    printf("serve: the clients %s the body\n",
+           discard ? "discard (MSG_TRUNC)" : "copy out");
     for (size_t i = 0; i < serve_nservers; i++)
         if (serve_listed(only, serve_servers[i].name))
             rc |= run_server(&serve_servers[i], &env, path, size, (int)clients,
-                             (int)waves, hold != 0, cl, scratch);
+                             (int)waves, hold != 0, discard != 0, cl, scratch);
     free(cl);
     free(scratch);
     return rc;

@@ -15,6 +15,7 @@
 #include "e2e.h"
 
 #define SERVE_SCRATCH (1u << 20) /* a client's receive buffer */
+#define SERVE_DISCARD (1u << 24) /* most one discarding recv takes */
 
 /* {file} is the file served, {port} the port it listens on. nginx serves
  * it as /f and wants serve_http_get first; the others send at once. */
@@ -57,9 +58,10 @@ struct serve_client {
 int serve_open_all(struct serve_client *cl, int n, int port, bool http, int ep);
 /* Reads the `left` clients still open until each has its EOF or stall_ns
  * pass; those still open then are closed and marked failed. scratch is
- * SERVE_SCRATCH bytes. */
+ * SERVE_SCRATCH bytes. With discard, the body is counted, not copied out
+ * (MSG_TRUNC); the header is still read and parsed. */
 void serve_drain_all(struct serve_client *cl, int n, int left, int ep,
-                     char *scratch, bool http, uint64_t stall_ns);
+                     char *scratch, bool http, bool discard, uint64_t stall_ns);
 
 /* Whether name is in the comma-separated list. */
 bool serve_listed(const char *list, const char *name);

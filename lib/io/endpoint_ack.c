@@ -14,7 +14,10 @@
  *    has. It is relative to what this sink sent, whatever the socket
  *    carried before it came. After a shutdown the queue also counts the
  *    FIN's sequence number until the FIN is acknowledged: the states that
- *    have sent a FIN not acknowledged yet say when.
+ *    have sent a FIN not acknowledged yet say when. A unix socket reports
+ *    its queue as the memory its unread buffers are charged, more than
+ *    their bytes, so the figure errs low (a resume sends some bytes
+ *    again) until the peer has read everything, and is exact then.
  * Both are one system call, cheap enough for a watch every few hundred ms.
  */
 #include <errno.h>

@@ -5,8 +5,11 @@
  * buffers); a read error (a pipe's write end) errors the stream with the
  * read's errno; destroying a source, or cancelling its stream, with a
  * read in flight cancels the read and gives its buffer back; a stop
- * delivers what the read in flight brings, then closes. And the texts
- * weir_loop_strerror gives an operator.
+ * delivers what the read in flight brings, then closes. What an fd sink
+ * on a socket says its peer has (weir_endpoint_acked): on TCP, what the
+ * peer acknowledged, the FIN of a shutdown not counted; on a unix socket,
+ * at most what was sent and all of it once the peer read it. And the
+ * texts weir_loop_strerror gives an operator.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -299,6 +307,174 @@ static void test_stop(void **state)
     unlink(path);
 }
 
+#define ACK_LEN (256u * 1024)
+
+/* Destroys a run's endpoints outside a callback: their memory goes on a
+ * later turn of the loop, once every buffer is home. */
+static void destroy_both(struct run *r)
+{
+    struct until_home u = {.op.fn = until_home_fn, .r = r};
+
+    weir_endpoint_destroy(r->sink);
+    weir_endpoint_destroy(r->src);
+    assert_int_equal(weir_loop_nop(r->loop, &u.op), 0);
+    assert_int_equal(weir_loop_run(r->loop), 0);
+    run_teardown(r);
+}
+
+/* A TCP connection on 127.0.0.1: *snd with a send buffer that holds
+ * ACK_LEN whole, *rcv with a receive buffer of a few KiB, so a receiver
+ * that does not read leaves most of ACK_LEN in the sender's queue. */
+static void tcp_pair(int *snd, int *rcv)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    int small = 4096, big = 1 << 20;
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(l >= 0);
+    assert_int_equal(
+        setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &len), 0);
+    assert_int_equal(listen(l, 1), 0);
+    *snd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(*snd >= 0);
+    assert_int_equal(setsockopt(*snd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)),
+                     0);
+    assert_int_equal(connect(*snd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    *rcv = accept(l, NULL, NULL);
+    assert_true(*rcv >= 0);
+    close(l);
+}
+
+static int queued_in(int fd, unsigned long req)
+{
+    int n = -1;
+
+    assert_int_equal(ioctl(fd, req, &n), 0);
+    return n;
+}
+
+/* Waits (5 s at most) until the sink's acked figure is `want`: the
+ * peer's acknowledgements arrive a little after its bytes. */
+static uint64_t acked_becomes(const struct weir_endpoint *sink, uint64_t want)
+{
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    uint64_t acked = 0;
+
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(weir_endpoint_acked(sink, &acked), 0);
+        if (acked == want)
+            break;
+        nanosleep(&nap, NULL);
+    }
+    return acked;
+}
+
+static void read_all(int fd, size_t n)
+{
+    uint8_t *got = malloc(n);
+    size_t off = 0;
+
+    assert_non_null(got);
+    while (off < n) {
+        ssize_t r = read(fd, got + off, n - off);
+
+        assert_true(r > 0);
+        off += (size_t)r;
+    }
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
+static void sink_done(void *ctx, int rc)
+{
+    struct run *r = ctx;
+
+    r->done = true;
+    r->rc = rc;
+    weir_loop_stop(r->loop);
+}
+
+/* ACK_LEN bytes of `want` from a file through an fd sink into fd, which
+ * the sink does not own; the sink is left for the caller to look at. */
+static void send_ack_len(struct run *r, int fd)
+{
+    struct weir_endpoint_options so = {.own_fd = true};
+    struct weir_endpoint_options ko = {0};
+    char path[] = "/tmp/weir-epfd-XXXXXX";
+    int in = mkstemp(path);
+
+    assert_true(in >= 0);
+    unlink(path);
+    assert_int_equal(write(in, want, ACK_LEN), (ssize_t)ACK_LEN);
+    run_setup(r, 8);
+    assert_int_equal(
+        weir_endpoint_file_source(&r->src, r->loop, r->pool, in, &so), 0);
+    assert_int_equal(weir_endpoint_fd_sink(&r->sink, r->loop, fd, &ko), 0);
+    int rc = weir_pipe_to(weir_endpoint_readable(r->src),
+                          weir_endpoint_writable(r->sink), NULL, sink_done, r);
+    if (rc != WEIR_PENDING)
+        sink_done(r, rc);
+    while (!r->done)
+        assert_int_equal(weir_loop_run(r->loop), 0);
+    assert_int_equal(r->rc, 0);
+    assert_int_equal(weir_endpoint_bytes(r->sink), ACK_LEN);
+}
+
+/* On TCP, with the receiver not reading: acked is what sits in the
+ * receiver's queue (what it acknowledged), also after a shutdown put a
+ * FIN behind the unsent bytes; once it read everything, all of it. */
+static void test_acked_tcp(void **state)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    uint64_t acked;
+    struct run r;
+    int snd, rcv;
+
+    (void)state;
+    tcp_pair(&snd, &rcv);
+    send_ack_len(&r, snd);
+    assert_int_equal(shutdown(snd, SHUT_WR), 0);
+    assert_int_equal(getsockopt(snd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+    assert_int_equal(ti.tcpi_state, TCP_FIN_WAIT1);
+    acked = acked_becomes(r.sink, (uint64_t)queued_in(rcv, FIONREAD));
+    assert_int_equal(acked, queued_in(rcv, FIONREAD));
+    /* Unsent bytes and the FIN wait: the FIN was not counted as a byte. */
+    assert_true(acked < ACK_LEN);
+    assert_int_equal(acked + (uint64_t)queued_in(snd, SIOCOUTQ), ACK_LEN + 1);
+    read_all(rcv, ACK_LEN);
+    assert_int_equal(acked_becomes(r.sink, ACK_LEN), ACK_LEN);
+    destroy_both(&r);
+    close(snd);
+    close(rcv);
+}
+
+/* On a unix socket: never more than was sent while the peer holds the
+ * bytes unread, and all of it once the peer read them. */
+static void test_acked_unix(void **state)
+{
+    uint64_t acked;
+    struct run r;
+    int fds[2], big = 1 << 20;
+
+    (void)state;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    assert_int_equal(
+        setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)), 0);
+    send_ack_len(&r, fds[0]);
+    assert_int_equal(weir_endpoint_acked(r.sink, &acked), 0);
+    assert_true(acked < ACK_LEN);
+    read_all(fds[1], ACK_LEN);
+    assert_int_equal(acked_becomes(r.sink, ACK_LEN), ACK_LEN);
+    destroy_both(&r);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 static void test_strerror(void **state)
 {
     (void)state;
@@ -324,6 +500,8 @@ int main(void)
         cmocka_unit_test(test_destroy_reading),
         cmocka_unit_test(test_cancel_reading),
         cmocka_unit_test(test_stop),
+        cmocka_unit_test(test_acked_tcp),
+        cmocka_unit_test(test_acked_unix),
         cmocka_unit_test(test_strerror),
     };
     int rc;

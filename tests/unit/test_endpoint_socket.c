@@ -169,6 +169,15 @@ static void run_begin(size_t size)
     weir_task_init(&r.stop, stop_task);
 }
 
+/* Reconnects after a backoff of 1-4 ms, so a case's retries take
+ * milliseconds. */
+static void fast_backoff(void)
+{
+    r.so.reconnect = true;
+    r.so.backoff_min_ns = 1000 * 1000;
+    r.so.backoff_max_ns = 4 * 1000 * 1000;
+}
+
 static void run_go(void)
 {
     weir_workers_post(r.w, 0, &r.start);
@@ -307,9 +316,7 @@ static void test_resolve_retry_cut(void **state)
     run_begin(4096);
     r.so.host = "no-such-host.invalid";
     r.so.port = 9;
-    r.so.reconnect = true;
-    r.so.backoff_min_ns = 1000 * 1000;
-    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    fast_backoff();
     run_go();
     wait_for(WEIR_EP_RESOLVE_FAIL, 3);
     weir_workers_post(r.w, 0, &r.cut);
@@ -339,24 +346,28 @@ static void test_cut_during_lookup(void **state)
 
 /* A port bound but not listening refuses; the sink backs off and retries
  * until it is cut. */
-static void test_refused_retry_cut(void **state)
+/* A sink reconnecting to a port bound but not listening, until `fails`
+ * connects were refused; then task t, and the stream ends with want. */
+static void refused_until(int fails, struct weir_task *t, int want)
 {
     struct sockaddr_in sa;
-    int hold;
+    int hold = tcp_socket(false, &sa);
 
-    (void)state;
-    hold = tcp_socket(false, &sa);
     run_begin(4096);
     set_addr(&sa);
-    r.so.reconnect = true;
-    r.so.backoff_min_ns = 1000 * 1000;
-    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    fast_backoff();
     run_go();
-    wait_for(WEIR_EP_CONNECT_FAIL, 3);
-    weir_workers_post(r.w, 0, &r.cut);
-    assert_int_equal(run_end(), -ECANCELED);
+    wait_for(WEIR_EP_CONNECT_FAIL, fails);
+    weir_workers_post(r.w, 0, t);
+    assert_int_equal(run_end(), want);
     assert_int_equal(r.events[WEIR_EP_CONNECTED], 0);
     close(hold);
+}
+
+static void test_refused_retry_cut(void **state)
+{
+    (void)state;
+    refused_until(3, &r.cut, -ECANCELED);
 }
 
 /* Without reconnect a refused connect fails the stream. */
@@ -418,8 +429,7 @@ static void reconnect_tail(bool replay)
     } else {
         r.so.resume = WEIR_RESUME_BYTES;
     }
-    r.so.backoff_min_ns = 1000 * 1000;
-    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    fast_backoff();
     run_go();
     c1 = accept_wait(lfd);
     first = read_check(c1, 0, 100000);
@@ -528,9 +538,7 @@ static void test_idle_peer_close_reconnect(void **state)
     run_begin(0);
     r.src_fd = p[0];
     set_addr(&sa);
-    r.so.reconnect = true;
-    r.so.backoff_min_ns = 1000 * 1000;
-    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    fast_backoff();
     run_go();
     c1 = accept_wait(lfd);
     wait_for(WEIR_EP_CONNECTED, 1);
@@ -700,8 +708,7 @@ static void reconnect_members(enum weir_resume kind)
     set_addr(&sa);
     r.so.reconnect = true;
     r.so.resume = kind;
-    r.so.backoff_min_ns = 1000 * 1000;
-    r.so.backoff_max_ns = 4 * 1000 * 1000;
+    fast_backoff();
     run_go();
     c1 = accept_wait(lfd);
     assert_int_equal(read(c1, got, 1000) > 0, 1);
@@ -833,22 +840,8 @@ static void test_resume_member_over_bound(void **state)
  * the write it holds fails with -ENOTCONN. */
 static void test_stop_in_backoff(void **state)
 {
-    struct sockaddr_in sa;
-    int hold;
-
     (void)state;
-    hold = tcp_socket(false, &sa);
-    run_begin(4096);
-    set_addr(&sa);
-    r.so.reconnect = true;
-    r.so.backoff_min_ns = 1000 * 1000;
-    r.so.backoff_max_ns = 4 * 1000 * 1000;
-    run_go();
-    wait_for(WEIR_EP_CONNECT_FAIL, 2);
-    weir_workers_post(r.w, 0, &r.stop);
-    assert_int_equal(run_end(), -ENOTCONN);
-    assert_int_equal(r.events[WEIR_EP_CONNECTED], 0);
-    close(hold);
+    refused_until(2, &r.stop, -ENOTCONN);
 }
 
 /* A listener whose backlog is full never answers the sink's SYN: the

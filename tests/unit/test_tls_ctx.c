@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "test_tls_certs.h"
 #include "weir/tls.h"
 
 static char dir[] = "/tmp/weir-tlsctx-XXXXXX";
@@ -145,20 +146,10 @@ static void test_reload(void **state)
 
 static int setup(void **state)
 {
-    char cmd[2000];
     FILE *f;
 
     (void)state;
-    if (!mkdtemp(dir))
-        return -1;
-    snprintf(cmd, sizeof(cmd),
-             "cd %s && for n in cert other; do openssl req -x509 -newkey ec "
-             "-pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $n.key "
-             "-out $n.pem -days 2 -subj /CN=localhost "
-             "-addext subjectAltName=DNS:localhost 2>/dev/null || exit 1; "
-             "done",
-             dir);
-    if (system(cmd) != 0)
+    if (tls_certs_make(dir) != 0)
         return -1;
     snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
     snprintf(key, sizeof(key), "%s/cert.key", dir);
@@ -179,11 +170,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char cmd[700];
-
     (void)state;
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tls_certs_remove(dir);
 }
 
 int main(void)

@@ -30,6 +30,7 @@
 #include <cmocka.h>
 #include <openssl/crypto.h>
 
+#include "test_tls_certs.h"
 #include "weir/endpoint.h"
 #include "weir/pipe.h"
 #include "weir/stream_types.h"
@@ -192,7 +193,7 @@ static void make_ctxs(struct run *r, const char *client_ca)
     char cert[700], key[700], ca[700], err[256] = "";
 
     snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
-    snprintf(key, sizeof(key), "%s/key.pem", dir);
+    snprintf(key, sizeof(key), "%s/cert.key", dir);
     snprintf(ca, sizeof(ca), "%s/%s", dir, client_ca);
     so.cert = cert;
     so.key = key;
@@ -276,20 +277,11 @@ static void test_untrusted_server_fails(void **state)
 
 static int setup(void **state)
 {
-    char cmd[2000], path[700];
+    char path[700];
     FILE *f;
 
     (void)state;
-    if (!mkdtemp(dir))
-        return -1;
-    snprintf(cmd, sizeof(cmd),
-             "cd %s && for n in cert other; do openssl req -x509 -newkey ec "
-             "-pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $n.key "
-             "-out $n.pem -days 2 -subj /CN=localhost "
-             "-addext subjectAltName=DNS:localhost 2>/dev/null || exit 1; "
-             "done && mv cert.key key.pem",
-             dir);
-    if (system(cmd) != 0)
+    if (tls_certs_make(dir) != 0)
         return -1;
     snprintf(path, sizeof(path), "%s/in", dir);
     f = fopen(path, "wb");
@@ -305,11 +297,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char cmd[700];
-
     (void)state;
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tls_certs_remove(dir);
 }
 
 int main(void)

@@ -76,10 +76,5 @@ const struct xf_kind weir__xf_gzip = {
     .max_level = 9,
     .def_level = 6,
     .codec = &gz_codec,
-    .step = weir__xm_step,
-    .finish = weir__xm_finish,
-    .sync = weir__xm_sync,
-    .away = weir__xm_away,
-    .poll = weir__xm_poll,
-    .fini = weir__xm_fini,
+    XM_KIND_OPS,
 };

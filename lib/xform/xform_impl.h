@@ -81,6 +81,11 @@ bool weir__xm_away(struct weir_xform *x);
 int weir__xm_poll(struct weir_xform *x);
 void weir__xm_fini(struct weir_xform *x);
 
+/* The member engine's entries in a kind's initializer. */
+#define XM_KIND_OPS                                                            \
+    .step = weir__xm_step, .finish = weir__xm_finish, .sync = weir__xm_sync,   \
+    .away = weir__xm_away, .poll = weir__xm_poll, .fini = weir__xm_fini
+
 extern const struct xf_kind weir__xf_uppercase, weir__xf_gzip, weir__xf_gunzip,
     weir__xf_zstd, weir__xf_unzstd;
 

@@ -336,12 +336,7 @@ static const struct xf_kind xf_zstd_members = {
     .def_level = 3,
     .codec = &zs_codec,
     .member_default = ZS_MEMBER_DEFAULT,
-    .step = weir__xm_step,
-    .finish = weir__xm_finish,
-    .sync = weir__xm_sync,
-    .away = weir__xm_away,
-    .poll = weir__xm_poll,
-    .fini = weir__xm_fini,
+    XM_KIND_OPS,
 };
 
 const struct xf_kind weir__xf_zstd = {

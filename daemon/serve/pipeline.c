@@ -248,14 +248,15 @@ static const struct pl_mode mode_broadcast = {
     .client = broadcast_accepted,
 };
 
-/* A source that has no beginning to serve from: a followed file, a
- * connection. */
+/* A source that has no beginning to serve from: a followed file, a FIFO
+ * or device (fifo=yes), a connection. Opened once per client, a FIFO
+ * would hand each byte to one client only, and each would get pieces. */
 static bool source_live(const struct weir_pipeline *p)
 {
     const struct weir_address *a = p->source;
 
     if (a->kind == ADDR_FILE)
-        return p->follow || a->follow;
+        return p->follow || a->follow || a->fifo;
     return a->kind == ADDR_TCP || a->kind == ADDR_UNIX;
 }
 

@@ -10,12 +10,18 @@
  * about. A tcp source that closes is connected again, and a client that
  * came while it was down gets the new upstream's bytes. Clients joining a
  * gzip or zstd broadcast at different times each decode their own output
- * whole, to exactly the text appended after they joined.
+ * whole, to exactly the text appended after they joined. A FIFO source
+ * (fifo=yes) is a broadcast too: two clients each get every byte a
+ * writer puts in after they joined, not a share of them.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "harness.h"
@@ -811,6 +817,59 @@ static void test_zstd_joins_decode_whole(void **state)
     compressed_case("zst", "zstd:1", "zstd -q -dc");
 }
 
+/* Opened once per client, a FIFO would give each byte to one of them. */
+static void test_fifo_source_is_broadcast(void **state)
+{
+    static const char end[] = "fifo end\n";
+    uint16_t port = h_free_port(false);
+    char fifo[300], ready[64], *text;
+    struct client a, b;
+    struct feed f = {0};
+    size_t len = 0, cap = 256u << 10;
+    struct h_weir w;
+
+    (void)state;
+    h_path(fifo, sizeof(fifo), "bc.fifo");
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    h_start_conf(&w, "bcfifo", H_CONF_FRESH_LOG,
+                 "[pipeline live]\nsource = file:%s,fifo=yes\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 fifo, port);
+    snprintf(ready, sizeof(ready), "listening on 127.0.0.1:%u", port);
+    h_expect_log(&w, ready, WAIT);
+    /* A broadcast holds the FIFO open from its start: without a reader
+     * there the open fails (ENXIO) rather than waits. Writes block. */
+    f.fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    assert_true(f.fd >= 0);
+    assert_int_equal(fcntl(f.fd, F_SETFL, 0), 0);
+    join(&a, &f, port, 0, "a");
+    join(&b, &f, port, 0, "b");
+    sync_on(&a, &f);
+    sync_on(&b, &f);
+    text = malloc(cap);
+    assert_non_null(text);
+    for (unsigned i = 0; len + 64 < cap - sizeof(end); i++)
+        len +=
+            (size_t)snprintf(text + len, cap - len, "line %u of the fifo\n", i);
+    memcpy(text + len, end, sizeof(end));
+    len += sizeof(end) - 1;
+    append(&f, text, len);
+    read_to_end(&a, end);
+    read_to_end(&b, end);
+    assert_true(a.len >= len && b.len >= len);
+    assert_memory_equal(a.got + a.len - len, text, len);
+    assert_memory_equal(b.got + b.len - len, text, len);
+    close(f.fd);
+    close(a.fd);
+    close(b.fd);
+    free(a.got);
+    free(b.got);
+    free(text);
+    h_expect_exit(&w, 0, true, WAIT);
+    unlink(fifo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -832,6 +891,7 @@ int main(void)
         cmocka_unit_test_teardown(test_stop_closes_held_clients, h_teardown),
         cmocka_unit_test_teardown(test_gzip_joins_decode_whole, h_teardown),
         cmocka_unit_test_teardown(test_zstd_joins_decode_whole, h_teardown),
+        cmocka_unit_test_teardown(test_fifo_source_is_broadcast, h_teardown),
     };
     int rc;
 

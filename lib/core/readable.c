@@ -148,7 +148,7 @@ rs_pull_loop(struct weir_readable *rs)
                 rs_error_now(rs, rc);
             return;
         }
-    } while (rs->pull_again && rs_should_pull(rs));
+    } while (rs->pull_again && !rs->doomed && rs_should_pull(rs));
 }
 
 static void rs_pull_if_needed(struct weir_readable *rs)
@@ -211,6 +211,7 @@ static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
         weir_chunk_unref(&chunk, rs->slot);
         return -ENOMEM;
     }
+    rs->qmask = rs->queue.cap - 1;
     *slot = chunk;
     if (rs->weigh_bytes)
         rs->queued_bytes += chunk.len;
@@ -378,7 +379,7 @@ void weir_readable_pull_done(struct weir_readable *rs, int rc)
     rs->pulling = false;
     if (rc < 0)
         weir_readable_error(rs, rc);
-    else if (rs->pull_again)
+    else if (rs->pull_again && !rs->doomed)
         rs_pull_if_needed(rs);
     rs_put(rs);
 }
@@ -420,6 +421,7 @@ int weir_readable_create(struct weir_readable **out,
     rs->ctx = ctx;
     rs->queue = (struct weir_q){
         .slots = (uint8_t *)rs->small, .cap = 2, .borrowed = true};
+    rs->qmask = 1;
     if (opts) {
         rs->hwm = weir_hwm_of(opts->strategy.hwm);
         rs->byte_stream = opts->byte_stream;
@@ -457,6 +459,9 @@ void weir_readable_destroy(struct weir_readable *rs)
         return;
     if (rs->busy || rs->in_pull) {
         rs->doomed = true;
+        /* An inline pull tests only pull_again on its way out. */
+        if (rs->in_pull)
+            rs->pull_again = true;
         return;
     }
     rs_free(rs);

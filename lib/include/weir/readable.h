@@ -246,6 +246,7 @@ struct weir_read_req_ {
 
 struct weir_readable {
     struct weir_q queue; /* struct weir_chunk */
+    uint32_t qmask;      /* queue.cap - 1, kept for the hot paths */
     size_t queued_bytes; /* weight of the queue, when weighed in bytes; a
                             count is the queue's length, tail - head */
     int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED: never reached,
@@ -306,7 +307,7 @@ static inline size_t weir_readable_size_(const struct weir_readable *rs)
 static inline struct weir_chunk *
 weir_readable_slot_(const struct weir_readable *rs, uint32_t i)
 {
-    return (struct weir_chunk *)rs->queue.slots + (i & (rs->queue.cap - 1));
+    return (struct weir_chunk *)rs->queue.slots + (i & rs->qmask);
 }
 
 /*
@@ -349,14 +350,15 @@ static inline void weir_readable_pull_now_(struct weir_readable *rs)
         return;
     }
     /* One pull, inline; anything but "done, nothing more asked" (pending,
-     * error, pull-again, destroyed meanwhile) continues out of line.
+     * error, pull-again, destroyed meanwhile: destroy sets pull_again
+     * too) continues out of line.
      * in_pull keeps the stream alive across the callback: plain stores,
      * where a busy count would chain a load and a store on each side. */
     rs->pulling = true;
     rs->in_pull = true;
     rs->pull_again = false;
     rc = rs->ops->pull(rs, rs->ctx);
-    if (rc == 0 && !(rs->pull_again | rs->doomed)) {
+    if (rc == 0 && !rs->pull_again) {
         rs->pulling = false;
         rs->in_pull = false;
         return;
@@ -377,7 +379,7 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
                                         struct weir_chunk chunk)
 {
     if ((rs->enqueue_stop_ | (rs->byte_stream & (chunk.len == 0))) == 0 &&
-        rs->queue.tail - rs->queue.head < rs->queue.cap) {
+        rs->queue.tail - rs->queue.head <= rs->qmask) {
         weir_chunk_copy_(weir_readable_slot_(rs, rs->queue.tail++), &chunk);
         if (rs->weigh_bytes)
             rs->queued_bytes += chunk.len;

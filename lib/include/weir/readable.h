@@ -257,12 +257,13 @@ struct weir_readable {
      * compare on the hot paths instead of the flags and the desired size. */
     uint64_t pull_below;
     struct weir_q reads; /* parked struct weir_read_req_ */
+    /* Four bytes written together when an inline pull starts, so that
+     * the stores merge into one (pull_pad_ is only ever zero). */
+    bool pulling, in_pull, pull_again, pull_pad_;
     /* started, readable, not closing, and the source has a pull: the part
      * of the spec's ShouldCallPull that changes rarely, kept in one flag
      * for the hot paths. */
     bool can_pull;
-    /* Adjacent, so that the stores around an inline pull merge. */
-    bool pulling, in_pull, pull_again;
     bool doomed;
     /* What sends an enqueue out of line (parked: reads is not empty),
      * tested as one word. */
@@ -357,6 +358,7 @@ static inline void weir_readable_pull_now_(struct weir_readable *rs)
     rs->pulling = true;
     rs->in_pull = true;
     rs->pull_again = false;
+    rs->pull_pad_ = false;
     rc = rs->ops->pull(rs, rs->ctx);
     if (rc == 0 && !rs->pull_again) {
         rs->pulling = false;

@@ -146,14 +146,18 @@ static uint64_t read_buffered(void *arg)
     struct weir_reader r;
     struct weir_chunk c;
     uint32_t reads = 0;
+    uint64_t bytes = 0;
     int rc;
 
     b->enqueued = 0;
     core_ok(weir_readable_create(&rs, &buf_source, b, &o), "readable");
     core_ok(weir_reader_acquire(&r, rs), "reader");
-    while ((rc = weir_reader_read(&r, &c, never_cb, NULL)) == 0)
+    while ((rc = weir_reader_read(&r, &c, never_cb, NULL)) == 0) {
         reads++;
-    core_check(rc == WEIR_DONE && reads == READ_N, "buffered reads");
+        bytes += c.len;
+    }
+    core_check(rc == WEIR_DONE && reads == READ_N && bytes == READ_N,
+               "buffered reads");
     weir_reader_release(&r);
     weir_readable_destroy(rs);
     return READ_N;

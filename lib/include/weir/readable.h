@@ -421,8 +421,17 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
                 weir_readable_close_now_(rs);
         }
         return 0;
+    } else {
+        /* The slow path answers through a chunk of its own, so that the
+         * caller's need not live in memory for its sake (a loop's chunk
+         * can then stay in registers). */
+        struct weir_chunk got;
+        int rc = weir_reader_read_empty_(rs, &got, cb, ctx);
+
+        if (rc == 0)
+            weir_chunk_copy_(out, &got);
+        return rc;
     }
-    return weir_reader_read_empty_(rs, out, cb, ctx);
 }
 
 /*

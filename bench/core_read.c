@@ -100,19 +100,21 @@ static uint64_t read_byob(void *arg)
 }
 
 /* readable-read-buffered: hwm B; start enqueues B chunks, each pull
- * enqueues up to B more, the source closes after n. */
+ * enqueues up to B more, the source closes after n. The loops are the
+ * Node peer's: the count for a pull is worked out once, before it. */
 struct buffered {
     uint32_t size, enqueued;
 };
 
 static int buf_fill(struct weir_readable *rs, struct buffered *b, uint32_t k)
 {
-    for (uint32_t i = 0; i < k && b->enqueued < READ_N; i++, b->enqueued++) {
+    for (uint32_t i = 0; i < k; i++) {
         int rc = weir_readable_enqueue(rs, one_chunk);
 
         if (rc)
             return rc;
     }
+    b->enqueued += k;
     if (b->enqueued >= READ_N)
         return weir_readable_close(rs);
     return 0;
@@ -128,8 +130,9 @@ static int buf_start(struct weir_readable *rs, void *ctx)
 static int buf_pull(struct weir_readable *rs, void *ctx)
 {
     struct buffered *b = ctx;
+    uint32_t left = READ_N - b->enqueued;
 
-    return buf_fill(rs, b, b->size);
+    return buf_fill(rs, b, b->size < left ? b->size : left);
 }
 
 static const struct weir_source_ops buf_source = {.start = buf_start,
@@ -143,14 +146,18 @@ static uint64_t read_buffered(void *arg)
     struct weir_reader r;
     struct weir_chunk c;
     uint32_t reads = 0;
+    uint64_t bytes = 0;
     int rc;
 
     b->enqueued = 0;
     core_ok(weir_readable_create(&rs, &buf_source, b, &o), "readable");
     core_ok(weir_reader_acquire(&r, rs), "reader");
-    while ((rc = weir_reader_read(&r, &c, never_cb, NULL)) == 0)
+    while ((rc = weir_reader_read(&r, &c, never_cb, NULL)) == 0) {
         reads++;
-    core_check(rc == WEIR_DONE && reads == READ_N, "buffered reads");
+        bytes += c.len;
+    }
+    core_check(rc == WEIR_DONE && reads == READ_N && bytes == READ_N,
+               "buffered reads");
     weir_reader_release(&r);
     weir_readable_destroy(rs);
     return READ_N;

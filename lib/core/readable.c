@@ -68,10 +68,27 @@ static inline int64_t rs_desired(const struct weir_readable *rs)
     return weir_rs_desired(rs);
 }
 
+/* After a change of started, state or close_requested. */
 static void rs_update_can_pull(struct weir_readable *rs)
 {
-    rs->can_pull = rs->started && rs->state == RS_READABLE &&
-                   !rs->close_requested && rs->ops && rs->ops->pull;
+    bool readable = rs->state == RS_READABLE;
+
+    rs->can_pull = rs->started && readable && !rs->close_requested && rs->ops &&
+                   rs->ops->pull;
+    if (rs->can_pull)
+        rs->pull_below = (uint64_t)rs->hwm;
+    else
+        rs->pull_below = readable && rs->close_requested ? 1 : 0;
+}
+
+/* Takes the oldest parked read off the queue. */
+static struct weir_read_req_ rs_pop_read(struct weir_readable *rs)
+{
+    struct weir_read_req_ q =
+        *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+
+    rs->parked = !weir_q_empty(&rs->reads);
+    return q;
 }
 
 /* The spec's ReadableStreamDefaultControllerShouldCallPull. */
@@ -84,10 +101,9 @@ static inline bool rs_should_pull(const struct weir_readable *rs)
 static void rs_close_now(struct weir_readable *rs)
 {
     rs->state = RS_CLOSED;
-    rs->can_pull = false;
+    rs_update_can_pull(rs);
     while (!weir_q_empty(&rs->reads)) {
-        struct weir_read_req_ q =
-            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ q = rs_pop_read(rs);
 
         q.cb(q.ctx, WEIR_DONE,
              (struct weir_chunk){NULL, q.buf, (uint32_t)q.filled});
@@ -99,12 +115,11 @@ static void rs_close_now(struct weir_readable *rs)
 static void rs_error_now(struct weir_readable *rs, int err)
 {
     rs->state = RS_ERRORED;
-    rs->can_pull = false;
+    rs_update_can_pull(rs);
     rs->err = err;
     rs_drop_queue(rs);
     while (!weir_q_empty(&rs->reads)) {
-        struct weir_read_req_ q =
-            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ q = rs_pop_read(rs);
 
         q.cb(q.ctx, err, (struct weir_chunk){0});
     }
@@ -133,7 +148,7 @@ rs_pull_loop(struct weir_readable *rs)
                 rs_error_now(rs, rc);
             return;
         }
-    } while (rs->pull_again && rs_should_pull(rs));
+    } while (rs->pull_again && !rs->doomed && rs_should_pull(rs));
 }
 
 static void rs_pull_if_needed(struct weir_readable *rs)
@@ -196,6 +211,7 @@ static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
         weir_chunk_unref(&chunk, rs->slot);
         return -ENOMEM;
     }
+    rs->qmask = rs->queue.cap - 1;
     *slot = chunk;
     if (rs->weigh_bytes)
         rs->queued_bytes += chunk.len;
@@ -227,15 +243,13 @@ static int rs_deliver_bytes(struct weir_readable *rs, struct weir_chunk chunk)
             return rs_queue_chunk(rs, chunk);
         q = weir_q_front(&rs->reads, REQ_SZ);
         if (!q->buf) {
-            struct weir_read_req_ r =
-                *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+            struct weir_read_req_ r = rs_pop_read(rs);
             r.cb(r.ctx, 0, chunk);
             return 0;
         }
         fill(q, &chunk);
         if (q->filled >= q->min) {
-            struct weir_read_req_ r =
-                *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+            struct weir_read_req_ r = rs_pop_read(rs);
             r.cb(r.ctx, 0,
                  (struct weir_chunk){NULL, r.buf, (uint32_t)r.filled});
         }
@@ -254,8 +268,7 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
         rs->sync_req.got = chunk;
         rs->sync_want = false;
     } else if (!weir_q_empty(&rs->reads)) {
-        struct weir_read_req_ r =
-            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ r = rs_pop_read(rs);
 
         r.cb(r.ctx, 0, chunk);
     } else {
@@ -267,7 +280,7 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
 }
 
 /* The out-of-line halves of the inline fast paths in weir/readable.h. */
-/* The rest of a pull that weir_readable_maybe_pull_ started inline (and
+/* The rest of a pull that weir_readable_pull_now_ started inline (and
  * held the stream for): rc is that pull's result. */
 void weir_readable_pulled_(struct weir_readable *rs, int rc)
 {
@@ -284,9 +297,10 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
     rs_put(rs);
 }
 
-int weir_readable_enqueue_slow_(struct weir_readable *rs,
-                                struct weir_chunk chunk)
+int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
+                                uint8_t *data, uint32_t len)
 {
+    struct weir_chunk chunk = {buf, data, len};
     int rc;
 
     if (rs->close_requested || rs->state != RS_READABLE ||
@@ -317,7 +331,7 @@ int weir_readable_close(struct weir_readable *rs)
     if (rs->close_requested || rs->state != RS_READABLE)
         return -EINVAL;
     rs->close_requested = true;
-    rs->can_pull = false;
+    rs_update_can_pull(rs);
     if (weir_q_empty(&rs->queue)) {
         rs_hold(rs);
         rs_close_now(rs);
@@ -365,7 +379,7 @@ void weir_readable_pull_done(struct weir_readable *rs, int rc)
     rs->pulling = false;
     if (rc < 0)
         weir_readable_error(rs, rc);
-    else if (rs->pull_again)
+    else if (rs->pull_again && !rs->doomed)
         rs_pull_if_needed(rs);
     rs_put(rs);
 }
@@ -407,6 +421,7 @@ int weir_readable_create(struct weir_readable **out,
     rs->ctx = ctx;
     rs->queue = (struct weir_q){
         .slots = (uint8_t *)rs->small, .cap = 2, .borrowed = true};
+    rs->qmask = 1;
     if (opts) {
         rs->hwm = weir_hwm_of(opts->strategy.hwm);
         rs->byte_stream = opts->byte_stream;
@@ -444,6 +459,9 @@ void weir_readable_destroy(struct weir_readable *rs)
         return;
     if (rs->busy || rs->in_pull) {
         rs->doomed = true;
+        /* An inline pull tests only pull_again on its way out. */
+        if (rs->in_pull)
+            rs->pull_again = true;
         return;
     }
     rs_free(rs);
@@ -468,8 +486,7 @@ void weir_reader_release(struct weir_reader *r)
     rs->locked = false;
     rs_hold(rs);
     while (!weir_q_empty(&rs->reads)) {
-        struct weir_read_req_ q =
-            *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+        struct weir_read_req_ q = rs_pop_read(rs);
 
         q.cb(q.ctx, -ECANCELED, (struct weir_chunk){0});
     }
@@ -491,6 +508,7 @@ static int rs_park(struct weir_readable *rs, const struct weir_read_req_ *q,
     if (!slot)
         return -ENOMEM;
     *slot = *q;
+    rs->parked = true;
     return WEIR_PENDING;
 }
 
@@ -580,7 +598,7 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
     rs->sync_req.ctx = ctx;
     rs->sync_req.buf = NULL;
     if (rs->can_pull && !rs->pulling) {
-        /* The pull runs here, as weir_readable_maybe_pull_ runs it: a
+        /* The pull runs here, as weir_readable_pull_now_ runs it: a
          * source that enqueues at once answers this read directly. */
         rs->sync_want = true;
         rs->pulling = true;
@@ -609,7 +627,7 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
 
 /*
  * A BYOB read handed straight to the source: the request is the
- * synchronous one, and the pull runs here as weir_readable_maybe_pull_
+ * synchronous one, and the pull runs here as weir_readable_pull_now_
  * runs it, so a source that responds at once costs one call. Anything
  * else (pending, pull-again, short of min, an error) continues as the
  * general path does.
@@ -759,8 +777,7 @@ int weir_readable_byob_respond(struct weir_readable *rs, size_t n)
             /* The read in progress returns the bytes itself. */
             rs->sync_want = false;
         } else {
-            struct weir_read_req_ r =
-                *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
+            struct weir_read_req_ r = rs_pop_read(rs);
 
             r.cb(r.ctx, 0,
                  (struct weir_chunk){NULL, r.buf, (uint32_t)r.filled});

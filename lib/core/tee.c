@@ -201,7 +201,7 @@ branch_room(const struct tee_branch *b)
 {
     const struct weir_readable *rs = b->rs;
 
-    return weir_rs_reads_waiting(rs) > 0 || weir_rs_desired(rs) > 0;
+    return (rs->sync_want | rs->parked) || weir_rs_desired(rs) > 0;
 }
 
 /* Leaves the fast distribution: the per-branch counters take what they
@@ -418,9 +418,7 @@ static TEE_SPECIALISE void distribute_k(struct weir_tee *t,
 static bool simple_parked(const struct weir_tee *t)
 {
     for (unsigned i = 0; i < t->n; i++) {
-        const struct weir_readable *rs = t->fixed[i].rs;
-
-        if (rs->reads.tail != rs->reads.head)
+        if (t->fixed[i].rs->parked)
             return true;
     }
     return false;

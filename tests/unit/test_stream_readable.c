@@ -63,7 +63,7 @@ static void pull_when_read_waits_even_at_hwm_zero(void **state)
     struct src s = {.total = 3, .per_pull = 1};
     struct weir_readable *rs;
     struct weir_reader r;
-    struct weir_chunk c;
+    struct weir_chunk c = {0};
     uint64_t sum = 0;
 
     (void)state;

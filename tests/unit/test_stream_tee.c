@@ -356,7 +356,7 @@ static void shared_buffers_come_home(void **state)
     struct weir_readable *rs;
     struct weir_tee *t;
     struct weir_reader r[2];
-    struct weir_chunk c;
+    struct weir_chunk c = {0};
     struct weir_pool_stats st;
 
     (void)state;

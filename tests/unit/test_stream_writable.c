@@ -245,7 +245,7 @@ static void identity_transform_passes_chunks_through(void **state)
     struct weir_transform *tf = make_tf(NULL, NULL, 0, 1);
     struct weir_writer w;
     struct weir_reader r;
-    struct weir_chunk c;
+    struct weir_chunk c = {0};
     struct done d[3] = {0};
     uint64_t in = 0, out = 0;
 

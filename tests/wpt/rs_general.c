@@ -517,7 +517,7 @@ static void async_pull_source(void **state)
     struct rsrc s = {.on_pull = sequential, .user = (void *)num};
     struct weir_readable *rs = open_src(&s, 1);
     struct done d = {0};
-    struct weir_chunk c;
+    struct weir_chunk c = {0};
     char all[64] = "";
 
     (void)state;

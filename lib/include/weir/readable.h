@@ -246,20 +246,35 @@ struct weir_read_req_ {
 
 struct weir_readable {
     struct weir_q queue; /* struct weir_chunk */
+    uint32_t qmask;      /* queue.cap - 1, kept for the hot paths */
     size_t queued_bytes; /* weight of the queue, when weighed in bytes; a
                             count is the queue's length, tail - head */
     int64_t hwm;         /* INT64_MAX for WEIR_HWM_UNLIMITED: never reached,
                             so desired size needs no special case */
+    /* The weight below which a change of the queue needs a look: hwm
+     * while can_pull (the source is asked for more), 1 while closing (the
+     * read that empties the queue closes the stream), 0 otherwise. One
+     * compare on the hot paths instead of the flags and the desired size. */
+    uint64_t pull_below;
     struct weir_q reads; /* parked struct weir_read_req_ */
+    /* Four bytes written together when an inline pull starts, so that
+     * the stores merge into one (pull_pad_ is only ever zero). */
+    bool pulling, in_pull, pull_again, pull_pad_;
     /* started, readable, not closing, and the source has a pull: the part
      * of the spec's ShouldCallPull that changes rarely, kept in one flag
      * for the hot paths. */
     bool can_pull;
-    bool pulling, pull_again;
-    bool in_pull; /* inside the source's pull call (mark and reap) */
-    bool close_requested, sync_want;
+    bool doomed;
+    /* What sends an enqueue out of line (parked: reads is not empty),
+     * tested as one word. */
+    union {
+        struct {
+            bool close_requested, sync_want, parked;
+            uint8_t state;
+        };
+        uint32_t enqueue_stop_;
+    };
     bool weigh_bytes, byte_stream;
-    uint8_t state;
     /* The read in progress inside a read call while it asks the source: a
      * request that has not parked (and may never need to). */
     struct weir_read_req_ sync_req;
@@ -269,7 +284,7 @@ struct weir_readable {
     int err;
     unsigned slot;
     uint32_t busy; /* calls into the stream in progress (mark and reap) */
-    bool started, locked, doomed;
+    bool started, locked;
     /* The chunk queue's first storage: enough for the spec's default hwm
      * of 1 plus the chunk a pull may overshoot by, with no allocation. */
     struct weir_chunk small[2];
@@ -277,8 +292,8 @@ struct weir_readable {
 
 /* Out-of-line halves of the inline functions below. */
 void weir_readable_pulled_(struct weir_readable *rs, int rc);
-int weir_readable_enqueue_slow_(struct weir_readable *rs,
-                                struct weir_chunk chunk);
+int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
+                                uint8_t *data, uint32_t len);
 int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
                             weir_read_cb cb, void *ctx);
 void weir_readable_close_now_(struct weir_readable *rs);
@@ -293,7 +308,7 @@ static inline size_t weir_readable_size_(const struct weir_readable *rs)
 static inline struct weir_chunk *
 weir_readable_slot_(const struct weir_readable *rs, uint32_t i)
 {
-    return (struct weir_chunk *)rs->queue.slots + (i & (rs->queue.cap - 1));
+    return (struct weir_chunk *)rs->queue.slots + (i & rs->qmask);
 }
 
 /*
@@ -317,27 +332,35 @@ static inline void weir_chunk_copy_(struct weir_chunk *to,
     to->len = len;
 }
 
-/* After a change of the queue: pull if the source should be asked (the
- * spec's CallPullIfNeeded, for the case where no read waits). */
-static inline void weir_readable_maybe_pull_(struct weir_readable *rs)
+/* Whether a change of the queue needs a look (see pull_below). */
+static inline bool weir_readable_below_(const struct weir_readable *rs)
+{
+    return (uint64_t)weir_readable_size_(rs) < rs->pull_below;
+}
+
+/* The source should be asked (can_pull, and the queue below its mark, as
+ * weir_readable_below_ found): pull, or ask the running pull to pull
+ * again (the spec's CallPullIfNeeded, for the case where no read
+ * waits). */
+static inline void weir_readable_pull_now_(struct weir_readable *rs)
 {
     int rc;
 
-    if (!rs->can_pull || rs->hwm - (int64_t)weir_readable_size_(rs) <= 0)
-        return;
     if (rs->pulling) {
         rs->pull_again = true;
         return;
     }
     /* One pull, inline; anything but "done, nothing more asked" (pending,
-     * error, pull-again, destroyed meanwhile) continues out of line.
+     * error, pull-again, destroyed meanwhile: destroy sets pull_again
+     * too) continues out of line.
      * in_pull keeps the stream alive across the callback: plain stores,
      * where a busy count would chain a load and a store on each side. */
     rs->pulling = true;
-    rs->pull_again = false;
     rs->in_pull = true;
+    rs->pull_again = false;
+    rs->pull_pad_ = false;
     rc = rs->ops->pull(rs, rs->ctx);
-    if (rc == 0 && !(rs->pull_again | rs->doomed)) {
+    if (rc == 0 && !rs->pull_again) {
         rs->pulling = false;
         rs->in_pull = false;
         return;
@@ -350,22 +373,24 @@ static inline void weir_readable_maybe_pull_(struct weir_readable *rs)
  * 0; -EINVAL when closed, close-requested or errored (or an empty chunk
  * on a byte stream); -ENOMEM. The chunk is the stream's either way.
  * Inline: when nobody waits and the queue has room, the chunk joins the
- * queue and the only question left is whether to pull (again).
+ * queue and the only question left is whether to pull (again). The slow
+ * path takes the chunk's fields in registers, so that the fast one need
+ * not build a copy on the stack for it.
  */
 static inline int weir_readable_enqueue(struct weir_readable *rs,
                                         struct weir_chunk chunk)
 {
-    if ((rs->close_requested | rs->sync_want | (rs->state != 0) |
-         (rs->byte_stream & (chunk.len == 0))) == 0 &&
-        rs->reads.tail == rs->reads.head &&
-        rs->queue.tail - rs->queue.head < rs->queue.cap) {
+    if ((rs->enqueue_stop_ | (rs->byte_stream & (chunk.len == 0))) == 0 &&
+        rs->queue.tail - rs->queue.head <= rs->qmask) {
         weir_chunk_copy_(weir_readable_slot_(rs, rs->queue.tail++), &chunk);
         if (rs->weigh_bytes)
             rs->queued_bytes += chunk.len;
-        weir_readable_maybe_pull_(rs);
+        /* Not closing and readable, so pull_below is hwm or 0. */
+        if (weir_readable_below_(rs))
+            weir_readable_pull_now_(rs);
         return 0;
     }
-    return weir_readable_enqueue_slow_(rs, chunk);
+    return weir_readable_enqueue_slow_(rs, chunk.buf, chunk.data, chunk.len);
 }
 
 /* weir_reader_read's body; `whole` copies the chunk as one block, for a
@@ -389,13 +414,24 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
             rs->queued_bytes -= out->len;
         /* A queued chunk means no read waits, so ShouldCallPull reduces
          * to can_pull and a positive desired size. */
-        if (rs->can_pull)
-            weir_readable_maybe_pull_(rs);
-        else if (rs->close_requested && rs->queue.tail == rs->queue.head)
-            weir_readable_close_now_(rs);
+        if (weir_readable_below_(rs)) {
+            if (rs->can_pull)
+                weir_readable_pull_now_(rs);
+            else if (rs->queue.tail == rs->queue.head)
+                weir_readable_close_now_(rs);
+        }
         return 0;
+    } else {
+        /* The slow path answers through a chunk of its own, so that the
+         * caller's need not live in memory for its sake (a loop's chunk
+         * can then stay in registers). */
+        struct weir_chunk got;
+        int rc = weir_reader_read_empty_(rs, &got, cb, ctx);
+
+        if (rc == 0)
+            weir_chunk_copy_(out, &got);
+        return rc;
     }
-    return weir_reader_read_empty_(rs, out, cb, ctx);
 }
 
 /*

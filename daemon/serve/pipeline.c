@@ -18,6 +18,7 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf/address.h"
@@ -248,15 +249,27 @@ static const struct pl_mode mode_broadcast = {
     .client = broadcast_accepted,
 };
 
-/* A source that has no beginning to serve from: a followed file, a FIFO
- * or device (fifo=yes), a connection. Opened once per client, a FIFO
- * would hand each byte to one client only, and each would get pieces. */
+/* Whether path is a FIFO now. Every open of a FIFO shares one stream of
+ * bytes: opened once per client, it would hand each byte to one client
+ * only. A device (fifo=yes names both) is opened per client, since an
+ * open of /dev/urandom or /dev/kmsg gives that reader a stream of its
+ * own, and a broadcast of an endless device would read it with nobody
+ * there. */
+static bool path_is_fifo(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* A source that has no beginning to serve from: a followed file, a FIFO,
+ * a connection. */
 static bool source_live(const struct weir_pipeline *p)
 {
     const struct weir_address *a = p->source;
 
     if (a->kind == ADDR_FILE)
-        return p->follow || a->follow || a->fifo;
+        return p->follow || a->follow || (a->fifo && path_is_fifo(a->path));
     return a->kind == ADDR_TCP || a->kind == ADDR_UNIX;
 }
 

@@ -534,7 +534,8 @@ static void tee_end_pending(struct weir_tee *t)
 
 static void tee_read(struct weir_tee *t)
 {
-    struct weir_chunk chunk;
+    /* Zeroed: tee_handle takes it by value after a failed read too. */
+    struct weir_chunk chunk = {0};
     int rc;
 
     if (t->reading) {

@@ -37,6 +37,7 @@ struct pipe_ctx {
 /* The watch of one block sink's queue (sink_watch_step). */
 struct sink_watch {
     int64_t full_since;  /* when its queue was first seen full; 0: not */
+    int64_t room_since;  /* when it was first seen with room; 0: full */
     int64_t warned;      /* when it was last warned about */
     uint64_t full_bytes; /* its bytes when it filled */
 };

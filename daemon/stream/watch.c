@@ -17,7 +17,11 @@
  * so, when it is stuck (it delivered less than a chunk meanwhile) or
  * slower than another sink of the stream (the others wait for it); a lone
  * sink that is simply the slowest stage of a busy stream is not news.
+ * "Another waits" means another sink has had room for STARVED_NS: a slow
+ * sink's own queue has room for a moment each time it drains, and one
+ * sample of that must not make the busy sink look like the culprit.
  */
+#define STARVED_NS    (1000ll * 1000 * 1000)
 #define WARN_NS       (5ll * 1000 * 1000 * 1000)
 #define WARN_EVERY_NS (60ll * 1000 * 1000 * 1000)
 
@@ -151,8 +155,9 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     struct half *h = weir_container_of(op, struct half, watch.op);
     struct stream *s = h->s;
     const struct weir_pipeline *p = s->sp->p;
-    unsigned n = s->sp->nsinks, full = 0;
+    unsigned n = s->sp->nsinks;
     int64_t now = clock_now_ns();
+    bool starved = false;
 
     (void)res;
     (void)flags;
@@ -167,12 +172,20 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
         weir_loop_timer_start(h->loop, &h->watch, s->sp->tail->watch(h, now));
         return;
     }
-    for (unsigned i = 0; i < n; i++)
-        full += sink_full(h, i);
+    for (unsigned i = 0; i < n; i++) {
+        struct sink_watch *sw = &h->sw[i];
+
+        if (!h->sinks[i] || sink_full(h, i))
+            sw->room_since = 0;
+        else if (!sw->room_since)
+            sw->room_since = now;
+        else if (now - sw->room_since >= STARVED_NS)
+            starved = true;
+    }
     for (unsigned i = 0; i < n; i++)
         if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i] &&
             s->sink_rc[i] == 0)
-            watch_sink(h, i, now, full < n);
+            watch_sink(h, i, now, starved);
     for (unsigned i = 0; i < n; i++)
         watch_live(h, i);
     half_xforms_count(h);

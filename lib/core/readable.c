@@ -94,8 +94,7 @@ static struct weir_read_req_ rs_pop_read(struct weir_readable *rs)
 /* The spec's ReadableStreamDefaultControllerShouldCallPull. */
 static inline bool rs_should_pull(const struct weir_readable *rs)
 {
-    return rs->can_pull &&
-           (weir_rs_reads_waiting(rs) > 0 || rs_desired(rs) > 0);
+    return rs->can_pull && (weir_rs_read_waits(rs) || rs_desired(rs) > 0);
 }
 
 static void rs_close_now(struct weir_readable *rs)

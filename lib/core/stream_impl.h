@@ -35,10 +35,11 @@ static inline int64_t weir_hwm_of(size_t hwm)
     return hwm >= (size_t)INT64_MAX ? INT64_MAX : (int64_t)hwm;
 }
 
-/* Reads waiting for data: the synchronous one and the parked ones. */
-static inline uint32_t weir_rs_reads_waiting(const struct weir_readable *rs)
+/* Whether a read waits for data: the synchronous one, or a parked one
+ * (parked is kept equal to reads being non-empty). */
+static inline bool weir_rs_read_waits(const struct weir_readable *rs)
 {
-    return (uint32_t)rs->sync_want + weir_q_len(&rs->reads);
+    return rs->sync_want | rs->parked;
 }
 
 #endif /* WEIR_CORE_STREAM_IMPL_H */

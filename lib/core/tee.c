@@ -201,7 +201,7 @@ branch_room(const struct tee_branch *b)
 {
     const struct weir_readable *rs = b->rs;
 
-    return (rs->sync_want | rs->parked) || weir_rs_desired(rs) > 0;
+    return weir_rs_read_waits(rs) || weir_rs_desired(rs) > 0;
 }
 
 /* Leaves the fast distribution: the per-branch counters take what they

@@ -35,7 +35,7 @@ static bool tf_full(const struct weir_transform *tf)
 {
     const struct weir_readable *rs = tf->rs;
 
-    if (weir_rs_reads_waiting(rs) > 0)
+    if (weir_rs_read_waits(rs))
         return false;
     return weir_rs_desired(rs) <= 0;
 }

@@ -38,9 +38,9 @@ struct stream_ctx {
     struct weir_workers *workers;
     unsigned nworkers;
     unsigned next_worker; /* round-robin placement */
-    /* Per worker, its streams with a gzip or zstd stage: a stream's
-     * compressor borrows a second worker only while that one has none of
-     * its own. NULL: never. */
+    /* Per worker, its streams with a gzip, zstd, gunzip or unzstd stage:
+     * a stream's codec borrows a second worker only while that one has
+     * none of its own. NULL: never. */
     _Atomic uint32_t *compressing;
     struct placement place; /* chosen once at start (place.h) */
     /* Where a stream's closing lines go (stream_report); NULL: the log. */

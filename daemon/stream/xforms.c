@@ -11,16 +11,22 @@
 #include "stream/stream.h"
 
 /*
- * The loop that may compress members beside this half's (gzip members,
- * zstd frames): the other worker's, with two workers or more. Lending
- * members to a worker that has compressing streams of its own only queues
- * them behind its work (bench/results/placement.md), so each such stream
- * counts itself in cx->compressing, and its compressor reads the other
- * worker's count before each member (weir_xform_options.helper_busy).
+ * The loop that may make members beside this half's (gzip members and
+ * zstd frames compressed, or decoded): the other worker's, with two
+ * workers or more. Lending members to a worker that has such streams of
+ * its own only queues them behind its work (bench/results/placement.md),
+ * so each such stream counts itself in cx->compressing, and its codec
+ * reads the other worker's count before each member
+ * (weir_xform_options.helper_busy).
  */
-static bool spec_compresses(const char *spec)
+static bool spec_has_members(const char *spec)
 {
-    return strncmp(spec, "gzip", 4) == 0 || strncmp(spec, "zstd", 4) == 0;
+    static const char *const kinds[] = {"gzip", "zstd", "gunzip", "unzstd"};
+
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (strncmp(spec, kinds[i], strlen(kinds[i])) == 0)
+            return true;
+    return false;
 }
 
 static struct weir_loop *xf_helper(struct half *h,
@@ -30,11 +36,11 @@ static struct weir_loop *xf_helper(struct half *h,
     struct stream_ctx *cx = s->cx;
     const struct weir_pipeline *p = s->sp->p;
     struct half *other = h == &s->h[0] ? &s->h[1] : &s->h[0];
-    bool compresses = false;
+    bool members = false;
 
     for (size_t k = 0; k < p->ntransforms; k++)
-        compresses = compresses || spec_compresses(p->transforms[k].spec);
-    if (!compresses || !cx->compressing)
+        members = members || spec_has_members(p->transforms[k].spec);
+    if (!members || !cx->compressing)
         return NULL;
     h->compressing = true;
     /* Relaxed: a hint for the other worker's compressing streams, read

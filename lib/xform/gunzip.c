@@ -8,7 +8,14 @@
  * output) comes out as one stream. What follows a member must be another
  * member: gzip(1) skips trailing zeros with a warning, weir refuses them,
  * since a stream with garbage in it is more likely damaged than padded.
+ *
+ * With a helper, gunzip decodes members whole instead (the member engine,
+ * members_decode.c): a member whose header says its size (weir's own
+ * 'W','R' subfield, or BGZF's 'B','C') is gathered and handed to
+ * libdeflate, on either thread. The first member without one turns the
+ * rest of the stream over to inflate, as above.
  */
+#include <libdeflate.h>
 #include <stdlib.h>
 #include <zlib.h>
 
@@ -115,8 +122,112 @@ static void gunzip_fini(struct weir_xform *x)
     free(g);
 }
 
+/* ---- gunzip with a helper: whole members from the member engine ---- */
+
+static uint32_t le16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return le16(p) | le16(p + 2) << 16;
+}
+
+static int gunz_more(struct xf_cut *cut, size_t want)
+{
+    cut->in = want;
+    return XF_CUT_MORE;
+}
+
+/*
+ * The member at p from its header (RFC 1952, 2.3): ID1 ID2 CM FLG, MTIME,
+ * XFL, OS, then with FLG.FEXTRA an XLEN and XLEN bytes of subfields, each
+ * SI1 SI2 LEN and LEN bytes. 'W','R' holds the member's total size (4
+ * bytes), BGZF's 'B','C' the total less one (2 bytes). Its output size
+ * is the trailer's ISIZE.
+ */
+static int gunz_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
+{
+    static const uint8_t id[3] = {0x1f, 0x8b, 8};
+    size_t xend, total = 0;
+
+    for (size_t i = 0; i < n && i < sizeof(id); i++)
+        if (p[i] != id[i])
+            return XF_CUT_NONE;
+    if (n < 4)
+        return gunz_more(cut, 4);
+    if (!(p[3] & 0x04))
+        return XF_CUT_NONE;
+    if (n < 12)
+        return gunz_more(cut, 12);
+    xend = 12 + le16(p + 10);
+    if (n < xend)
+        return gunz_more(cut, xend);
+    for (size_t at = 12; at + 4 <= xend;) {
+        size_t len = le16(p + at + 2);
+
+        if (at + 4 + len > xend)
+            break;
+        if (p[at] == 'W' && p[at + 1] == 'R' && len == 4)
+            total = le32(p + at + 4);
+        else if (p[at] == 'B' && p[at + 1] == 'C' && len == 2)
+            total = le16(p + at + 4) + 1;
+        at += 4 + len;
+    }
+    /* No size, or one no member can have (the header, an empty block and
+     * the trailer are the least): inflate judges it. */
+    if (total < xend + 2 + 8 || total > XM_DECODE_MAX)
+        return XF_CUT_NONE;
+    if (n < total)
+        return gunz_more(cut, total);
+    cut->in = total;
+    cut->out = le32(p + total - 4);
+    return cut->out > XM_DECODE_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
+}
+
+static void *gunz_open(int level)
+{
+    (void)level;
+    return libdeflate_alloc_decompressor();
+}
+
+static void gunz_close(void *d)
+{
+    libdeflate_free_decompressor(d);
+}
+
+/* One whole member; libdeflate checks its CRC and ISIZE. A member that
+ * does not end where its size said is corrupt too. */
+static int gunz_member(void *d, const uint8_t *src, size_t n, uint8_t *out,
+                       size_t cap, size_t *len)
+{
+    size_t used = 0;
+
+    if (libdeflate_gzip_decompress_ex(d, src, n, out, cap, &used, len) !=
+            LIBDEFLATE_SUCCESS ||
+        used != n)
+        return -EBADMSG;
+    return 0;
+}
+
+static const struct xf_codec gunz_codec = {
+    .open = gunz_open,
+    .close = gunz_close,
+    .make = gunz_member,
+    .cut = gunz_cut,
+    .stream = &weir__xf_gunzip,
+};
+
+static const struct xf_kind xf_gunzip_members = {
+    .name = "gunzip",
+    .codec = &gunz_codec,
+    XM_KIND_OPS,
+};
+
 const struct xf_kind weir__xf_gunzip = {
     .name = "gunzip",
+    .with_helper = &xf_gunzip_members,
     .step = gunzip_step,
     .finish = gunzip_finish,
     .fini = gunzip_fini,

@@ -26,15 +26,16 @@
  */
 #define GZ_EXTRA 10u
 
-static size_t gz_member(void *c, const uint8_t *src, size_t n, uint8_t *out,
-                        size_t cap)
+static int gz_member(void *c, const uint8_t *src, size_t n, uint8_t *out,
+                     size_t cap, size_t *len)
 {
-    size_t len =
+    size_t deflated =
         libdeflate_gzip_compress(c, src, n, out + GZ_EXTRA, cap - GZ_EXTRA);
-    uint32_t total = (uint32_t)(len + GZ_EXTRA);
+    uint32_t total = (uint32_t)(deflated + GZ_EXTRA);
 
-    if (len < 10)
-        return 0;
+    /* The output room is the bound for member_size: this cannot fail. */
+    if (deflated < 10)
+        return -EOVERFLOW;
     memmove(out, out + GZ_EXTRA, 10);
     out[3] |= 0x04; /* FLG.FEXTRA */
     out[10] = 8;    /* XLEN */
@@ -45,7 +46,8 @@ static size_t gz_member(void *c, const uint8_t *src, size_t n, uint8_t *out,
     out[15] = 0;
     for (int i = 0; i < 4; i++)
         out[16 + i] = (uint8_t)(total >> (8 * i));
-    return total;
+    *len = total;
+    return 0;
 }
 
 static void *gz_open(int level)
@@ -67,7 +69,7 @@ static const struct xf_codec gz_codec = {
     .open = gz_open,
     .close = gz_close,
     .bound = gz_bound,
-    .compress = gz_member,
+    .make = gz_member,
 };
 
 const struct xf_kind weir__xf_gzip = {

@@ -27,66 +27,17 @@
  * The slots outlive the transform when the helper still holds one: the
  * shared part is reference counted, one reference for the transform and
  * one per queued post of the task, and whoever lets go last frees it.
+ *
+ * Decoders (gunzip, unzstd) use the same slots, helper and order the other
+ * way round: members_decode.c cuts the input into members and hands each
+ * whole to seal.
  */
 #include <sched.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "weir/loop.h"
-#include "xform_impl.h"
-
-/* Members between input and output at once with a helper: one being
- * filled, up to XM_HELPER_DEPTH on the helper, and those compressed here
- * that wait behind them for their turn. */
-#define XM_SLOTS 6
-
-/* Members queued or running on the helper at once. Two keep it busy
- * while this thread also reads and converts the input. */
-#define XM_HELPER_DEPTH 2
-
-enum xm_slot_state {
-    XM_FREE,    /* unused (the stream's thread) */
-    XM_FILLING, /* gathering input (the stream's thread) */
-    XM_QUEUED,  /* handed to the helper, not started */
-    XM_RUNNING, /* the helper compresses it */
-    XM_DONE,    /* compressed; the stream's thread copies it out */
-};
-
-struct xm_slot {
-    _Atomic uint32_t state;
-    const uint8_t *src; /* the member's input: in, or held's bytes */
-    uint8_t *in, *out;
-    size_t in_len, out_len, out_done;
-    /* A pool chunk holding a whole member, read where it lies instead of
-     * copied into `in` (buf NULL when none). */
-    struct weir_chunk held;
-};
-
-/* What the stream's thread and the helper share. */
-struct xm_shared {
-    _Atomic uint32_t refs;
-    struct weir_task task; /* posted to the helper */
-    const struct xf_codec *codec;
-    void *hc; /* the helper's compressor */
-    size_t out_cap;
-    struct xm_slot slot[XM_SLOTS];
-};
-
-struct xm_state {
-    struct xm_shared *sh;
-    void *c;                  /* the stream's thread's compressor */
-    struct weir_loop *helper; /* NULL: every member is made here */
-    const _Atomic uint32_t *helper_busy;
-    unsigned nslots;  /* XM_SLOTS with a helper, else 1 */
-    unsigned head, n; /* slots in member order: head .. head + n - 1 */
-    uint64_t members;
-    bool final; /* the last member is sealed */
-    /* A sync found members on the helper: once they are out, the open
-     * buffer goes too. */
-    bool sync_pending;
-};
+#include "members.h"
 
 static void xm_shared_free(struct xm_shared *sh)
 {
@@ -108,7 +59,7 @@ static void xm_shared_put(struct xm_shared *sh)
         xm_shared_free(sh);
 }
 
-/* The helper's thread: compresses every member queued for it. */
+/* The helper's thread: makes every member queued for it. */
 static void xm_helper_run(struct weir_task *t)
 {
     struct xm_shared *sh =
@@ -126,8 +77,8 @@ static void xm_helper_run(struct weir_task *t)
                 &s->state, &want, XM_RUNNING, memory_order_acquire,
                 memory_order_relaxed))
             continue;
-        s->out_len =
-            sh->codec->compress(sh->hc, s->src, s->in_len, s->out, sh->out_cap);
+        s->rc = sh->codec->make(sh->hc, s->src, s->in_len, s->out, s->out_cap,
+                                &s->out_len);
         s->out_done = 0;
         /* Release: publishes out and out_len; pairs with the acquire load
          * in xm_drain. */
@@ -136,7 +87,7 @@ static void xm_helper_run(struct weir_task *t)
     xm_shared_put(sh);
 }
 
-static int xm_state(struct weir_xform *x, struct xm_state **out)
+int weir__xm_state(struct weir_xform *x, struct xm_state **out)
 {
     const struct xf_codec *codec = x->kind->codec;
     struct xm_state *g = x->state;
@@ -148,7 +99,7 @@ static int xm_state(struct weir_xform *x, struct xm_state **out)
         x->state = g;
         g->helper = x->helper;
         g->helper_busy = x->helper_busy;
-        g->nslots = g->helper ? XM_SLOTS : 1;
+        g->nslots = !g->helper ? 1 : codec->cut ? XM_DECODE_SLOTS : XM_SLOTS;
         g->c = codec->open(x->level);
         g->sh = calloc(1, sizeof(*g->sh));
         if (!g->c || !g->sh)
@@ -156,7 +107,8 @@ static int xm_state(struct weir_xform *x, struct xm_state **out)
         g->sh->codec = codec;
         atomic_init(&g->sh->refs, 1);
         weir_task_init(&g->sh->task, xm_helper_run);
-        g->sh->out_cap = codec->bound(g->c, x->member_size);
+        if (codec->bound)
+            g->sh->out_cap = codec->bound(g->c, x->member_size);
         for (unsigned i = 0; i < XM_SLOTS; i++)
             atomic_init(&g->sh->slot[i].state, XM_FREE);
         if (g->helper) {
@@ -171,11 +123,6 @@ static int xm_state(struct weir_xform *x, struct xm_state **out)
     return 0;
 }
 
-static struct xm_slot *xm_slot_at(struct xm_state *g, unsigned k)
-{
-    return &g->sh->slot[(g->head + k) % g->nslots];
-}
-
 /* Only the stream's thread moves a slot out of XM_FREE or XM_FILLING, so
  * it reads those states relaxed. */
 static uint32_t xm_peek(const struct xm_slot *s)
@@ -184,7 +131,7 @@ static uint32_t xm_peek(const struct xm_slot *s)
 }
 
 /* The slot gathering input, or NULL. */
-static struct xm_slot *xm_filling(struct xm_state *g)
+struct xm_slot *weir__xm_filling(struct xm_state *g)
 {
     struct xm_slot *s = g->n ? xm_slot_at(g, g->n - 1) : NULL;
 
@@ -192,13 +139,13 @@ static struct xm_slot *xm_filling(struct xm_state *g)
 }
 
 /* Sealed members not yet out: on the helper, or waiting behind one. */
-static unsigned xm_sealed(struct xm_state *g)
+unsigned weir__xm_sealed(struct xm_state *g)
 {
-    return g->n - (xm_filling(g) ? 1 : 0);
+    return g->n - (weir__xm_filling(g) ? 1 : 0);
 }
 
 /* Whether the helper can take another member. */
-static bool xm_helper_free(struct xm_state *g)
+bool weir__xm_helper_free(struct xm_state *g)
 {
     unsigned load = 0;
 
@@ -218,21 +165,26 @@ static bool xm_helper_free(struct xm_state *g)
 }
 
 /* The slot to gather input into: the filling one, or a new one at the
- * tail. XF_STALL_AWAY when every slot holds a sealed member. */
-static int xm_claim(struct xm_state *g, struct xm_slot **out)
+ * tail. XF_STALL_AWAY when every slot holds a sealed member. A
+ * compressor's slot has its output room already; a decoder's gets it
+ * once the member's size is known. */
+int weir__xm_claim(struct xm_state *g, struct xm_slot **out)
 {
-    struct xm_slot *s = xm_filling(g);
+    struct xm_slot *s = weir__xm_filling(g);
 
     if (!s) {
         if (g->n == g->nslots)
             return XF_STALL_AWAY;
         s = xm_slot_at(g, g->n);
-        if (!s->out)
+        if (!s->out && g->sh->out_cap) {
             s->out = malloc(g->sh->out_cap);
-        if (!s->out)
-            return -ENOMEM;
+            if (!s->out)
+                return -ENOMEM;
+            s->out_cap = g->sh->out_cap;
+        }
         s->src = NULL;
         s->in_len = 0;
+        s->at = g->taken;
         atomic_store_explicit(&s->state, XM_FILLING, memory_order_relaxed);
         g->n++;
     }
@@ -240,19 +192,21 @@ static int xm_claim(struct xm_state *g, struct xm_slot **out)
     return 0;
 }
 
-/* Compresses n bytes at src into the slot, on this thread. */
-static int xm_compress_here(struct xm_state *g, struct xm_slot *s,
-                            const uint8_t *src, size_t n)
+/* Makes the member of n bytes at src into the slot, on this thread. A
+ * failure is reported when the member's turn to go out comes (xm_drain),
+ * after the members before it, as the helper's are. */
+static int xm_make_here(struct xm_state *g, struct xm_slot *s,
+                        const uint8_t *src, size_t n)
 {
-    s->out_len = g->sh->codec->compress(g->c, src, n, s->out, g->sh->out_cap);
+    s->src = src;
+    s->in_len = n;
+    s->rc = g->sh->codec->make(g->c, src, n, s->out, s->out_cap, &s->out_len);
     s->out_done = 0;
     g->members++;
     /* Relaxed: this thread reads it back (xm_drain's acquire pairs only
      * with the helper's store). */
     atomic_store_explicit(&s->state, XM_DONE, memory_order_relaxed);
-    /* The output buffer holds the bound for member_size; 0 cannot
-     * happen. */
-    return s->out_len ? 0 : -EOVERFLOW;
+    return 0;
 }
 
 static void xm_send(struct weir_xform *x, struct xm_state *g, struct xm_slot *s)
@@ -280,14 +234,14 @@ static void xm_send(struct weir_xform *x, struct xm_state *g, struct xm_slot *s)
         weir_loop_flush(home);
 }
 
-/* A full slot: to the helper when it has room, else compressed here. */
-static int xm_seal(struct weir_xform *x, struct xm_state *g, struct xm_slot *s)
+/* A full slot: to the helper when it has room, else made here. */
+int weir__xm_seal(struct weir_xform *x, struct xm_state *g, struct xm_slot *s)
 {
-    if (xm_helper_free(g)) {
+    if (weir__xm_helper_free(g)) {
         xm_send(x, g, s);
         return 0;
     }
-    return xm_compress_here(g, s, s->src, s->in_len);
+    return xm_make_here(g, s, s->src, s->in_len);
 }
 
 /* Gathers n bytes of input into the slot. */
@@ -298,6 +252,7 @@ static int xm_gather(struct weir_xform *x, struct xm_slot *s, const uint8_t *p,
         s->in = malloc(x->member_size);
         if (!s->in)
             return -ENOMEM;
+        s->in_cap = x->member_size;
     }
     memcpy(s->in + s->in_len, p, n);
     s->src = s->in;
@@ -313,9 +268,30 @@ static void xm_release(struct weir_xform *x, struct xm_slot *s)
     s->held = (struct weir_chunk){0};
 }
 
+/* A decoder's slot lets go of output room far past what its members
+ * usually need, so one odd member does not keep it for the stream's life. */
+static void xm_trim(struct xm_state *g, struct xm_slot *s)
+{
+    if (g->sh->out_cap || s->in_cap + s->out_cap <= XM_DECODE_MAX + (1u << 20))
+        return;
+    free(s->in);
+    free(s->out);
+    s->in = s->out = NULL;
+    s->in_cap = s->out_cap = 0;
+}
+
+/* A member that could not be made: a decoder's corrupt one is reported
+ * at its first byte. */
+static int xm_failed(struct weir_xform *x, struct xm_slot *s)
+{
+    if (s->rc == -EBADMSG)
+        return xf_corrupt(x, s->at);
+    return s->rc;
+}
+
 /* Copies finished members out, in order, until the oldest is not
  * finished. 0, or a stall code or -errno from the output. */
-static int xm_drain(struct weir_xform *x, struct xm_state *g)
+int weir__xm_drain(struct weir_xform *x, struct xm_state *g)
 {
     while (g->n) {
         struct xm_slot *s = xm_slot_at(g, 0);
@@ -326,11 +302,12 @@ static int xm_drain(struct weir_xform *x, struct xm_state *g)
         if (atomic_load_explicit(&s->state, memory_order_acquire) != XM_DONE)
             return 0;
         xm_release(x, s);
-        if (s->out_len == 0)
-            return -EOVERFLOW;
+        if (s->rc)
+            return xm_failed(x, s);
         rc = weir__xf_out_copy(x, s->out, s->out_len, &s->out_done);
         if (rc)
             return rc;
+        xm_trim(g, s);
         atomic_store_explicit(&s->state, XM_FREE, memory_order_relaxed);
         g->head = (g->head + 1) % g->nslots;
         g->n--;
@@ -341,18 +318,20 @@ static int xm_drain(struct weir_xform *x, struct xm_state *g)
 int weir__xm_step(struct weir_xform *x)
 {
     struct xm_state *g;
-    int rc = xm_state(x, &g);
+    int rc = weir__xm_state(x, &g);
 
-    while (rc == 0 && (rc = xm_drain(x, g)) == 0 && xf_in_left(x)) {
+    if (rc == 0 && x->kind->codec->cut)
+        return weir__xm_decode_step(x, g);
+    while (rc == 0 && (rc = weir__xm_drain(x, g)) == 0 && xf_in_left(x)) {
         uint32_t n = xf_in_left(x);
         struct xm_slot *s;
         bool whole, lend;
 
-        rc = xm_claim(g, &s);
+        rc = weir__xm_claim(g, &s);
         if (rc)
             break;
         whole = s->in_len == 0 && n >= x->member_size;
-        lend = whole && xm_helper_free(g);
+        lend = whole && weir__xm_helper_free(g);
         if (whole && (x->in.buf || !lend)) {
             /* A whole member in one chunk: compressed where it lies,
              * here or, holding a reference to the chunk, on the helper
@@ -365,14 +344,14 @@ int weir__xm_step(struct weir_xform *x)
                 weir_chunk_ref(&s->held);
                 xm_send(x, g, s);
             } else {
-                rc = xm_compress_here(g, s, s->src, n);
+                rc = xm_make_here(g, s, s->src, n);
             }
         } else {
             if (n > x->member_size - s->in_len)
                 n = (uint32_t)(x->member_size - s->in_len);
             rc = xm_gather(x, s, xf_in_ptr(x), n);
             if (rc == 0 && s->in_len == x->member_size)
-                rc = xm_seal(x, g, s);
+                rc = weir__xm_seal(x, g, s);
         }
         x->in_off += n;
         x->st.in_bytes += n;
@@ -384,31 +363,33 @@ int weir__xm_step(struct weir_xform *x)
  * soon, and waiting for the helper would only add its latency. */
 static int xm_seal_here(struct xm_state *g)
 {
-    struct xm_slot *s = xm_filling(g);
+    struct xm_slot *s = weir__xm_filling(g);
     int rc;
 
     if (s)
-        return xm_compress_here(g, s, s->src, s->in_len);
+        return xm_make_here(g, s, s->src, s->in_len);
     if (g->members || !g->final)
         return 0;
     /* The end of an empty stream still makes one member: zero bytes are
      * neither a gzip file nor a zstd one. */
-    rc = xm_claim(g, &s);
-    return rc ? rc : xm_compress_here(g, s, (const uint8_t *)"", 0);
+    rc = weir__xm_claim(g, &s);
+    return rc ? rc : xm_make_here(g, s, (const uint8_t *)"", 0);
 }
 
 int weir__xm_finish(struct weir_xform *x)
 {
     struct xm_state *g;
-    int rc = xm_state(x, &g);
+    int rc = weir__xm_state(x, &g);
 
+    if (rc == 0 && x->kind->codec->cut)
+        return weir__xm_decode_finish(x, g);
     if (rc == 0)
-        rc = xm_drain(x, g);
+        rc = weir__xm_drain(x, g);
     if (rc == 0 && !g->final) {
         g->final = true;
         rc = xm_seal_here(g);
         if (rc == 0)
-            rc = xm_drain(x, g);
+            rc = weir__xm_drain(x, g);
     }
     if (rc == 0 && g->n)
         rc = XF_STALL_AWAY;
@@ -423,11 +404,13 @@ int weir__xm_sync(struct weir_xform *x)
 
     if (!g || g->final)
         return weir__xf_out_emit(x);
-    rc = xm_drain(x, g);
+    if (x->kind->codec->cut)
+        return weir__xm_decode_sync(x, g);
+    rc = weir__xm_drain(x, g);
     if (rc == 0)
         rc = xm_seal_here(g);
     if (rc == 0)
-        rc = xm_drain(x, g);
+        rc = weir__xm_drain(x, g);
     if (rc == 0)
         rc = weir__xf_out_emit(x);
     /* What went out ends with a whole member either way; members still
@@ -443,19 +426,20 @@ bool weir__xm_away(struct weir_xform *x)
 {
     struct xm_state *g = x->state;
 
-    return g && g->sh && xm_sealed(g) > 0;
+    return g && g->sh && weir__xm_sealed(g) > 0;
 }
 
 /* Hands on members the helper finished since the last call. */
 int weir__xm_poll(struct weir_xform *x)
 {
     struct xm_state *g = x->state;
-    int rc = xm_drain(x, g);
+    int rc = weir__xm_drain(x, g);
 
-    if (rc == 0 && xm_sealed(g))
+    if (rc == 0 && weir__xm_sealed(g))
         rc = XF_STALL_AWAY;
-    /* After a sync or the last member, the open buffer goes too. */
-    if (rc == 0 && (g->final || g->sync_pending)) {
+    /* After a sync or the last member, the open buffer goes too; a
+     * decoder hands on what it has at once. */
+    if (rc == 0 && (g->final || g->sync_pending || x->kind->codec->cut)) {
         g->sync_pending = false;
         rc = weir__xf_out_emit(x);
     }
@@ -470,6 +454,8 @@ void weir__xm_fini(struct weir_xform *x)
         return;
     if (g->c)
         x->kind->codec->close(g->c);
+    if (x->kind->codec->cut)
+        weir__xm_decode_fini(x, g);
     if (g->sh) {
         /* Take back members the helper has not started, so it never
          * touches them. One it is compressing may read a chunk held here,

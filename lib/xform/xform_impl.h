@@ -25,20 +25,47 @@
 #define XF_STALL_AWAY (-EINPROGRESS)
 
 /*
- * A compressor of independent members, for the member engine (members.c):
- * each call of compress makes one whole member (a gzip member, a zstd
- * frame) of n input bytes, so members made on two threads concatenate
- * into one valid stream. Each thread has its own compressor (open).
+ * A codec of independent members, for the member engine (members.c): each
+ * call of make turns one whole member's input into its output, so members
+ * made on two threads concatenate into one valid stream. A compressor
+ * makes a member (a gzip member, a zstd frame) of n input bytes; a
+ * decoder (cut set) decodes one member it was handed whole. Each thread
+ * has its own codec state (open).
  */
+struct xf_cut {
+    size_t in;  /* XF_CUT_MORE: input bytes wanted; WHOLE: the member's */
+    size_t out; /* XF_CUT_WHOLE: the most output the member can make */
+};
+
+enum {
+    XF_CUT_MORE,  /* the member is not all there yet */
+    XF_CUT_WHOLE, /* the member is the first cut.in bytes */
+    XF_CUT_NONE,  /* its end or size is unknown: stream it instead */
+};
+
 struct xf_codec {
     void *(*open)(int level); /* NULL when out of memory */
     void (*close)(void *c);
-    /* The most output n bytes of input can make. */
+    /* Compressors: the most output n bytes of input can make. */
     size_t (*bound)(void *c, size_t n);
-    /* The member's length in out (at most cap), or 0 on failure. */
-    size_t (*compress)(void *c, const uint8_t *src, size_t n, uint8_t *out,
-                       size_t cap);
+    /* One member's output, from n bytes at src into out (cap bytes): 0
+     * with *len set, or -errno (-EBADMSG: a decoder's member is
+     * corrupt). */
+    int (*make)(void *c, const uint8_t *src, size_t n, uint8_t *out, size_t cap,
+                size_t *len);
+    /* Decoders: where the member whose first n bytes are at p ends, and
+     * how much it makes, from its header (and trailer) alone; never more
+     * than XM_DECODE_MAX of either, or XF_CUT_NONE. */
+    int (*cut)(const uint8_t *p, size_t n, struct xf_cut *cut);
+    /* Decoders: the streaming kind that takes the stream over from the
+     * first member cut cannot find the end of. */
+    const struct xf_kind *stream;
 };
+
+/* The largest member, in or out, a decoder makes whole. weir's own
+ * streaming zstd writes frames of 4 MiB; a little over it leaves room for
+ * incompressible input. */
+#define XM_DECODE_MAX ((4u << 20) + (64u << 10))
 
 struct xf_kind {
     const char *name;

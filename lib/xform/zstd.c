@@ -28,6 +28,13 @@
  * writes at levels 1-19 without --long): a larger one is refused with
  * -EMSGSIZE rather than allocated, and the size it asked for is kept
  * for the error's message.
+ *
+ * unzstd with a helper decodes frames whole (members_decode.c): the frame
+ * header and its blocks' headers tell where a frame ends and how much it
+ * makes, without decoding, so any zstd stream of frames up to
+ * XM_DECODE_MAX is cut into frames for both threads; a larger frame (one
+ * zstd(1) wrote for a big file) turns the rest over to the streaming
+ * decoder.
  */
 #include <stdlib.h>
 #include <zstd.h>
@@ -59,6 +66,18 @@ struct zs_state {
     bool ending;       /* zstd: a frame's ZSTD_e_end has not finished yet */
 };
 
+/* The level, and a checksum of each frame's content, as zstd(1) writes:
+ * without it a damaged frame can decode to wrong bytes without an
+ * error. */
+static int zs_params(ZSTD_CCtx *c, int level)
+{
+    if (ZSTD_isError(
+            ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1)))
+        return -EINVAL;
+    return 0;
+}
+
 static int zs_state(struct weir_xform *x, bool compress, struct zs_state **out)
 {
     struct zs_state *z = x->state;
@@ -70,8 +89,7 @@ static int zs_state(struct weir_xform *x, bool compress, struct zs_state **out)
         x->state = z;
         if (compress) {
             z->c = ZSTD_createCCtx();
-            if (z->c && ZSTD_isError(ZSTD_CCtx_setParameter(
-                            z->c, ZSTD_c_compressionLevel, x->level)))
+            if (z->c && zs_params(z->c, x->level))
                 return -EINVAL;
         } else {
             /* A frame's window is the decoder's memory; bound it to what
@@ -292,8 +310,7 @@ static void *zs_open(int level)
 {
     ZSTD_CCtx *c = ZSTD_createCCtx();
 
-    if (c && ZSTD_isError(
-                 ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level))) {
+    if (c && zs_params(c, level)) {
         ZSTD_freeCCtx(c);
         return NULL;
     }
@@ -312,19 +329,22 @@ static size_t zs_bound(void *c, size_t n)
 }
 
 /* One whole frame; the parameters set at open stay (ZSTD_compress2). */
-static size_t zs_frame(void *c, const uint8_t *src, size_t n, uint8_t *out,
-                       size_t cap)
+static int zs_frame(void *c, const uint8_t *src, size_t n, uint8_t *out,
+                    size_t cap, size_t *len)
 {
     size_t r = ZSTD_compress2(c, out, cap, src, n);
 
-    return ZSTD_isError(r) ? 0 : r;
+    if (ZSTD_isError(r))
+        return -EOVERFLOW;
+    *len = r;
+    return 0;
 }
 
 static const struct xf_codec zs_codec = {
     .open = zs_open,
     .close = zs_close,
     .bound = zs_bound,
-    .compress = zs_frame,
+    .make = zs_frame,
 };
 
 /* zstd as the member engine makes it, chosen over the streaming kind
@@ -351,8 +371,136 @@ const struct xf_kind weir__xf_zstd = {
     .fini = zs_fini,
 };
 
+/* ---- unzstd with a helper: whole frames from the member engine ---- */
+
+static uint32_t zs_le(const uint8_t *p, unsigned n)
+{
+    uint32_t v = 0;
+
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static int zs_more(struct xf_cut *cut, size_t want)
+{
+    if (want > XM_DECODE_MAX)
+        return XF_CUT_NONE;
+    cut->in = want;
+    return XF_CUT_MORE;
+}
+
+/*
+ * The frame at p (RFC 8878, 3.1): its header, then blocks of a 3-byte
+ * header each (last flag, type, size) until the last, then a checksum if
+ * the header says so. A skippable frame is its 8-byte header and the
+ * length it gives. The output is the header's content size, or at most
+ * a block's worth per compressed block. Anything unusual (a reserved bit
+ * or type, a window past the decoder's limit) goes to the streaming
+ * decoder, whose error names it.
+ */
+static int unzs_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
+{
+    static const unsigned did_len[4] = {0, 1, 2, 4};
+    static const unsigned fcs_len[4] = {0, 2, 4, 8};
+    unsigned fhd, fcs_n, hdr;
+    uint64_t window, fcs = 0, out = 0, block_max;
+    size_t at;
+    bool last = false;
+
+    if (n < 8)
+        return zs_more(cut, 8);
+    if ((zs_le(p, 4) & 0xfffffff0u) == 0x184d2a50u) {
+        cut->in = 8 + (size_t)zs_le(p + 4, 4);
+        cut->out = 0;
+        if (cut->in > XM_DECODE_MAX)
+            return XF_CUT_NONE;
+        return n < cut->in ? XF_CUT_MORE : XF_CUT_WHOLE;
+    }
+    if (zs_le(p, 4) != 0xfd2fb528u)
+        return XF_CUT_NONE;
+    fhd = p[4];
+    fcs_n = fcs_len[fhd >> 6] ? fcs_len[fhd >> 6] : (fhd & 0x20) ? 1 : 0;
+    hdr = 5 + !(fhd & 0x20) + did_len[fhd & 3] + fcs_n;
+    window = zs_frame_window(p, n);
+    if (fhd & 0x08 || n < hdr)
+        return fhd & 0x08 ? XF_CUT_NONE : zs_more(cut, hdr);
+    if (window == 0 || window > WEIR_UNZSTD_WINDOW_MAX)
+        return XF_CUT_NONE;
+    for (unsigned i = 0; i < fcs_n; i++)
+        fcs |= (uint64_t)p[hdr - fcs_n + i] << (8 * i);
+    if (fcs_n == 2)
+        fcs += 256;
+    block_max = window < ZSTD_BLOCKSIZE_MAX ? window : ZSTD_BLOCKSIZE_MAX;
+    for (at = hdr; !last;) {
+        uint32_t h, type, size;
+
+        if (n < at + 3)
+            return zs_more(cut, at + 3);
+        h = zs_le(p + at, 3);
+        last = h & 1;
+        type = (h >> 1) & 3;
+        size = h >> 3;
+        if (type == 3)
+            return XF_CUT_NONE;
+        at += 3 + (type == 1 ? 1 : size); /* RLE: one byte, repeated */
+        out += type == 2 ? block_max : size;
+    }
+    at += fhd & 0x04 ? 4 : 0;
+    if (n < at)
+        return zs_more(cut, at);
+    cut->in = at;
+    cut->out = fcs_n ? fcs : out;
+    return cut->out > XM_DECODE_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
+}
+
+static void *unzs_open(int level)
+{
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+
+    (void)level;
+    if (d && ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax,
+                                                 XF_ZSTD_WINDOW_LOG))) {
+        ZSTD_freeDCtx(d);
+        return NULL;
+    }
+    return d;
+}
+
+static void unzs_close(void *d)
+{
+    ZSTD_freeDCtx(d);
+}
+
+static int unzs_frame(void *d, const uint8_t *src, size_t n, uint8_t *out,
+                      size_t cap, size_t *len)
+{
+    size_t r = ZSTD_decompressDCtx(d, out, cap, src, n);
+
+    if (ZSTD_isError(r))
+        return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM
+                                                                    : -EBADMSG;
+    *len = r;
+    return 0;
+}
+
+static const struct xf_codec unzs_codec = {
+    .open = unzs_open,
+    .close = unzs_close,
+    .make = unzs_frame,
+    .cut = unzs_cut,
+    .stream = &weir__xf_unzstd,
+};
+
+static const struct xf_kind xf_unzstd_members = {
+    .name = "unzstd",
+    .codec = &unzs_codec,
+    XM_KIND_OPS,
+};
+
 const struct xf_kind weir__xf_unzstd = {
     .name = "unzstd",
+    .with_helper = &xf_unzstd_members,
     .step = unzstd_step,
     .finish = unzstd_finish,
     .fini = zs_fini,

@@ -5,7 +5,10 @@
  * read exactly the input back; a transform destroyed while the helper
  * holds a member frees nothing under the helper's feet (ASan and TSan
  * judge); a quiet source's sync waits for the helper's member and then
- * everything so far decodes.
+ * everything so far decodes. gunzip and unzstd with a helper decode
+ * members whole on both threads: weir's own members, and streams whose
+ * members do not say their size (gzip(1)'s, zstd(1)'s), which they stream;
+ * damage anywhere is an error, never short output.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -344,6 +347,219 @@ static void sync_waits_for_the_helper(void **state)
     }
 }
 
+/* Each decoder, and the compressor whose members it cuts. */
+static const struct decoder {
+    const char *pair[2]; /* compressor, decoder */
+    const char *tool;    /* the command-line compressor, "-c" implied */
+} decoders[] = {
+    {{"gzip:1", "gunzip"}, "gzip -1"},
+    {{"zstd:1", "unzstd"}, "zstd -q -1"},
+};
+#define NDECODERS (sizeof(decoders) / sizeof(decoders[0]))
+
+/* The file at path is exactly data[0..len). */
+static void assert_file_is(const char *path, const uint8_t *data, size_t len)
+{
+    size_t n;
+    uint8_t *got = read_file(path, &n);
+
+    assert_non_null(got);
+    assert_int_equal(n, len);
+    assert_memory_equal(got, data, len);
+    free(got);
+}
+
+/* Runs `spec` with the helper over the file at `in` into `out`, fed in
+ * every chunk size; the pipe's result. *x_rc and *offset: the decoder's
+ * error (weir_xform_error) when asked for. */
+static int decode_file(const char *spec, const char *in, const char *out,
+                       bool hold, int *x_rc, uint64_t *offset, uint64_t *helped)
+{
+    struct weir_xform_options xo = xopts();
+    struct weir_xform_stats st;
+    size_t len;
+    uint8_t *data = read_file(in, &len);
+    struct feed f = {.data = data, .len = len, .mode = FEED_EXTERNAL};
+    struct chain ch;
+    int rc;
+
+    assert_non_null(data);
+    assert_int_equal(chain_start(&ch, &spec, 1, &f, &xo, out, hold), 0);
+    rc = drive(&ch);
+    if (x_rc)
+        *x_rc = weir_xform_error(ch.x[0], offset);
+    weir_xform_stats(ch.x[0], &st);
+    if (helped)
+        *helped += st.helped;
+    chain_free(&ch);
+    free(data);
+    return rc;
+}
+
+/*
+ * gzip into gunzip and zstd into unzstd, every transform with the helper,
+ * at lengths around the member size, fed as pool buffers and outside
+ * chunks, into a sink that writes at once and one that holds each write:
+ * the sink gets exactly the input back, and the decoders decoded members
+ * on the helper too.
+ */
+static void decoders_cut_members_for_both_threads(void **state)
+{
+    static const size_t lens[] = {
+        0, 1, MEMBER - 1, MEMBER + 1, 5 * MEMBER + 77, IN_LEN};
+    struct weir_xform_options xo = xopts();
+    char out[256];
+
+    (void)state;
+    for (unsigned d = 0; d < NDECODERS; d++) {
+        uint64_t helped = 0;
+
+        for (unsigned m = 0; m < 2; m++)
+            for (unsigned h = 0; h < 2; h++)
+                for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+                    struct feed f = {.data = input,
+                                     .len = lens[k],
+                                     .mode = m ? FEED_EXTERNAL : FEED_POOL,
+                                     .pool = in_pool};
+                    struct weir_xform_stats st;
+                    struct chain ch;
+
+                    tpath(out, sizeof(out), "round.out");
+                    assert_int_equal(
+                        chain_start(&ch, decoders[d].pair, 2, &f, &xo, out, h),
+                        0);
+                    assert_int_equal(drive(&ch), 0);
+                    weir_xform_stats(ch.x[1], &st);
+                    helped += st.helped;
+                    chain_free(&ch);
+                    assert_file_is(out, input, lens[k]);
+                }
+        assert_true(helped >= 8);
+    }
+}
+
+/*
+ * Streams the decoders cannot cut whole: gzip(1)'s members carry no size;
+ * zstd(1) reading a pipe writes no content size (a frame of 3 MiB, still
+ * cut by its blocks), and for a 6 MiB file one frame larger than any
+ * member. Alone and after and before weir's own members, each decodes to
+ * exactly its input.
+ */
+static void foreign_members_are_streamed(void **state)
+{
+    char in[256], twice[256], weir[256], tool[256], big[256], mixed[256],
+        want[256], out[256];
+
+    (void)state;
+    write_file(tpath(in, sizeof(in), "foreign.in"), input, IN_LEN);
+    tpath(twice, sizeof(twice), "foreign.in2");
+    assert_int_equal(sh("cat %s %s > %s", in, in, twice), 0);
+    for (unsigned d = 0; d < NDECODERS; d++) {
+        struct weir_xform_options xo = xopts();
+        struct feed f = {.data = input, .len = IN_LEN, .mode = FEED_EXTERNAL};
+        const char *dec = decoders[d].pair[1];
+        struct chain ch;
+
+        assert_int_equal(chain_start(&ch, decoders[d].pair, 1, &f, &xo,
+                                     tpath(weir, sizeof(weir), "weir.z"),
+                                     false),
+                         0);
+        assert_int_equal(drive(&ch), 0);
+        chain_free(&ch);
+        assert_int_equal(sh("%s -c < %s > %s", decoders[d].tool, in,
+                            tpath(tool, sizeof(tool), "tool.z")),
+                         0);
+        assert_int_equal(sh("%s -c %s > %s", decoders[d].tool, twice,
+                            tpath(big, sizeof(big), "big.z")),
+                         0);
+        tpath(out, sizeof(out), "foreign.out");
+        assert_int_equal(decode_file(dec, tool, out, false, NULL, NULL, NULL),
+                         0);
+        assert_file_is(out, input, IN_LEN);
+        assert_int_equal(decode_file(dec, big, out, true, NULL, NULL, NULL), 0);
+        assert_int_equal(sh("cmp -s %s %s", out, twice), 0);
+        /* weir's members, the tool's, weir's again, the big frame. */
+        assert_int_equal(sh("cat %s %s %s %s > %s", weir, tool, weir, big,
+                            tpath(mixed, sizeof(mixed), "mixed.z")),
+                         0);
+        assert_int_equal(sh("cat %s %s %s %s > %s", in, in, in, twice,
+                            tpath(want, sizeof(want), "mixed.want")),
+                         0);
+        assert_int_equal(decode_file(dec, mixed, out, false, NULL, NULL, NULL),
+                         0);
+        assert_int_equal(sh("cmp -s %s %s", out, want), 0);
+    }
+}
+
+/*
+ * Damage to weir's members: a byte changed inside the fourth member, the
+ * last bytes cut off, garbage after the end. Each is -EBADMSG from the
+ * decoder, at the damaged member's first byte, at the end, or inside the
+ * garbage; no case ends as if the stream were whole, and what reached
+ * the sink is the input's own bytes.
+ */
+static void damaged_members_are_errors(void **state)
+{
+    char weir[256], bad[256], out[256];
+
+    (void)state;
+    for (unsigned d = 0; d < NDECODERS; d++) {
+        struct weir_xform_options xo = xopts();
+        struct feed f = {.data = input, .len = IN_LEN, .mode = FEED_EXTERNAL};
+        size_t len, at = 0;
+        uint8_t *z;
+        struct chain ch;
+
+        assert_int_equal(chain_start(&ch, decoders[d].pair, 1, &f, &xo,
+                                     tpath(weir, sizeof(weir), "dmg.z"), false),
+                         0);
+        assert_int_equal(drive(&ch), 0);
+        chain_free(&ch);
+        z = read_file(weir, &len);
+        assert_non_null(z);
+        for (int kind = 0; kind < 3; kind++) {
+            uint64_t offset = 0;
+            int x_rc = 0, rc;
+            size_t glen;
+            uint8_t *got;
+
+            tpath(bad, sizeof(bad), "dmg.bad");
+            if (kind == 0) {
+                /* Past the third member's end: 3.5 members in. */
+                at = len * 7 / (2 * (IN_LEN / MEMBER));
+                z[at] ^= 0x5a;
+                write_file(bad, z, len);
+                z[at] ^= 0x5a;
+            } else if (kind == 1) {
+                at = len - 3;
+                write_file(bad, z, at);
+            } else {
+                at = len;
+                write_file(bad, z, len);
+                assert_int_equal(sh("printf garbage >> %s", bad), 0);
+            }
+            rc = decode_file(decoders[d].pair[1], bad,
+                             tpath(out, sizeof(out), "dmg.out"), false, &x_rc,
+                             &offset, NULL);
+            assert_true(rc < 0 && rc != -EDEADLK);
+            assert_int_equal(x_rc, -EBADMSG);
+            /* The damaged member's start, the end, inside the garbage. */
+            if (kind == 0)
+                assert_true(offset > 0 && offset <= at);
+            else if (kind == 1)
+                assert_int_equal(offset, at);
+            else
+                assert_true(offset >= at && offset <= at + 7);
+            /* Whatever reached the sink is the input's own bytes. */
+            got = read_file(out, &glen);
+            assert_true(glen <= IN_LEN);
+            assert_memory_equal(got, input, glen);
+            free(got);
+        }
+        free(z);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +567,9 @@ int main(void)
         cmocka_unit_test(a_busy_helper_is_not_lent_members),
         cmocka_unit_test(destroy_while_the_helper_holds_members),
         cmocka_unit_test(sync_waits_for_the_helper),
+        cmocka_unit_test(decoders_cut_members_for_both_threads),
+        cmocka_unit_test(foreign_members_are_streamed),
+        cmocka_unit_test(damaged_members_are_errors),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -140,10 +140,12 @@ static int make_compressed(const struct e2e_env *env, const char *log,
     snprintf(out, len, "%s.%s", log, gz ? "gz" : "zst");
     if (stat(out, &st) == 0 && st.st_size > 0)
         return 0;
-    snprintf(cmd, sizeof(cmd),
-             "%s/daemon/weir pipe -w 1 -t %s file:%s file:%s.tmp && "
-             "mv %s.tmp %s",
-             env->builddir, gz ? "gzip:6" : "zstd:3", log, out, out, out);
+    if (snprintf(cmd, sizeof(cmd),
+                 "%s/daemon/weir pipe -w 1 -t %s file:%s file:%s.tmp && "
+                 "mv %s.tmp %s",
+                 env->builddir, gz ? "gzip:6" : "zstd:3", log, out, out,
+                 out) >= (int)sizeof(cmd))
+        return -1;
     return system(cmd) == 0 ? 0 : -1;
 }
 

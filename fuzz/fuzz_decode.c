@@ -3,17 +3,24 @@
  * through a decompressing transform (FUZZ_SPEC: "gunzip" or "unzstd"),
  * driven with the stream core the way a pipeline drives it, with a small
  * output pool so the transform parks and resumes. The first byte of the
- * input picks how the rest is cut into chunks.
+ * input picks how the rest is cut into chunks and whether the transform
+ * has a helper loop (another thread), which makes it cut and decode whole
+ * members there and here.
  *
- * What must hold: the run ends (no stall for good), a failure is -EBADMSG,
+ * What must hold: the run ends (no stall for good: a parked transform
+ * moves at once, or once the helper is done), a failure is -EBADMSG,
  * -EMSGSIZE or the sink's own cap, the counters agree with what the sink
  * got, and every pool buffer comes back.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "weir/loop.h"
 #include "weir/pipe.h"
 #include "weir/pool.h"
 #include "weir/readable.h"
@@ -29,16 +36,39 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Resumes of a transform waiting for its helper before the run counts
+ * as stuck: far more than any member's decoding takes. */
+#define HELPER_SPINS 50000000u
+
 static struct weir_pool *pool;
+static struct weir_loop *helper;
+static _Atomic int helper_ready;
+
+/* The helper: a loop on its own thread, for the whole process. */
+static void *helper_main(void *arg)
+{
+    (void)arg;
+    if (weir_loop_create(&helper, &(struct weir_loop_options){.slot = 1}))
+        abort();
+    /* Release: publishes `helper`; pairs with the acquire below. */
+    atomic_store_explicit(&helper_ready, 1, memory_order_release);
+    weir_loop_run(helper);
+    return NULL;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     struct weir_pool_options o = {.count = OUT_BUFS, .threads = 1};
+    pthread_t t;
 
     (void)argc;
     (void)argv;
-    if (weir_pool_create(&pool, &o) != 0)
+    if (weir_pool_create(&pool, &o) != 0 ||
+        pthread_create(&t, NULL, helper_main, NULL) != 0)
         abort();
+    pthread_detach(t);
+    while (!atomic_load_explicit(&helper_ready, memory_order_acquire))
+        sched_yield();
     return 0;
 }
 
@@ -130,7 +160,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size == 0)
         return 0;
+    /* 0-127: chunks of that size (0: the table's); 128 and up: the
+     * table's, and from 192 with the helper. */
     f.cut = data[0] < 128 ? data[0] : 0;
+    if (data[0] >= 192)
+        xo.helper = helper;
     f.data = data + 1;
     f.len = size - 1;
     if (weir_xform_create(&x, FUZZ_SPEC, &xo) != 0 ||
@@ -141,10 +175,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     end_set(&in, weir_pipe_through(src, tf, NULL, end_cb, &in));
     end_set(&out,
             weir_pipe_to(weir_transform_readable(tf), dst, NULL, end_cb, &out));
-    while (!out.done) {
-        /* Nothing else holds a buffer: a parked transform must move. */
-        if (!weir_xform_stalled(x) || weir_xform_resume(x) == WEIR_PENDING)
+    for (unsigned spins = 0; !out.done; spins++) {
+        /* Nothing else holds a buffer: a parked transform must move, at
+         * once without a helper. */
+        if (!weir_xform_stalled(x))
             abort();
+        if (weir_xform_resume(x) != WEIR_PENDING)
+            spins = 0;
+        else if (!xo.helper || spins > HELPER_SPINS)
+            abort();
+        else
+            sched_yield();
     }
     if (out.rc != 0 && out.rc != -EBADMSG && out.rc != -EMSGSIZE &&
         out.rc != -EFBIG)

@@ -268,18 +268,6 @@ static void xm_release(struct weir_xform *x, struct xm_slot *s)
     s->held = (struct weir_chunk){0};
 }
 
-/* A decoder's slot lets go of output room far past what its members
- * usually need, so one odd member does not keep it for the stream's life. */
-static void xm_trim(struct xm_state *g, struct xm_slot *s)
-{
-    if (g->sh->out_cap || s->in_cap + s->out_cap <= XM_DECODE_MAX + (1u << 20))
-        return;
-    free(s->in);
-    free(s->out);
-    s->in = s->out = NULL;
-    s->in_cap = s->out_cap = 0;
-}
-
 /* A member that could not be made: a decoder's corrupt one is reported
  * at its first byte. */
 static int xm_failed(struct weir_xform *x, struct xm_slot *s)
@@ -307,7 +295,6 @@ int weir__xm_drain(struct weir_xform *x, struct xm_state *g)
         rc = weir__xf_out_copy(x, s->out, s->out_len, &s->out_done);
         if (rc)
             return rc;
-        xm_trim(g, s);
         atomic_store_explicit(&s->state, XM_FREE, memory_order_relaxed);
         g->head = (g->head + 1) % g->nslots;
         g->n--;

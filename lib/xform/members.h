@@ -17,9 +17,8 @@
 #define XM_SLOTS 6
 
 /* A decoder's slots: one gathering, two on the helper, one made here
- * waiting behind them. Members are cut where they end, not filled to a
- * size, so every slot may hold up to XM_DECODE_MAX twice over; fewer
- * slots keep that bound lower. */
+ * waiting behind them. Its members are cut where they end rather than
+ * filled to a size, so their room varies; members_decode.c bounds it. */
 #define XM_DECODE_SLOTS 4
 
 /* Members queued or running on the helper at once. Two keep it busy

@@ -19,18 +19,33 @@
 
 #include "members.h"
 
-/* Input and output a decoder's sealed members may hold at once: past it,
- * the next member waits for the helper to finish one rather than pile
- * up. Six weir members of 256 KiB (gzip) or 1 MiB (zstd) fit. */
+/* What a decoder's slots may hold, input and output, besides the member
+ * being gathered: past it, idle slots give their room back, and then the
+ * next member waits for the helper to finish one rather than pile up.
+ * Four weir members of 256 KiB (gzip) or 1 MiB (zstd) fit in it, or two
+ * of zstd's 4 MiB frames. */
 #define XM_DECODE_HELD (12u << 20)
 
 static size_t xm_held(struct xm_state *g)
 {
     size_t held = 0;
 
-    for (unsigned k = 0; k < g->n; k++)
-        held += xm_slot_at(g, k)->in_cap + xm_slot_at(g, k)->out_cap;
+    for (unsigned i = 0; i < g->nslots; i++)
+        held += g->sh->slot[i].in_cap + g->sh->slot[i].out_cap;
     return held;
+}
+
+/* Frees the room of the slots that hold no member. */
+static void xm_give_back(struct xm_state *g)
+{
+    for (unsigned k = g->n; k < g->nslots; k++) {
+        struct xm_slot *s = xm_slot_at(g, k);
+
+        free(s->in);
+        free(s->out);
+        s->in = s->out = NULL;
+        s->in_cap = s->out_cap = 0;
+    }
 }
 
 /* Room for `want` bytes in *buf, growing by at least half again, since a
@@ -46,8 +61,8 @@ static int xm_room(uint8_t **buf, size_t *cap, size_t want)
         n = want;
     if (n < 4096)
         n = 4096;
-    if (n > XM_DECODE_MAX)
-        n = want > XM_DECODE_MAX ? want : XM_DECODE_MAX;
+    if (n > XM_DECODE_OUT_MAX)
+        n = want > XM_DECODE_OUT_MAX ? want : XM_DECODE_OUT_MAX;
     p = realloc(*buf, n);
     if (!p)
         return -ENOMEM;
@@ -121,6 +136,8 @@ static int xm_take(struct weir_xform *x, struct xm_state *g)
     struct xf_cut cut;
     int r, rc;
 
+    if (!s && xm_held(g) > XM_DECODE_HELD)
+        xm_give_back(g);
     if (!s && g->n && xm_held(g) > XM_DECODE_HELD)
         return XF_STALL_AWAY;
     if (!s && (rc = weir__xm_claim(g, &s)) != 0)

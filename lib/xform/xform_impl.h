@@ -55,17 +55,19 @@ struct xf_codec {
                 size_t *len);
     /* Decoders: where the member whose first n bytes are at p ends, and
      * how much it makes, from its header (and trailer) alone; never more
-     * than XM_DECODE_MAX of either, or XF_CUT_NONE. */
+     * than XM_DECODE_MAX in or XM_DECODE_OUT_MAX out, or XF_CUT_NONE. */
     int (*cut)(const uint8_t *p, size_t n, struct xf_cut *cut);
     /* Decoders: the streaming kind that takes the stream over from the
      * first member cut cannot find the end of. */
     const struct xf_kind *stream;
 };
 
-/* The largest member, in or out, a decoder makes whole. weir's own
- * streaming zstd writes frames of 4 MiB; a little over it leaves room for
- * incompressible input. */
-#define XM_DECODE_MAX ((4u << 20) + (64u << 10))
+/* The largest member a decoder makes whole: its input, and its output.
+ * weir's own streaming zstd writes frames of 4 MiB; a little over it
+ * leaves room for incompressible input, and a frame that says no content
+ * size is bounded by its blocks, which may be a few more. */
+#define XM_DECODE_MAX     ((4u << 20) + (64u << 10))
+#define XM_DECODE_OUT_MAX (2 * XM_DECODE_MAX)
 
 struct xf_kind {
     const char *name;

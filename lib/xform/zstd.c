@@ -431,6 +431,8 @@ static int unzs_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
         fcs |= (uint64_t)p[hdr - fcs_n + i] << (8 * i);
     if (fcs_n == 2)
         fcs += 256;
+    if (fcs > XM_DECODE_OUT_MAX)
+        return XF_CUT_NONE;
     block_max = window < ZSTD_BLOCKSIZE_MAX ? window : ZSTD_BLOCKSIZE_MAX;
     for (at = hdr; !last;) {
         uint32_t h, type, size;
@@ -445,13 +447,15 @@ static int unzs_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
             return XF_CUT_NONE;
         at += 3 + (type == 1 ? 1 : size); /* RLE: one byte, repeated */
         out += type == 2 ? block_max : size;
+        if (!fcs_n && out > XM_DECODE_OUT_MAX)
+            return XF_CUT_NONE;
     }
     at += fhd & 0x04 ? 4 : 0;
     if (n < at)
         return zs_more(cut, at);
     cut->in = at;
     cut->out = fcs_n ? fcs : out;
-    return cut->out > XM_DECODE_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
+    return cut->out > XM_DECODE_OUT_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
 }
 
 static void *unzs_open(int level)

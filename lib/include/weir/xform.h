@@ -28,8 +28,14 @@
  *              not a complete gzip member (bad header, bad CRC, trailing
  *              garbage, a stream ending inside a member) errors the stream
  *              with -EBADMSG; weir_xform_error gives the input offset.
+ *              With a helper loop, members whose header gives their size
+ *              (weir's 'W','R', BGZF's 'B','C') are decoded whole with
+ *              libdeflate, here or on the helper, leaving in order; a
+ *              corrupt one's offset is then its first byte. From the
+ *              first member without a size on (gzip(1)'s), inflate.
  *   zstd       libzstd streaming, one frame per 4 MiB of input (and one
- *              more after each weir_xform_sync). Levels 1-19,
+ *              more after each weir_xform_sync), each with a checksum of
+ *              its content, as zstd(1) writes. Levels 1-19,
  *              default 3, as zstd(1) without --ultra. With a helper
  *              loop, frames are made whole like gzip's members instead:
  *              one per member_size bytes of input (default 1 MiB), each
@@ -39,7 +45,10 @@
  *              frame needing a window over 8 MiB (WEIR_UNZSTD_WINDOW_MAX;
  *              zstd --long) is refused with -EMSGSIZE, so the decoder's
  *              memory stays bounded; weir_xform_error gives the window the
- *              frame asked for.
+ *              frame asked for. With a helper loop, frames of up to about
+ *              4 MiB (found by their blocks' headers) are decoded whole,
+ *              here or on the helper, leaving in order, as gunzip's
+ *              members; from the first larger frame on, streaming.
  * Compressors keep their last, partly filled output buffer until it fills
  * or the stream ends (or weir_xform_sync); uppercase and the decompressors
  * hand on what one input chunk gave before taking the next.
@@ -50,17 +59,16 @@
  *   - it has queued `burst` output buffers on its readable side in one run
  *     while that side is full (a decompressor can turn one chunk into
  *     thousands of buffers; this keeps one stream from taking the pool).
- *   - (gzip or zstd with a helper) every member slot is taken, or the
- *     stream ended, while the helper still compresses one.
+ *   - (with a helper) every member slot is taken, or the stream ended,
+ *     while the helper still makes one.
  * It then keeps its place in the input, answers WEIR_PENDING to the core
  * (so its writable side stays busy and backpressure reaches upstream),
  * calls on_stall once, and waits for its owner to call weir_xform_resume.
  * The owner does that after anything that may have freed a buffer or read
  * from the transform (in the daemon: once per loop iteration, for every
  * stalled transform of the worker); a resume that still finds no room
- * parks again cheaply. A gzip or zstd transform whose input is all taken
- * but whose member is still on the helper reports itself stalled too, with
- * no call
+ * parks again cheaply. A transform whose input is all taken but whose
+ * member is still on the helper reports itself stalled too, with no call
  * of the core outstanding: the same resume hands the member on.
  * The memory a transform stage holds is therefore
  * bounded by its queues' high-water marks + `burst` + one partly filled
@@ -70,12 +78,17 @@
  *            2-9): ~0.7-1.2 MiB at the default member of 256 KiB; with a
  *            helper, six members in flight (input held or copied, and
  *            output) and two compressors: ~3.4-4.3 MiB;
- *   gunzip   zlib's inflate state, ~45 KiB;
+ *   gunzip   zlib's inflate state, ~45 KiB; with a helper, up to four
+ *            members in flight, input and output (at most 12 MiB and the
+ *            member being gathered; weir's own of 256 KiB take ~1.3 MiB),
+ *            and two libdeflate decompressors;
  *   zstd     the context of its level (libzstd's own estimate): 1.3 MiB
  *            at level 1, 3.5 MiB at 3, 17 MiB at 9, 90 MiB at 19; with a
  *            helper, six frames in flight (1 MiB of input and its bound
  *            of output each) and two contexts sized for 1 MiB inputs;
- *   unzstd   at most ~8.5 MiB (the 8 MiB window limit).
+ *   unzstd   at most ~8.5 MiB (the 8 MiB window limit); with a helper,
+ *            frames in flight as gunzip's members (at most 12 MiB and the
+ *            frame being gathered, up to ~12 MiB more) and two contexts.
  */
 #ifndef WEIR_XFORM_H
 #define WEIR_XFORM_H
@@ -106,14 +119,15 @@ struct weir_xform_options {
      * means the kind's default (WEIR_XFORM_MEMBER_DEFAULT for gzip,
      * 1 MiB for zstd). Between 4 KiB and 64 MiB. */
     size_t member_size;
-    /* gzip, zstd: another thread's loop (another worker's) that
-     * compresses every other member (zstd: frame) while this thread reads
-     * and compresses the rest; NULL: everything on this thread. The helper
-     * touches no pool buffer; its loop must keep running until the transform is
-     * destroyed and the tasks it posted there have run. */
+    /* gzip, zstd, gunzip, unzstd: another thread's loop (another
+     * worker's) that compresses or decodes every other member (zstd:
+     * frame) while this thread reads and does the rest; NULL: everything
+     * on this thread. The helper touches no pool buffer; its loop must
+     * keep running until the transform is destroyed and the tasks it
+     * posted there have run. */
     struct weir_loop *helper;
     /* With a helper: a count the helper's owner keeps of its own work of
-     * the same kind (its own compressing streams). While it is nonzero
+     * the same kind (its own streams with members). While it is nonzero
      * members stay on this thread: lending them would only queue them
      * behind that work. NULL: always lend. Read relaxed, once a member. */
     const _Atomic uint32_t *helper_busy;
@@ -134,7 +148,7 @@ struct weir_xform_stats {
     uint64_t in_bytes;  /* input consumed */
     uint64_t out_bytes; /* output handed to the readable side */
     uint64_t stalls;    /* times it parked (pool empty or no room) */
-    uint64_t helped;    /* members (frames) compressed on the helper loop */
+    uint64_t helped;    /* members (frames) made on the helper loop */
 };
 
 /*

@@ -29,8 +29,10 @@
 #define WAIT                                                                   \
     (getenv("TEST_WAIT") ? 5000 : 60000) /* ms: generous for sanitizer builds  \
                                           */
-#define BLOCK (128u << 10) /* one append of the slow-client tests */
-#define TOTAL (12u << 20)  /* appended in those tests */
+/* One append of the slow-client tests: one read of the followed file
+ * (chunk_size), so each poll hands the clients one chunk. */
+#define BLOCK (256u << 10)
+#define TOTAL (12u << 20) /* appended in those tests */
 
 /* A client: what it received, kept in memory. */
 struct client {
@@ -167,7 +169,8 @@ static void start_x(struct h_weir *w, const char *name, const char *file,
     char ready[64];
 
     h_start_conf(w, name, H_CONF_FRESH_LOG,
-                 "[daemon]\nworkers = 2\nlog_level = debug\n\n"
+                 "[daemon]\nworkers = 2\nlog_level = debug\n"
+                 "drain_timeout = 1s\n\n"
                  "[pipeline live]\nsource = file:%s\nfollow = yes\n"
                  "sink = tcp-listen:127.0.0.1:%u%s\n%s",
                  file, port, sink_opts, extra);
@@ -523,7 +526,7 @@ static void test_block_client_holding_the_source_is_warned_about(void **state)
     h_expect_log_count(&w, "is a branch of the broadcast", 2, WAIT);
     /* More than the slow client's socket buffers take (several MiB on
      * loopback, whatever its receive buffer). */
-    for (unsigned i = 0; i < 96; i++) {
+    for (unsigned i = 0; i * BLOCK < TOTAL; i++) {
         memset(block, 'a' + (int)(i % 26), BLOCK);
         block[BLOCK - 1] = '\n';
         append(&f, block, BLOCK);

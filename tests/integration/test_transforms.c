@@ -245,6 +245,36 @@ static void test_gunzip_roundtrip(void **state)
     assert_int_equal(sh("cmp -s %s %s", upper, out), 0);
 }
 
+/* With two workers, weir's own gzip members and zstd frames are decoded
+ * on both (members whose size the header says): the file weir wrote
+ * comes back byte for byte, and so does the same file after gzip(1)'s
+ * or zstd(1)'s output, which the decoder streams. */
+static void test_two_workers_decode_weirs_members(void **state)
+{
+    static const char *const kinds[][3] = {{"gzip:1", "gunzip", "gzip -c"},
+                                           {"zstd:1", "unzstd", "zstd -qc"}};
+    char src[620], dst[620], packed[600], out[600];
+    struct h_weir w;
+
+    (void)state;
+    for (unsigned k = 0; k < 2; k++) {
+        h_path(packed, sizeof(packed), "members.z");
+        snprintf(src, sizeof(src), "file:%s", text);
+        snprintf(dst, sizeof(dst), "file:%s", packed);
+        assert_int_equal(
+            weir_pipe(&w, "pack", "-w", "2", "-t", kinds[k][0], src, dst, NULL),
+            0);
+        assert_int_equal(sh("%s %s >> %s", kinds[k][2], upper, packed), 0);
+        h_path(out, sizeof(out), "members.out");
+        snprintf(src, sizeof(src), "file:%s", packed);
+        snprintf(dst, sizeof(dst), "file:%s", out);
+        assert_int_equal(weir_pipe(&w, "unpack", "-w", "2", "-t", kinds[k][1],
+                                   src, dst, NULL),
+                         0);
+        assert_int_equal(sh("cat %s %s | cmp -s - %s", text, upper, out), 0);
+    }
+}
+
 /* The daemon: file -> uppercase -> gzip -> tcp, checked with gzip -dc. */
 static void test_daemon_to_tcp(void **state)
 {
@@ -824,6 +854,8 @@ int main(void)
         cmocka_unit_test_teardown(test_zstd, h_teardown),
         cmocka_unit_test_teardown(test_zstd_window, h_teardown),
         cmocka_unit_test_teardown(test_gunzip_roundtrip, h_teardown),
+        cmocka_unit_test_teardown(test_two_workers_decode_weirs_members,
+                                  h_teardown),
         cmocka_unit_test_teardown(test_daemon_to_tcp, h_teardown),
         cmocka_unit_test_teardown(test_corrupt_gunzip, h_teardown),
         cmocka_unit_test_teardown(test_follow_sync, h_teardown),

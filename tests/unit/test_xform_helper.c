@@ -492,6 +492,103 @@ static void foreign_members_are_streamed(void **state)
 }
 
 /*
+ * Other writers' members that say their size: bgzip's BGZF blocks (a
+ * gzip member of at most 64 KiB each, with a 'B','C' subfield) are cut
+ * and decoded on both threads; a zstd skippable frame between weir's
+ * frames is cut too, and makes nothing.
+ */
+static void bgzf_blocks_and_skippable_frames_are_cut(void **state)
+{
+    static const uint8_t skip[] = {0x5a, 0x2a, 0x4d, 0x18, 5,   0,  0,
+                                   0,    'w',  'e',  'i',  'r', '!'};
+    char in[256], bgz[256], weir[256], mixed[256], out[256];
+    struct weir_xform_options xo = xopts();
+    struct feed f = {.data = input, .len = IN_LEN, .mode = FEED_EXTERNAL};
+    struct chain ch;
+    uint64_t helped = 0;
+
+    (void)state;
+    write_file(tpath(in, sizeof(in), "bgzf.in"), input, IN_LEN);
+    assert_int_equal(
+        sh("bgzip -c %s > %s", in, tpath(bgz, sizeof(bgz), "bgzf.gz")), 0);
+    tpath(out, sizeof(out), "bgzf.out");
+    assert_int_equal(
+        decode_file("gunzip", bgz, out, false, NULL, NULL, &helped), 0);
+    assert_file_is(out, input, IN_LEN);
+    assert_true(helped >= 8);
+
+    assert_int_equal(chain_start(&ch, decoders[1].pair, 1, &f, &xo,
+                                 tpath(weir, sizeof(weir), "skip.zst"), false),
+                     0);
+    assert_int_equal(drive(&ch), 0);
+    chain_free(&ch);
+    write_file(tpath(mixed, sizeof(mixed), "skip.frame"), skip, sizeof(skip));
+    assert_int_equal(sh("cat %s %s %s > %s.all", weir, mixed, weir, mixed), 0);
+    assert_int_equal(sh("cat %s %s > %s.want", in, in, out), 0);
+    strcat(mixed, ".all");
+    assert_int_equal(decode_file("unzstd", mixed, out, true, NULL, NULL, NULL),
+                     0);
+    assert_int_equal(sh("cmp -s %s %s.want", out, out), 0);
+}
+
+/*
+ * A decoder's quiet source: sync hands on every member decoded so far,
+ * waiting for the helper's; the member only partly there stays, and the
+ * rest of the stream then decodes whole.
+ */
+static void decoder_sync_hands_on_whole_members(void **state)
+{
+    char in[256], packed[256], out[256];
+
+    (void)state;
+    write_file(tpath(in, sizeof(in), "dsync.in"), input, IN_LEN);
+    for (unsigned d = 0; d < NDECODERS; d++) {
+        struct weir_xform_options xo = xopts();
+        struct feed f = {.data = input, .len = IN_LEN, .mode = FEED_EXTERNAL};
+        const char *spec = decoders[d].pair[1];
+        struct chain ch;
+        size_t len, got_len;
+        uint8_t *z, *got;
+        int rc;
+
+        assert_int_equal(chain_start(&ch, decoders[d].pair, 1, &f, &xo,
+                                     tpath(packed, sizeof(packed), "dsync.z"),
+                                     false),
+                         0);
+        assert_int_equal(drive(&ch), 0);
+        chain_free(&ch);
+        z = read_file(packed, &len);
+        assert_non_null(z);
+        f = (struct feed){.data = z,
+                          .len = len,
+                          .mode = FEED_EXTERNAL,
+                          .pause_at = len / 2 + 1};
+        assert_int_equal(chain_start(&ch, &spec, 1, &f, &xo,
+                                     tpath(out, sizeof(out), "dsync.out"),
+                                     false),
+                         0);
+        assert_int_equal(drive(&ch), -EDEADLK);
+        assert_true(f.paused);
+        rc = weir_xform_sync(ch.x[0]);
+        assert_true(rc == 0 || rc == -EAGAIN);
+        assert_int_equal(drive(&ch), -EDEADLK);
+        assert_false(weir_xform_stalled(ch.x[0]));
+        /* About half the members are out, whole: a prefix of the input
+         * that ends where a member does. */
+        got = read_file(out, &got_len);
+        assert_true(got_len > 0 && got_len < IN_LEN);
+        assert_int_equal(got_len % MEMBER, 0);
+        assert_memory_equal(got, input, got_len);
+        free(got);
+        feed_wake(&f, 0);
+        assert_int_equal(drive(&ch), 0);
+        chain_free(&ch);
+        free(z);
+        assert_file_is(out, input, IN_LEN);
+    }
+}
+
+/*
  * Damage to weir's members: a byte changed inside the fourth member, the
  * last bytes cut off, garbage after the end. Each is -EBADMSG from the
  * decoder, at the damaged member's first byte, at the end, or inside the
@@ -569,6 +666,8 @@ int main(void)
         cmocka_unit_test(sync_waits_for_the_helper),
         cmocka_unit_test(decoders_cut_members_for_both_threads),
         cmocka_unit_test(foreign_members_are_streamed),
+        cmocka_unit_test(bgzf_blocks_and_skippable_frames_are_cut),
+        cmocka_unit_test(decoder_sync_hands_on_whole_members),
         cmocka_unit_test(damaged_members_are_errors),
     };
 

@@ -1,19 +1,21 @@
 /*
- * gunzip.c - the gunzip transform: zlib's streaming inflate, member after
- * member.
+ * gunzip.c - the gunzip transform: members decoded whole by libdeflate
+ * where their header says their size, zlib's streaming inflate where it
+ * does not.
+ *
+ * A member whose header carries its size (weir's own 'W','R' subfield,
+ * BGZF's 'B','C') is gathered whole by the member engine
+ * (members_decode.c) and handed to libdeflate, here or, with a helper, on
+ * either thread: whole-buffer decoding ran at twice inflate's speed on
+ * weir's members (bench/results/heavy.md). The first member without a
+ * size (gzip(1)'s, pigz's) turns the rest of the stream over to inflate.
  *
  * inflate in gzip mode (windowBits 16 + MAX_WBITS) stops at the end of a
  * member; a reset makes it read the next one from the following byte, so a
- * concatenation of members (gzip's own multi-member files, weir's gzip
- * output) comes out as one stream. What follows a member must be another
- * member: gzip(1) skips trailing zeros with a warning, weir refuses them,
- * since a stream with garbage in it is more likely damaged than padded.
- *
- * With a helper, gunzip decodes members whole instead (the member engine,
- * members_decode.c): a member whose header says its size (weir's own
- * 'W','R' subfield, or BGZF's 'B','C') is gathered and handed to
- * libdeflate, on either thread. The first member without one turns the
- * rest of the stream over to inflate, as above.
+ * concatenation of members (gzip's own multi-member files) comes out as
+ * one stream. What follows a member must be another member: gzip(1) skips
+ * trailing zeros with a warning, weir refuses them, since a stream with
+ * garbage in it is more likely damaged than padded.
  */
 #include <libdeflate.h>
 #include <stdlib.h>
@@ -122,7 +124,7 @@ static void gunzip_fini(struct weir_xform *x)
     free(g);
 }
 
-/* ---- gunzip with a helper: whole members from the member engine ---- */
+/* ---- whole members, from the member engine ---- */
 
 static uint32_t le16(const uint8_t *p)
 {
@@ -211,24 +213,24 @@ static int gunz_member(void *d, const uint8_t *src, size_t n, uint8_t *out,
     return 0;
 }
 
+/* inflate, for the stream from the first member without a size on. */
+static const struct xf_kind xf_gunzip_stream = {
+    .name = "gunzip",
+    .step = gunzip_step,
+    .finish = gunzip_finish,
+    .fini = gunzip_fini,
+};
+
 static const struct xf_codec gunz_codec = {
     .open = gunz_open,
     .close = gunz_close,
     .make = gunz_member,
     .cut = gunz_cut,
-    .stream = &weir__xf_gunzip,
-};
-
-static const struct xf_kind xf_gunzip_members = {
-    .name = "gunzip",
-    .codec = &gunz_codec,
-    XM_KIND_OPS,
+    .stream = &xf_gunzip_stream,
 };
 
 const struct xf_kind weir__xf_gunzip = {
     .name = "gunzip",
-    .with_helper = &xf_gunzip_members,
-    .step = gunzip_step,
-    .finish = gunzip_finish,
-    .fini = gunzip_fini,
+    .codec = &gunz_codec,
+    XM_KIND_OPS,
 };

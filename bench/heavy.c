@@ -12,10 +12,10 @@
  * two threads). Prints MB/s of input, the output's size as a fraction of
  * the input, and weir's 2 workers over 1.
  *
- * gunzip and unzstd read the log as weir compressed it (weir pipe -w 1
- * -t gzip:6, or zstd:3: members of 256 KiB, frames of 4 MiB), and the
- * peers are gzip -dc and zstd -dc; their MB/s are of output, the log's
- * own bytes.
+ * gunzip and unzstd read the log as weir compressed it with two workers
+ * (weir pipe -w 2 -t gzip:6, or zstd:3: members of 256 KiB of input,
+ * frames of 1 MiB), and the peers are gzip -dc and zstd -dc; their MB/s
+ * are of output, the log's own bytes.
  */
 #include <errno.h>
 #include <limits.h>
@@ -128,8 +128,8 @@ static bool decodes(const char *xf)
     return strcmp(xf, "gunzip") == 0 || strcmp(xf, "unzstd") == 0;
 }
 
-/* The log as weir compresses it, for a decoder to read: path.gz or
- * path.zst beside it (made once). 0, or -1 when weir pipe failed. */
+/* The log as weir compresses it, for a decoder to read: path.w2.gz or
+ * path.w2.zst beside it (made once). 0, or -1 when weir pipe failed. */
 static int make_compressed(const struct e2e_env *env, const char *log,
                            const char *xf, char *out, size_t len)
 {
@@ -137,12 +137,12 @@ static int make_compressed(const struct e2e_env *env, const char *log,
     char cmd[PATH_MAX * 3];
     struct stat st;
 
-    snprintf(out, len, "%s.%s", log, gz ? "gz" : "zst");
+    snprintf(out, len, "%s.w2.%s", log, gz ? "gz" : "zst");
     if (stat(out, &st) == 0 && st.st_size > 0)
         return 0;
     if (snprintf(cmd, sizeof(cmd),
-                 "%s/daemon/weir pipe -w 1 -t %s file:%s file:%s.tmp && "
-                 "mv %s.tmp %s",
+                 "%s/daemon/weir pipe -w 2 -t %s file:%s file:%s.zpart && "
+                 "mv %s.zpart %s",
                  env->builddir, gz ? "gzip:6" : "zstd:3", log, out, out,
                  out) >= (int)sizeof(cmd))
         return -1;

@@ -185,7 +185,7 @@ static int gunz_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
         return gunz_more(cut, total);
     cut->in = total;
     cut->out = le32(p + total - 4);
-    return cut->out > XM_DECODE_OUT_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
+    return cut->out > XM_DECODE_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
 }
 
 static void *gunz_open(int level)

@@ -22,8 +22,7 @@
 /* What a decoder's slots may hold, input and output, besides the member
  * being gathered: past it, idle slots give their room back, and then the
  * next member waits for the helper to finish one rather than pile up.
- * Four weir members of 256 KiB (gzip) or 1 MiB (zstd) fit in it, or two
- * of zstd's 4 MiB frames. */
+ * Four weir members of 256 KiB (gzip) or 1 MiB (zstd) fit in it. */
 #define XM_DECODE_HELD (12u << 20)
 
 static size_t xm_held(struct xm_state *g)
@@ -61,8 +60,8 @@ static int xm_room(uint8_t **buf, size_t *cap, size_t want)
         n = want;
     if (n < 4096)
         n = 4096;
-    if (n > XM_DECODE_OUT_MAX)
-        n = want > XM_DECODE_OUT_MAX ? want : XM_DECODE_OUT_MAX;
+    if (n > XM_DECODE_MAX)
+        n = want > XM_DECODE_MAX ? want : XM_DECODE_MAX;
     p = realloc(*buf, n);
     if (!p)
         return -ENOMEM;

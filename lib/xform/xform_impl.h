@@ -55,19 +55,21 @@ struct xf_codec {
                 size_t *len);
     /* Decoders: where the member whose first n bytes are at p ends, and
      * how much it makes, from its header (and trailer) alone; never more
-     * than XM_DECODE_MAX in or XM_DECODE_OUT_MAX out, or XF_CUT_NONE. */
+     * than XM_DECODE_MAX in or out, or XF_CUT_NONE. */
     int (*cut)(const uint8_t *p, size_t n, struct xf_cut *cut);
     /* Decoders: the streaming kind that takes the stream over from the
      * first member cut cannot find the end of. */
     const struct xf_kind *stream;
 };
 
-/* The largest member a decoder makes whole: its input, and its output.
- * weir's own streaming zstd writes frames of 4 MiB; a little over it
- * leaves room for incompressible input, and a frame that says no content
- * size is bounded by its blocks, which may be a few more. */
-#define XM_DECODE_MAX     ((4u << 20) + (64u << 10))
-#define XM_DECODE_OUT_MAX (2 * XM_DECODE_MAX)
+/* The largest member a decoder makes whole, input or output (for a zstd
+ * frame without a content size, its blocks' bound). Larger ones are
+ * streamed: a member decoded on the helper holds that worker's loop for
+ * its whole decoding, and the stream's sink half may run there. weir's
+ * own members (256 KiB of gzip input, 1 MiB zstd frames with two workers)
+ * fit; its 4 MiB streaming zstd frames stream, which measured faster
+ * (bench/results/heavy.md). */
+#define XM_DECODE_MAX ((2u << 20) + (128u << 10))
 
 struct xf_kind {
     const char *name;

@@ -32,9 +32,9 @@
  * unzstd with a helper decodes frames whole (members_decode.c): the frame
  * header and its blocks' headers tell where a frame ends and how much it
  * makes, without decoding, so any zstd stream of frames up to
- * XM_DECODE_MAX is cut into frames for both threads; a larger frame (one
- * zstd(1) wrote for a big file) turns the rest over to the streaming
- * decoder.
+ * XM_DECODE_MAX (about 2 MiB) is cut into frames for both threads; a
+ * larger frame (weir's own 4 MiB streaming frames, the one zstd(1) writes
+ * for a big file) turns the rest over to the streaming decoder.
  */
 #include <stdlib.h>
 #include <zstd.h>
@@ -431,7 +431,7 @@ static int unzs_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
         fcs |= (uint64_t)p[hdr - fcs_n + i] << (8 * i);
     if (fcs_n == 2)
         fcs += 256;
-    if (fcs > XM_DECODE_OUT_MAX)
+    if (fcs > XM_DECODE_MAX)
         return XF_CUT_NONE;
     block_max = window < ZSTD_BLOCKSIZE_MAX ? window : ZSTD_BLOCKSIZE_MAX;
     for (at = hdr; !last;) {
@@ -447,7 +447,7 @@ static int unzs_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
             return XF_CUT_NONE;
         at += 3 + (type == 1 ? 1 : size); /* RLE: one byte, repeated */
         out += type == 2 ? block_max : size;
-        if (!fcs_n && out > XM_DECODE_OUT_MAX)
+        if (!fcs_n && out > XM_DECODE_MAX)
             return XF_CUT_NONE;
     }
     at += fhd & 0x04 ? 4 : 0;
@@ -455,7 +455,7 @@ static int unzs_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
         return zs_more(cut, at);
     cut->in = at;
     cut->out = fcs_n ? fcs : out;
-    return cut->out > XM_DECODE_OUT_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
+    return cut->out > XM_DECODE_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
 }
 
 static void *unzs_open(int level)

@@ -47,7 +47,7 @@
  *              zstd --long) is refused with -EMSGSIZE, so the decoder's
  *              memory stays bounded; weir_xform_error gives the window the
  *              frame asked for. With a helper loop, frames of up to about
- *              4 MiB (found by their blocks' headers) are decoded whole,
+ *              2 MiB (found by their blocks' headers) are decoded whole,
  *              here or on the helper, leaving in order, as gunzip's
  *              members; from the first larger frame on, streaming.
  * Compressors keep their last, partly filled output buffer until it fills
@@ -90,7 +90,7 @@
  *            of output each) and two contexts sized for 1 MiB inputs;
  *   unzstd   at most ~8.5 MiB (the 8 MiB window limit); with a helper,
  *            frames in flight as gunzip's members (at most 12 MiB and the
- *            frame being gathered, up to ~12 MiB more) and two contexts.
+ *            frame being gathered, up to ~4 MiB more) and two contexts.
  */
 #ifndef WEIR_XFORM_H
 #define WEIR_XFORM_H

@@ -285,11 +285,14 @@ struct weir_readable {
         uint32_t enqueue_stop_;
     };
     bool weigh_bytes, byte_stream;
+    /* ops->pull, copied at creation for the hot paths (one load less per
+     * pull), and the source's context. */
+    int (*pull)(struct weir_readable *rs, void *ctx);
+    void *ctx;
     /* The read in progress inside a read call while it asks the source: a
      * request that has not parked (and may never need to). */
     struct weir_read_req_ sync_req;
     const struct weir_source_ops *ops;
-    void *ctx;
     struct weir_watch watch;
     int err;
     unsigned slot;
@@ -378,7 +381,7 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
      * in_pull keeps the stream alive across the callback: plain stores,
      * where a busy count would chain a load and a store on each side. */
     rs->pull_word_ = running;
-    rc = rs->ops->pull(rs, rs->ctx);
+    rc = rs->pull(rs, rs->ctx);
     if (rc == 0 && rs->pull_word_ == running) {
         rs->pull_word_ = weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false);
         return;

@@ -415,7 +415,14 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
 {
     if ((rs->enqueue_stop_ | (rs->byte_stream & (chunk.len == 0))) == 0 &&
         rs->queue.tail - rs->queue.head <= rs->qmask) {
-        weir_chunk_copy_(weir_readable_slot_(rs, rs->queue.tail++), &chunk);
+        struct weir_chunk *slot = weir_readable_slot_(rs, rs->queue.tail++);
+
+        /* Stored from the caller's values as they are: constants stay
+         * immediates (see weir_chunk_copy_ for the loads, which this
+         * does not make). */
+        slot->buf = chunk.buf;
+        slot->data = chunk.data;
+        slot->len = chunk.len;
         if (rs->weigh_bytes)
             rs->queued_bytes += chunk.len;
         /* Not closing and readable, so pull_below is hwm or 0. */

@@ -322,6 +322,12 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
     rs_put(rs);
 }
 
+/* weir_readable_pulled_ after a pull that returned 0. */
+void weir_readable_pulled_0_(struct weir_readable *rs)
+{
+    weir_readable_pulled_(rs, 0);
+}
+
 int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
                                 uint8_t *data, uint32_t len)
 {

@@ -305,6 +305,7 @@ struct weir_readable {
 
 /* Out-of-line halves of the inline functions below. */
 void weir_readable_pulled_(struct weir_readable *rs, int rc);
+void weir_readable_pulled_0_(struct weir_readable *rs);
 int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
                                 uint8_t *data, uint32_t len);
 int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
@@ -382,11 +383,14 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
      * where a busy count would chain a load and a store on each side. */
     rs->pull_word_ = running;
     rc = rs->pull(rs, rs->ctx);
-    if (rc == 0 && rs->pull_word_ == running) {
+    /* Two calls, so that the common path need not move rc into place
+     * for one of them. */
+    if (rc != 0)
+        weir_readable_pulled_(rs, rc);
+    else if (rs->pull_word_ != running)
+        weir_readable_pulled_0_(rs);
+    else
         rs->pull_word_ = weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false);
-        return;
-    }
-    weir_readable_pulled_(rs, rc);
 }
 
 /* The source should be asked (can_pull, and the queue below its mark, as

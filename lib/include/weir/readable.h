@@ -417,10 +417,14 @@ static inline void weir_readable_pull_now_(struct weir_readable *rs)
 static inline int weir_readable_enqueue(struct weir_readable *rs,
                                         struct weir_chunk chunk)
 {
-    if ((rs->enqueue_stop_ | (rs->byte_stream & (chunk.len == 0))) == 0 &&
-        rs->queue.tail - rs->queue.head <= rs->qmask) {
-        struct weir_chunk *slot = weir_readable_slot_(rs, rs->queue.tail++);
+    uint32_t tail = rs->queue.tail, n = tail - rs->queue.head;
 
+    if (rs->enqueue_stop_ == 0 && (chunk.len != 0 || !rs->byte_stream) &&
+        n <= rs->qmask) {
+        struct weir_chunk *slot = weir_readable_slot_(rs, tail);
+        uint64_t size;
+
+        rs->queue.tail = tail + 1;
         /* Stored from the caller's values as they are: constants stay
          * immediates (see weir_chunk_copy_ for the loads, which this
          * does not make). */
@@ -428,9 +432,11 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
         slot->data = chunk.data;
         slot->len = chunk.len;
         if (rs->weigh_bytes)
-            rs->queued_bytes += chunk.len;
+            size = rs->queued_bytes += chunk.len;
+        else
+            size = n + 1;
         /* Not closing and readable, so pull_below is hwm or 0. */
-        if (weir_readable_below_(rs))
+        if (size < rs->pull_below)
             weir_readable_pull_now_(rs);
         return 0;
     }

@@ -96,7 +96,8 @@ static inline void rs_set_pulling(struct weir_readable *rs, bool on)
 static void rs_update_can_pull(struct weir_readable *rs)
 {
     bool readable = rs->state == RS_READABLE;
-    bool can = rs->started && readable && !rs->close_requested && rs->pull;
+    bool can = rs->started && readable && !rs->close_requested && rs->ops &&
+               rs->ops->pull;
 
     if (can) {
         rs->pull_flags |= WEIR_RS_CAN_PULL_;
@@ -162,7 +163,7 @@ rs_pull_loop(struct weir_readable *rs)
     do {
         rs_set_pulling(rs, true);
         rs->pull_again = false;
-        rc = rs->pull(rs, rs->ctx);
+        rc = rs->ops->pull(rs, rs->ctx);
         if (rc == WEIR_PENDING)
             return;
         rs_set_pulling(rs, false);
@@ -449,7 +450,6 @@ int weir_readable_create(struct weir_readable **out,
     if (!rs)
         return -ENOMEM;
     rs->ops = ops;
-    rs->pull = ops ? ops->pull : NULL;
     rs->ctx = ctx;
     rs->queue = (struct weir_q){
         .slots = (uint8_t *)rs->small, .cap = 2, .borrowed = true};
@@ -641,7 +641,7 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
          * source that enqueues at once answers this read directly. */
         rs->sync_want = true;
         rs->pull_word_ = RS_PULL_RUNNING;
-        rc = rs->pull(rs, rs->ctx);
+        rc = rs->ops->pull(rs, rs->ctx);
         if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
             !(rs->doomed | rs->sync_want)) {
             rs->pull_word_ = RS_PULL_IDLE;
@@ -684,7 +684,7 @@ static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
     q->filled = 0;
     rs->sync_want = true;
     rs->pull_word_ = RS_PULL_RUNNING;
-    rc = rs->pull(rs, rs->ctx);
+    rc = rs->ops->pull(rs, rs->ctx);
     if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
         !(rs->doomed | rs->sync_want)) {
         rs->pull_word_ = RS_PULL_IDLE;

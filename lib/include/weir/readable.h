@@ -285,14 +285,11 @@ struct weir_readable {
         uint32_t enqueue_stop_;
     };
     bool weigh_bytes, byte_stream;
-    /* ops->pull, copied at creation for the hot paths (one load less per
-     * pull), and the source's context. */
-    int (*pull)(struct weir_readable *rs, void *ctx);
-    void *ctx;
     /* The read in progress inside a read call while it asks the source: a
      * request that has not parked (and may never need to). */
     struct weir_read_req_ sync_req;
     const struct weir_source_ops *ops;
+    void *ctx;
     struct weir_watch watch;
     int err;
     unsigned slot;
@@ -382,7 +379,7 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
      * in_pull keeps the stream alive across the callback: plain stores,
      * where a busy count would chain a load and a store on each side. */
     rs->pull_word_ = running;
-    rc = rs->pull(rs, rs->ctx);
+    rc = rs->ops->pull(rs, rs->ctx);
     /* Two calls, so that the common path need not move rc into place
      * for one of them. */
     if (rc != 0)

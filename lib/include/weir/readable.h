@@ -461,7 +461,10 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
             rs->queued_bytes -= out->len;
         /* A queued chunk means no read waits, so ShouldCallPull reduces
          * to can_pull and a positive desired size. */
-        if (weir_readable_below_(rs)) {
+        /* Said to be rare so that GCC lays the loop of a caller reading
+         * from a full queue out in one piece (the branch for the pull is
+         * taken instead). */
+        if (__builtin_expect(weir_readable_below_(rs), 0)) {
             if (rs->pull_flags == WEIR_RS_CAN_PULL_)
                 weir_readable_pull_inline_(rs);
             else

@@ -68,17 +68,44 @@ static inline int64_t rs_desired(const struct weir_readable *rs)
     return weir_rs_desired(rs);
 }
 
+static inline bool rs_can_pull(const struct weir_readable *rs)
+{
+    return rs->pull_flags & WEIR_RS_CAN_PULL_;
+}
+
+static inline bool rs_pulling(const struct weir_readable *rs)
+{
+    return rs->pull_flags & WEIR_RS_PULLING_;
+}
+
+static inline void rs_set_pulling(struct weir_readable *rs, bool on)
+{
+    if (on)
+        rs->pull_flags |= WEIR_RS_PULLING_;
+    else
+        rs->pull_flags &= (uint8_t)~WEIR_RS_PULLING_;
+}
+
+/* pull_word_ for an inline pull started with the stream able to pull:
+ * pulling, in_pull, no pull-again; and its value after that pull. */
+#define RS_PULL_RUNNING                                                        \
+    weir_rs_pull_word_(WEIR_RS_CAN_PULL_ | WEIR_RS_PULLING_, true)
+#define RS_PULL_IDLE weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false)
+
 /* After a change of started, state or close_requested. */
 static void rs_update_can_pull(struct weir_readable *rs)
 {
     bool readable = rs->state == RS_READABLE;
+    bool can = rs->started && readable && !rs->close_requested && rs->ops &&
+               rs->ops->pull;
 
-    rs->can_pull = rs->started && readable && !rs->close_requested && rs->ops &&
-                   rs->ops->pull;
-    if (rs->can_pull)
+    if (can) {
+        rs->pull_flags |= WEIR_RS_CAN_PULL_;
         rs->pull_below = (uint64_t)rs->hwm;
-    else
+    } else {
+        rs->pull_flags &= (uint8_t)~WEIR_RS_CAN_PULL_;
         rs->pull_below = readable && rs->close_requested ? 1 : 0;
+    }
 }
 
 /* Takes the oldest parked read off the queue. */
@@ -94,7 +121,7 @@ static struct weir_read_req_ rs_pop_read(struct weir_readable *rs)
 /* The spec's ReadableStreamDefaultControllerShouldCallPull. */
 static inline bool rs_should_pull(const struct weir_readable *rs)
 {
-    return rs->can_pull && (weir_rs_read_waits(rs) || rs_desired(rs) > 0);
+    return rs_can_pull(rs) && (weir_rs_read_waits(rs) || rs_desired(rs) > 0);
 }
 
 static void rs_close_now(struct weir_readable *rs)
@@ -134,12 +161,12 @@ rs_pull_loop(struct weir_readable *rs)
     int rc;
 
     do {
-        rs->pulling = true;
+        rs_set_pulling(rs, true);
         rs->pull_again = false;
         rc = rs->ops->pull(rs, rs->ctx);
         if (rc == WEIR_PENDING)
             return;
-        rs->pulling = false;
+        rs_set_pulling(rs, false);
         if (__builtin_expect(rc < 0, 0)) {
             /* A source that errored the stream itself and then returned
              * an error keeps its first error. */
@@ -154,7 +181,7 @@ static void rs_pull_if_needed(struct weir_readable *rs)
 {
     if (!rs_should_pull(rs))
         return;
-    if (rs->pulling) {
+    if (rs_pulling(rs)) {
         rs->pull_again = true;
         return;
     }
@@ -286,7 +313,7 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
     rs->in_pull = false;
     rs_hold(rs);
     if (rc != WEIR_PENDING) {
-        rs->pulling = false;
+        rs_set_pulling(rs, false);
         if (rc < 0) {
             if (rs->state == RS_READABLE)
                 rs_error_now(rs, rc);
@@ -294,6 +321,12 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
             rs_pull_loop(rs);
     }
     rs_put(rs);
+}
+
+/* weir_readable_pulled_ after a pull that returned 0. */
+void weir_readable_pulled_0_(struct weir_readable *rs)
+{
+    weir_readable_pulled_(rs, 0);
 }
 
 int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
@@ -311,11 +344,11 @@ int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
      * chunk (a default read, inside the pull it started): hand it over.
      * No callback runs, so no hold; a pull is running, so wanting more
      * only sets pull_again. */
-    if (rs->sync_want && rs->pulling && !rs->sync_req.buf &&
+    if (rs->sync_want && rs_pulling(rs) && !rs->sync_req.buf &&
         weir_q_empty(&rs->reads)) {
         rs->sync_req.got = chunk;
         rs->sync_want = false;
-        if (rs->can_pull && rs_desired(rs) > 0)
+        if (rs_can_pull(rs) && rs_desired(rs) > 0)
             rs->pull_again = true;
         return 0;
     }
@@ -375,7 +408,7 @@ void weir_readable_start_done(struct weir_readable *rs, int rc)
 void weir_readable_pull_done(struct weir_readable *rs, int rc)
 {
     rs_hold(rs);
-    rs->pulling = false;
+    rs_set_pulling(rs, false);
     if (rc < 0)
         weir_readable_error(rs, rc);
     else if (rs->pull_again && !rs->doomed)
@@ -533,11 +566,18 @@ static int rs_read_slow(struct weir_readable *rs)
     return rc;
 }
 
-void weir_readable_close_now_(struct weir_readable *rs)
+/* A read left the queue below its mark and the stream cannot pull at
+ * once: a pull is running (it pulls again), or the stream is closing
+ * (the read that emptied the queue closes it). */
+void weir_readable_read_below_(struct weir_readable *rs)
 {
-    rs_hold(rs);
-    rs_close_now(rs);
-    rs_put(rs);
+    if (rs_can_pull(rs)) {
+        rs->pull_again = true;
+    } else if (weir_q_empty(&rs->queue)) {
+        rs_hold(rs);
+        rs_close_now(rs);
+        rs_put(rs);
+    }
 }
 
 /*
@@ -552,7 +592,7 @@ static int rs_sync_pulled(struct weir_readable *rs, int rc)
     rs->in_pull = false;
     rs_hold(rs);
     if (rc != WEIR_PENDING) {
-        rs->pulling = false;
+        rs_set_pulling(rs, false);
         if (rc < 0) {
             if (rs->state == RS_READABLE)
                 rs_error_now(rs, rc);
@@ -596,17 +636,15 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
     rs->sync_req.cb = cb;
     rs->sync_req.ctx = ctx;
     rs->sync_req.buf = NULL;
-    if (rs->can_pull && !rs->pulling) {
-        /* The pull runs here, as weir_readable_pull_now_ runs it: a
+    if (rs->pull_flags == WEIR_RS_CAN_PULL_) {
+        /* The pull runs here, as weir_readable_pull_inline_ runs it: a
          * source that enqueues at once answers this read directly. */
         rs->sync_want = true;
-        rs->pulling = true;
-        rs->pull_again = false;
-        rs->in_pull = true;
+        rs->pull_word_ = RS_PULL_RUNNING;
         rc = rs->ops->pull(rs, rs->ctx);
-        if (rc == 0 && !(rs->pull_again | rs->doomed | rs->sync_want)) {
-            rs->pulling = false;
-            rs->in_pull = false;
+        if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
+            !(rs->doomed | rs->sync_want)) {
+            rs->pull_word_ = RS_PULL_IDLE;
             weir_chunk_copy_(out, &rs->sync_req.got);
             return 0;
         }
@@ -645,13 +683,11 @@ static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
     q->min = min;
     q->filled = 0;
     rs->sync_want = true;
-    rs->pulling = true;
-    rs->pull_again = false;
-    rs->in_pull = true;
+    rs->pull_word_ = RS_PULL_RUNNING;
     rc = rs->ops->pull(rs, rs->ctx);
-    if (rc == 0 && !(rs->pull_again | rs->doomed | rs->sync_want)) {
-        rs->pulling = false;
-        rs->in_pull = false;
+    if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
+        !(rs->doomed | rs->sync_want)) {
+        rs->pull_word_ = RS_PULL_IDLE;
         *out = (struct weir_chunk){NULL, buf, (uint32_t)q->filled};
         return 0;
     }
@@ -674,7 +710,7 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
         return -EINVAL;
     /* Nothing queued or waiting, and the source may be asked: this read
      * is the source's BYOB request at once, the zero-copy way. */
-    if ((rs->sync_want | rs->pulling) == 0 && rs->can_pull &&
+    if (rs->sync_want == 0 && rs->pull_flags == WEIR_RS_CAN_PULL_ &&
         rs->queue.tail == rs->queue.head && rs->reads.tail == rs->reads.head)
         return rs_read_byob_pull(rs, buf, len, min, out, cb, ctx);
     q = (struct weir_read_req_){
@@ -735,7 +771,7 @@ int weir_readable_byob_request(struct weir_readable *rs, uint8_t **buf,
 
     /* Asked from inside a pull for the read in progress (the common
      * case): that request is the oldest. */
-    if (rs->sync_want && rs->pulling && rs->sync_req.buf &&
+    if (rs->sync_want && rs_pulling(rs) && rs->sync_req.buf &&
         rs->state == RS_READABLE) {
         q = &rs->sync_req;
         *buf = q->buf + q->filled;
@@ -761,7 +797,7 @@ int weir_readable_byob_respond(struct weir_readable *rs, size_t n)
     if (!q || n > q->len - q->filled)
         return -EINVAL;
     q->filled += n;
-    if (q == &rs->sync_req && rs->pulling) {
+    if (q == &rs->sync_req && rs_pulling(rs)) {
         /* The read in progress returns the bytes itself; a read still
          * short of its minimum asks again when this pull returns. */
         if (q->filled >= q->min)

@@ -235,6 +235,10 @@ int weir_iter_return(struct weir_iter *it, int reason);
  */
 enum { WEIR_RS_READABLE_, WEIR_RS_CLOSED_, WEIR_RS_ERRORED_ };
 
+/* pull_flags bits. */
+#define WEIR_RS_CAN_PULL_ 1u
+#define WEIR_RS_PULLING_  2u
+
 /* A read request: a default read (buf NULL) or a BYOB read. */
 struct weir_read_req_ {
     weir_read_cb cb;
@@ -257,13 +261,19 @@ struct weir_readable {
      * compare on the hot paths instead of the flags and the desired size. */
     uint64_t pull_below;
     struct weir_q reads; /* parked struct weir_read_req_ */
-    /* Four bytes written together when an inline pull starts, so that
-     * the stores merge into one (pull_pad_ is only ever zero). */
-    bool pulling, in_pull, pull_again, pull_pad_;
-    /* started, readable, not closing, and the source has a pull: the part
-     * of the spec's ShouldCallPull that changes rarely, kept in one flag
-     * for the hot paths. */
-    bool can_pull;
+    /* The pull's state, written as one word when an inline pull starts
+     * and tested as one when it ends (pull_pad_ is only ever zero).
+     * pull_flags holds WEIR_RS_CAN_PULL_ (started, readable, not closing,
+     * and the source has a pull: the part of the spec's ShouldCallPull
+     * that changes rarely) and WEIR_RS_PULLING_ (the spec's pulling), so
+     * that "may pull now" is one compare on the hot paths. */
+    union {
+        struct {
+            uint8_t pull_flags;
+            bool in_pull, pull_again, pull_pad_;
+        };
+        uint32_t pull_word_;
+    };
     bool doomed;
     /* What sends an enqueue out of line (parked: reads is not empty),
      * tested as one word. */
@@ -292,11 +302,12 @@ struct weir_readable {
 
 /* Out-of-line halves of the inline functions below. */
 void weir_readable_pulled_(struct weir_readable *rs, int rc);
+void weir_readable_pulled_0_(struct weir_readable *rs);
 int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
                                 uint8_t *data, uint32_t len);
 int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
                             weir_read_cb cb, void *ctx);
-void weir_readable_close_now_(struct weir_readable *rs);
+void weir_readable_read_below_(struct weir_readable *rs);
 
 /* The queue's total weight. */
 static inline size_t weir_readable_size_(const struct weir_readable *rs)
@@ -338,34 +349,57 @@ static inline bool weir_readable_below_(const struct weir_readable *rs)
     return (uint64_t)weir_readable_size_(rs) < rs->pull_below;
 }
 
+/* What pull_word_ holds with these flags and in_pull, nothing else set
+ * (a constant once inlined). */
+static inline uint32_t weir_rs_pull_word_(unsigned flags, bool in_pull)
+{
+    union {
+        struct {
+            uint8_t flags;
+            bool in_pull, pull_again, pad;
+        } b;
+        uint32_t w;
+    } u = {.b = {(uint8_t)flags, in_pull, false, false}};
+
+    return u.w;
+}
+
+/* An inline pull; the caller found pull_flags exactly WEIR_RS_CAN_PULL_
+ * (may pull, no pull running). */
+static inline void weir_readable_pull_inline_(struct weir_readable *rs)
+{
+    const uint32_t running =
+        weir_rs_pull_word_(WEIR_RS_CAN_PULL_ | WEIR_RS_PULLING_, true);
+    int rc;
+
+    /* One pull, inline; anything but "done, nothing more asked, nothing
+     * changed" (pending, error, pull-again, destroyed meanwhile: destroy
+     * sets pull_again too; closed or errored meanwhile: can_pull gone)
+     * continues out of line.
+     * in_pull keeps the stream alive across the callback: plain stores,
+     * where a busy count would chain a load and a store on each side. */
+    rs->pull_word_ = running;
+    rc = rs->ops->pull(rs, rs->ctx);
+    /* Two calls, so that the common path need not move rc into place
+     * for one of them. */
+    if (rc != 0)
+        weir_readable_pulled_(rs, rc);
+    else if (rs->pull_word_ != running)
+        weir_readable_pulled_0_(rs);
+    else
+        rs->pull_word_ = weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false);
+}
+
 /* The source should be asked (can_pull, and the queue below its mark, as
  * weir_readable_below_ found): pull, or ask the running pull to pull
  * again (the spec's CallPullIfNeeded, for the case where no read
  * waits). */
 static inline void weir_readable_pull_now_(struct weir_readable *rs)
 {
-    int rc;
-
-    if (rs->pulling) {
+    if (rs->pull_flags == WEIR_RS_CAN_PULL_)
+        weir_readable_pull_inline_(rs);
+    else
         rs->pull_again = true;
-        return;
-    }
-    /* One pull, inline; anything but "done, nothing more asked" (pending,
-     * error, pull-again, destroyed meanwhile: destroy sets pull_again
-     * too) continues out of line.
-     * in_pull keeps the stream alive across the callback: plain stores,
-     * where a busy count would chain a load and a store on each side. */
-    rs->pulling = true;
-    rs->in_pull = true;
-    rs->pull_again = false;
-    rs->pull_pad_ = false;
-    rc = rs->ops->pull(rs, rs->ctx);
-    if (rc == 0 && !rs->pull_again) {
-        rs->pulling = false;
-        rs->in_pull = false;
-        return;
-    }
-    weir_readable_pulled_(rs, rc);
 }
 
 /*
@@ -380,13 +414,26 @@ static inline void weir_readable_pull_now_(struct weir_readable *rs)
 static inline int weir_readable_enqueue(struct weir_readable *rs,
                                         struct weir_chunk chunk)
 {
-    if ((rs->enqueue_stop_ | (rs->byte_stream & (chunk.len == 0))) == 0 &&
-        rs->queue.tail - rs->queue.head <= rs->qmask) {
-        weir_chunk_copy_(weir_readable_slot_(rs, rs->queue.tail++), &chunk);
+    uint32_t tail = rs->queue.tail, n = tail - rs->queue.head;
+
+    if (rs->enqueue_stop_ == 0 && (chunk.len != 0 || !rs->byte_stream) &&
+        n <= rs->qmask) {
+        struct weir_chunk *slot = weir_readable_slot_(rs, tail);
+        uint64_t size;
+
+        rs->queue.tail = tail + 1;
+        /* Stored from the caller's values as they are: constants stay
+         * immediates (see weir_chunk_copy_ for the loads, which this
+         * does not make). */
+        slot->buf = chunk.buf;
+        slot->data = chunk.data;
+        slot->len = chunk.len;
         if (rs->weigh_bytes)
-            rs->queued_bytes += chunk.len;
+            size = rs->queued_bytes += chunk.len;
+        else
+            size = n + 1;
         /* Not closing and readable, so pull_below is hwm or 0. */
-        if (weir_readable_below_(rs))
+        if (size < rs->pull_below)
             weir_readable_pull_now_(rs);
         return 0;
     }
@@ -414,11 +461,14 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
             rs->queued_bytes -= out->len;
         /* A queued chunk means no read waits, so ShouldCallPull reduces
          * to can_pull and a positive desired size. */
-        if (weir_readable_below_(rs)) {
-            if (rs->can_pull)
-                weir_readable_pull_now_(rs);
-            else if (rs->queue.tail == rs->queue.head)
-                weir_readable_close_now_(rs);
+        /* Said to be rare so that GCC lays the loop of a caller reading
+         * from a full queue out in one piece (the branch for the pull is
+         * taken instead). */
+        if (__builtin_expect(weir_readable_below_(rs), 0)) {
+            if (rs->pull_flags == WEIR_RS_CAN_PULL_)
+                weir_readable_pull_inline_(rs);
+            else
+                weir_readable_read_below_(rs);
         }
         return 0;
     } else {

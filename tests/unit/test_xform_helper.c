@@ -441,8 +441,8 @@ static void decoders_cut_members_for_both_threads(void **state)
 /*
  * Streams the decoders cannot cut whole: gzip(1)'s members carry no size;
  * zstd(1) reading a pipe writes no content size (a frame of 3 MiB), and
- * for a 6 MiB file one frame larger than any member. Alone and after and before weir's own members, each decodes to
- * exactly its input.
+ * for a 6 MiB file one frame larger than any member. Alone, and after and
+ * before weir's own members, each decodes to exactly its input.
  */
 static void foreign_members_are_streamed(void **state)
 {

@@ -126,16 +126,6 @@ static void gunzip_fini(struct weir_xform *x)
 
 /* ---- whole members, from the member engine ---- */
 
-static uint32_t le16(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return le16(p) | le16(p + 2) << 16;
-}
-
 static int gunz_more(struct xf_cut *cut, size_t want)
 {
     cut->in = want;
@@ -163,18 +153,18 @@ static int gunz_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
         return XF_CUT_NONE;
     if (n < 12)
         return gunz_more(cut, 12);
-    xend = 12 + le16(p + 10);
+    xend = 12 + (size_t)xf_le(p + 10, 2);
     if (n < xend)
         return gunz_more(cut, xend);
     for (size_t at = 12; at + 4 <= xend;) {
-        size_t len = le16(p + at + 2);
+        size_t len = (size_t)xf_le(p + at + 2, 2);
 
         if (at + 4 + len > xend)
             break;
         if (p[at] == 'W' && p[at + 1] == 'R' && len == 4)
-            total = le32(p + at + 4);
+            total = (size_t)xf_le(p + at + 4, 4);
         else if (p[at] == 'B' && p[at + 1] == 'C' && len == 2)
-            total = le16(p + at + 4) + 1;
+            total = (size_t)xf_le(p + at + 4, 2) + 1;
         at += 4 + len;
     }
     /* No size, or one no member can have (the header, an empty block and
@@ -184,7 +174,7 @@ static int gunz_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
     if (n < total)
         return gunz_more(cut, total);
     cut->in = total;
-    cut->out = le32(p + total - 4);
+    cut->out = (size_t)xf_le(p + total - 4, 4);
     return cut->out > XM_DECODE_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
 }
 

@@ -169,6 +169,17 @@ static inline const uint8_t *xf_in_ptr(const struct weir_xform *x)
     return x->in.data + x->in_off;
 }
 
+/* The n-byte (at most 8) little-endian number at p: the byte order of
+ * gzip's and zstd's headers. */
+static inline uint64_t xf_le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
 /* Marks corrupt input at `offset` (from the stream's start). */
 static inline int xf_corrupt(struct weir_xform *x, uint64_t offset)
 {

@@ -206,31 +206,56 @@ static int zstd_sync(struct weir_xform *x)
     return rc ? rc : weir__xf_out_emit(x);
 }
 
-/* The window a frame header at p (n bytes) asks for (RFC 8878, 3.1.1.1),
- * or 0 when p does not hold a whole one. */
-static uint64_t zs_frame_window(const uint8_t *p, size_t n)
+/* A frame's header (RFC 8878, 3.1.1.1): magic, descriptor, then a window
+ * descriptor unless single-segment, a dictionary id, a content size. */
+struct zs_header {
+    unsigned len;     /* its bytes, magic included */
+    uint64_t window;  /* what the frame asks for */
+    uint64_t content; /* the content size, when has_content */
+    bool has_content; /* the header says the content size */
+    bool checksum;    /* the frame ends with one */
+    bool reserved;    /* the descriptor's reserved bit is set */
+};
+
+/* The header at p, n bytes there: true when it is one and all there;
+ * false with h->len its length when the magic and descriptor are there
+ * but not the rest. */
+static bool zs_header(const uint8_t *p, size_t n, struct zs_header *h)
 {
     static const unsigned did_len[4] = {0, 1, 2, 4};
-    static const unsigned fcs_len[4] = {1, 2, 4, 8};
-    unsigned fhd, fcs_n, at;
-    uint64_t fcs = 0;
+    static const unsigned fcs_len[4] = {0, 2, 4, 8};
+    unsigned fhd, fcs_n;
+    bool single;
 
-    if (n < 6 || p[0] != 0x28 || p[1] != 0xb5 || p[2] != 0x2f || p[3] != 0xfd)
-        return 0;
+    if (n < 5 || xf_le(p, 4) != 0xfd2fb528u)
+        return false;
     fhd = p[4];
-    if (!(fhd & 0x20)) { /* a window descriptor */
+    single = fhd & 0x20;
+    fcs_n = fcs_len[fhd >> 6] ? fcs_len[fhd >> 6] : single ? 1 : 0;
+    h->len = 5 + !single + did_len[fhd & 3] + fcs_n;
+    if (n < h->len)
+        return false;
+    h->has_content = fcs_n != 0;
+    h->content = xf_le(p + h->len - fcs_n, fcs_n) + (fcs_n == 2 ? 256 : 0);
+    if (single) {
+        h->window = h->content;
+    } else {
         uint64_t base = 1ull << (10 + (p[5] >> 3));
 
-        return base + base / 8 * (p[5] & 7);
+        h->window = base + base / 8 * (p[5] & 7);
     }
-    /* Single segment: the window is the content size. */
-    fcs_n = fcs_len[fhd >> 6];
-    at = 5 + did_len[fhd & 3];
-    if (n < at + fcs_n)
-        return 0;
-    for (unsigned i = 0; i < fcs_n; i++)
-        fcs |= (uint64_t)p[at + i] << (8 * i);
-    return fcs_n == 2 ? fcs + 256 : fcs;
+    h->checksum = fhd & 0x04;
+    h->reserved = fhd & 0x08;
+    return true;
+}
+
+/* The window a frame header at p (n bytes) asks for, or 0 when p does
+ * not hold a whole one. */
+static uint64_t zs_frame_window(const uint8_t *p, size_t n)
+{
+    struct zs_header h;
+
+    return zs_header(p, n, &h) ? h.window : 0;
 }
 
 /* One decompress call. As gunzip's: *full when the space was filled,
@@ -373,15 +398,6 @@ const struct xf_kind weir__xf_zstd = {
 
 /* ---- unzstd with a helper: whole frames from the member engine ---- */
 
-static uint32_t zs_le(const uint8_t *p, unsigned n)
-{
-    uint32_t v = 0;
-
-    for (unsigned i = 0; i < n; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
 static int zs_more(struct xf_cut *cut, size_t want)
 {
     if (want > XM_DECODE_MAX)
@@ -401,60 +417,49 @@ static int zs_more(struct xf_cut *cut, size_t want)
  */
 static int unzs_cut(const uint8_t *p, size_t n, struct xf_cut *cut)
 {
-    static const unsigned did_len[4] = {0, 1, 2, 4};
-    static const unsigned fcs_len[4] = {0, 2, 4, 8};
-    unsigned fhd, fcs_n, hdr;
-    uint64_t window, fcs = 0, out = 0, block_max;
+    struct zs_header h;
+    uint64_t out = 0, block_max;
     size_t at;
     bool last = false;
 
     if (n < 8)
         return zs_more(cut, 8);
-    if ((zs_le(p, 4) & 0xfffffff0u) == 0x184d2a50u) {
-        cut->in = 8 + (size_t)zs_le(p + 4, 4);
+    if ((xf_le(p, 4) & 0xfffffff0u) == 0x184d2a50u) {
+        cut->in = 8 + (size_t)xf_le(p + 4, 4);
         cut->out = 0;
         if (cut->in > XM_DECODE_MAX)
             return XF_CUT_NONE;
         return n < cut->in ? XF_CUT_MORE : XF_CUT_WHOLE;
     }
-    if (zs_le(p, 4) != 0xfd2fb528u)
+    if (xf_le(p, 4) != 0xfd2fb528u)
         return XF_CUT_NONE;
-    fhd = p[4];
-    fcs_n = fcs_len[fhd >> 6] ? fcs_len[fhd >> 6] : (fhd & 0x20) ? 1 : 0;
-    hdr = 5 + !(fhd & 0x20) + did_len[fhd & 3] + fcs_n;
-    window = zs_frame_window(p, n);
-    if (fhd & 0x08 || n < hdr)
-        return fhd & 0x08 ? XF_CUT_NONE : zs_more(cut, hdr);
-    if (window == 0 || window > WEIR_UNZSTD_WINDOW_MAX)
+    if (!zs_header(p, n, &h))
+        return zs_more(cut, h.len);
+    if (h.reserved || h.window == 0 || h.window > WEIR_UNZSTD_WINDOW_MAX ||
+        (h.has_content && h.content > XM_DECODE_MAX))
         return XF_CUT_NONE;
-    for (unsigned i = 0; i < fcs_n; i++)
-        fcs |= (uint64_t)p[hdr - fcs_n + i] << (8 * i);
-    if (fcs_n == 2)
-        fcs += 256;
-    if (fcs > XM_DECODE_MAX)
-        return XF_CUT_NONE;
-    block_max = window < ZSTD_BLOCKSIZE_MAX ? window : ZSTD_BLOCKSIZE_MAX;
-    for (at = hdr; !last;) {
-        uint32_t h, type, size;
+    block_max = h.window < ZSTD_BLOCKSIZE_MAX ? h.window : ZSTD_BLOCKSIZE_MAX;
+    for (at = h.len; !last;) {
+        uint32_t b, type, size;
 
         if (n < at + 3)
             return zs_more(cut, at + 3);
-        h = zs_le(p + at, 3);
-        last = h & 1;
-        type = (h >> 1) & 3;
-        size = h >> 3;
+        b = (uint32_t)xf_le(p + at, 3);
+        last = b & 1;
+        type = (b >> 1) & 3;
+        size = b >> 3;
         if (type == 3)
             return XF_CUT_NONE;
         at += 3 + (type == 1 ? 1 : size); /* RLE: one byte, repeated */
         out += type == 2 ? block_max : size;
-        if (!fcs_n && out > XM_DECODE_MAX)
+        if (!h.has_content && out > XM_DECODE_MAX)
             return XF_CUT_NONE;
     }
-    at += fhd & 0x04 ? 4 : 0;
+    at += h.checksum ? 4 : 0;
     if (n < at)
         return zs_more(cut, at);
     cut->in = at;
-    cut->out = fcs_n ? fcs : out;
+    cut->out = h.has_content ? h.content : out;
     return cut->out > XM_DECODE_MAX ? XF_CUT_NONE : XF_CUT_WHOLE;
 }
 

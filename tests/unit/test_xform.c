@@ -54,18 +54,6 @@ static void run_ok(const char *const *specs, unsigned n, const uint8_t *data,
     chain_free(&ch);
 }
 
-/* The file at path holds exactly data[0..len). */
-static void assert_file_is(const char *path, const uint8_t *data, size_t len)
-{
-    size_t got_len;
-    uint8_t *got = read_file(path, &got_len);
-
-    assert_non_null(got);
-    assert_int_equal(got_len, len);
-    assert_memory_equal(got, data, len);
-    free(got);
-}
-
 static void uppercase_equals_tr(void **state)
 {
     static const enum feed_mode modes[] = {FEED_POOL, FEED_EXTERNAL};

@@ -440,6 +440,19 @@ static inline int xf_teardown(struct weir_pool *in_pool,
 }
 
 #ifdef CMOCKA_H_
+/* The file at path holds exactly data[0..len). */
+static inline void assert_file_is(const char *path, const uint8_t *data,
+                                  size_t len)
+{
+    size_t got_len;
+    uint8_t *got = read_file(path, &got_len);
+
+    assert_non_null(got);
+    assert_int_equal(got_len, len);
+    assert_memory_equal(got, data, len);
+    free(got);
+}
+
 /* The gzip file at path decompresses with zlib's gzread, which reads
  * member after member, to exactly data[0..len). */
 static inline void assert_gzread_is(const char *path, const uint8_t *data,

@@ -62,9 +62,11 @@ static void pipe_case(bool workers)
 {
     char arg[300];
 
+    /* Followed, so that a worker must wait whatever the engine: 1 MiB
+     * read at once into null could end before any worker waited. */
     snprintf(arg, sizeof(arg), "file:%s", src);
     run_failing("pipe.log", workers,
-                (char *const[]){"pipe", arg, "null", NULL});
+                (char *const[]){"pipe", "-f", arg, "null", NULL});
 }
 
 static void daemon_case(bool workers)

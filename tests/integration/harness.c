@@ -440,31 +440,81 @@ long h_status_kib(pid_t pid, const char *key)
 
 /* ---- sockets ---- */
 
-uint16_t h_free_port(bool v6)
+/*
+ * The kernel's bind(port 0) hands out a port from the ephemeral range, the
+ * same range every outgoing connect() draws from. Between closing the probe
+ * socket and weir's listen, a client of another test running in parallel
+ * can take that port as its local end, and weir's bind fails with
+ * EADDRINUSE. So ports for weir to listen on come from below the ephemeral
+ * range, where no connect() lands; the probe bind only checks that no
+ * listener holds one already.
+ */
+static uint16_t ephemeral_low(void)
 {
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    unsigned low = 32768, high;
+
+    if (f) {
+        if (fscanf(f, "%u %u", &low, &high) != 2)
+            low = 32768;
+        fclose(f);
+    }
+    return low > 65535 ? 32768 : (uint16_t)low;
+}
+
+static bool port_bindable(bool v6, uint16_t port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, v6, port);
+    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    bool ok;
+
+    if (fd < 0)
+        abort();
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    ok = bind(fd, (struct sockaddr *)&ss, len) == 0;
+    close(fd);
+    return ok;
+}
+
+/* A port the kernel chose from its ephemeral range. */
+static uint16_t h_kernel_port(bool v6)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, v6, 0);
+    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     uint16_t port;
 
-    if (v6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof(*a);
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof(*a);
-    }
-    if (bind(fd, (struct sockaddr *)&ss, len) != 0 ||
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) != 0 ||
         getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
         abort();
     port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                     : ((struct sockaddr_in *)&ss)->sin_port);
     close(fd);
     return port;
+}
+
+uint16_t h_free_port(bool v6)
+{
+    static unsigned next;
+    uint16_t low = 10000, high = ephemeral_low();
+    unsigned span;
+
+    if (high <= low + 1000) /* a range reaching down here: the kernel picks */
+        return h_kernel_port(v6);
+    span = (unsigned)(high - low);
+    /* Parallel test processes start far apart in the range; within one
+     * process ports are handed out in turn, never twice in a row. */
+    if (next == 0)
+        next = ((unsigned)getpid() * 2654435761u) % span + 1;
+    for (unsigned tries = 0; tries < span; tries++) {
+        uint16_t port = (uint16_t)(low + next++ % span);
+
+        if (port_bindable(v6, port))
+            return port;
+    }
+    return h_kernel_port(v6);
 }
 
 socklen_t h_addr(struct sockaddr_storage *ss, bool v6, uint16_t port)

@@ -161,7 +161,8 @@ long h_status_kib(pid_t pid, const char *key);
 
 /* ---- sockets ---- */
 
-/* A port free on loopback right now (the kernel's choice). */
+/* A port free on loopback right now, below the ephemeral range so that no
+ * outgoing connection of a test running alongside can take it. */
 uint16_t h_free_port(bool v6);
 /* loopback:port into ss; its length. */
 socklen_t h_addr(struct sockaddr_storage *ss, bool v6, uint16_t port);

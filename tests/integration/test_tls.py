@@ -106,12 +106,38 @@ def sha(name):
 
 # ---- processes and ports ----
 
+_next_port = [0]
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A free loopback port below the kernel's ephemeral range: a port the
+    kernel hands out for bind(0) can be taken by any test's outgoing
+    connection before the server listens on it."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        high = int(f.read().split()[0])
+    low = 10000
+    if high <= low + 1000:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        return port
+    span = high - low
+    if _next_port[0] == 0:
+        _next_port[0] = (os.getpid() * 2654435761) % span + 1
+    for _ in range(span):
+        port = low + _next_port[0] % span
+        _next_port[0] += 1
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free port")
 
 
 def listening(port):

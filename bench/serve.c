@@ -10,7 +10,11 @@
  * Per wave: aggregate GB/s (all bytes over first connect to last byte),
  * the slowest client, and accepts per second (clients over the time from
  * the first connect until every client has its first byte, so it counts
- * the server's accept and its start of the stream). With hold=1 the first
+ * the server's accept and its start of the stream), and the CPU seconds
+ * the server (with its children) used over the wave per GiB served: when
+ * the clients on the same two cores set the pace, the servers' rates
+ * meet at the same ceiling and this is where they still differ. With
+ * hold=1 the first
  * wave's clients read nothing until the server's RSS (its process and its
  * children, as socat and nginx fork) has been still for a second: the
  * peak above the idle base, per client, is weir's memory per non-reading
@@ -48,6 +52,7 @@
 
 struct wave {
     double gbps, slowest_s, accepts_per_s;
+    double cpu_s_per_gib; /* the server's, over the wave */
     int good;
 };
 
@@ -86,6 +91,7 @@ static struct wave run_wave(struct serve_client *cl, int n, int port, bool http,
                             bool discard, uint64_t size, char *scratch,
                             pid_t pid, bool hold, long *peak_kib)
 {
+    double cpu0 = serve_cpu_s(pid);
     int ep = epoll_create1(EPOLL_CLOEXEC);
     int left = n - serve_open_all(cl, n, port, http, ep);
     uint64_t first = UINT64_MAX, last = 0, last_first = 0;
@@ -96,6 +102,8 @@ static struct wave run_wave(struct serve_client *cl, int n, int port, bool http,
         *peak_kib = hold_until_still(cl, n, pid);
     serve_drain_all(cl, n, left, ep, scratch, http, discard, STALL_NS);
     close(ep);
+    w.cpu_s_per_gib =
+        (serve_cpu_s(pid) - cpu0) / ((double)size * n / 1073741824.0);
     for (int i = 0; i < n; i++) {
         if (!cl[i].failed && cl[i].bytes == size)
             w.good++;
@@ -158,6 +166,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
                w.slowest_s);
         if (!h)
             printf(", %.0f accepts/s", w.accepts_per_s);
+        printf(", server %.3f cpu-s/GiB", w.cpu_s_per_gib);
         printf("\n");
         fflush(stdout);
     }

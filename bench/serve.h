@@ -37,6 +37,9 @@ int serve_wait_ready(pid_t pid, int port, bool http, char *scratch);
 size_t serve_body(unsigned *hdr, const char *buf, size_t n, bool http);
 /* The RSS of pid and its children (socat's forks, nginx's workers), KiB. */
 long serve_rss_kib(pid_t pid);
+/* The CPU seconds (user + system) pid and its children have used: the
+ * live ones, and those it has reaped. */
+double serve_cpu_s(pid_t pid);
 /* The usage line ("weir-bench SUITE [ARGS]") and the servers' names, on
  * stderr. */
 void serve_usage(const char *usage);

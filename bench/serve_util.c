@@ -21,14 +21,17 @@
 
 #define READY_TRIES 250 /* x 20 ms */
 
-/* The weir servers differ in the environment (the send path), a
- * [daemon] section and the listen address's options. */
+/* The weir servers differ in the environment (the send path), keys of
+ * the [daemon] section and the listen address's options. Like nginx's
+ * below, they keep no access log unless the name says so: a line per
+ * client is the operator's choice, not the server's speed. */
 #define WEIR_SERVER(name, daemon, opts, envset)                                \
     {                                                                          \
         name,                                                                  \
         {                                                                      \
             "sh", "-c",                                                        \
-                "printf '" daemon "[pipeline serve]\\nsource = file:%s\\n"     \
+                "printf '[daemon]\\n" daemon                                   \
+                "[pipeline serve]\\nsource = file:%s\\n"                       \
                 "sink = tcp-listen:127.0.0.1:%s" opts "\\n' \"$1\" \"$2\" "    \
                 ">\"$1.serve.conf\" && " envset                                \
                 " exec \"$3\" -c \"$1.serve.conf\"",                           \
@@ -36,22 +39,25 @@
         }                                                                      \
     }
 
+#define NO_ACCESS_LOG "access_log = no\\n"
+
 const struct e2e_sender serve_servers[] = {
-    WEIR_SERVER("weir", "", "", ""),
-    WEIR_SERVER("weir-splice", "", "", "WEIR_SENDPATH=splice"),
+    WEIR_SERVER("weir", NO_ACCESS_LOG, "", ""),
+    WEIR_SERVER("weir-accesslog", "access_log = yes\\n", "", ""),
+    WEIR_SERVER("weir-splice", NO_ACCESS_LOG, "", "WEIR_SENDPATH=splice"),
     /* The stream path, with a pool that holds every client's budget. */
-    WEIR_SERVER("weir-stream", "[daemon]\\npool_size = 4GiB\\n", "",
+    WEIR_SERVER("weir-stream", NO_ACCESS_LOG "pool_size = 4GiB\\n", "",
                 "WEIR_SENDPATH=stream"),
-    WEIR_SERVER("weir-epoll", "", "", "WEIR_ENGINE=epoll"),
-    WEIR_SERVER("weir-b128", "", ",backlog=128", ""),
-    WEIR_SERVER("weir-b511", "", ",backlog=511", ""),
+    WEIR_SERVER("weir-epoll", NO_ACCESS_LOG, "", "WEIR_ENGINE=epoll"),
+    WEIR_SERVER("weir-b128", NO_ACCESS_LOG, ",backlog=128", ""),
+    WEIR_SERVER("weir-b511", NO_ACCESS_LOG, ",backlog=511", ""),
     /* The kernel's send buffers, unbounded (notsent_lowat's default is
      * 1 MiB). */
-    WEIR_SERVER("weir-lowat0", "", ",notsent_lowat=0", ""),
-    WEIR_SERVER("weir-stream-lowat0", "[daemon]\\npool_size = 4GiB\\n",
+    WEIR_SERVER("weir-lowat0", NO_ACCESS_LOG, ",notsent_lowat=0", ""),
+    WEIR_SERVER("weir-stream-lowat0", NO_ACCESS_LOG "pool_size = 4GiB\\n",
                 ",notsent_lowat=0", "WEIR_SENDPATH=stream"),
-    WEIR_SERVER("weir-b1024", "", ",backlog=1024", ""),
-    WEIR_SERVER("weir-b4096", "", ",backlog=4096", ""),
+    WEIR_SERVER("weir-b1024", NO_ACCESS_LOG, ",backlog=1024", ""),
+    WEIR_SERVER("weir-b4096", NO_ACCESS_LOG, ",backlog=4096", ""),
     {"socat-fork",
      {"socat", "-U", "-b", "65536",
       "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,backlog=511",
@@ -114,31 +120,97 @@ static long rss_kib_of(pid_t pid)
     return kib;
 }
 
-long serve_rss_kib(pid_t pid)
+/* /proc/PID/stat's text after the command's closing parenthesis, which
+ * may itself hold spaces and parentheses; false when pid is gone. */
+static bool stat_fields(pid_t pid, char *buf, size_t len, char **rest)
 {
-    long kib = rss_kib_of(pid);
-    DIR *d = opendir("/proc");
-    struct dirent *e;
+    char path[64];
+    FILE *f;
+    bool ok;
 
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    ok = fgets(buf, (int)len, f) && (*rest = strrchr(buf, ')'));
+    fclose(f);
+    return ok;
+}
+
+/* CPU seconds pid has used: its threads' time on a CPU (schedstat, in
+ * ns, where /proc/PID/stat counts in clock ticks of 10 ms, too coarse
+ * for a wave that costs the server a few of them), and the children it
+ * has reaped (socat's finished forks), which stat alone keeps. */
+static double cpu_s_of(pid_t pid)
+{
+    unsigned long long cut = 0, cst = 0, ns = 0;
+    char path[300], buf[1024], *p;
+    struct dirent *e;
+    DIR *d;
+
+    if (stat_fields(pid, buf, sizeof(buf), &p))
+        (void)sscanf(p + 1,
+                     " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+                     "%llu %llu",
+                     &cut, &cst);
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    d = opendir(path);
     while (d && (e = readdir(d))) {
-        char path[300], buf[512], *p;
-        int ppid = 0;
+        unsigned long long t;
         FILE *f;
 
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", (int)pid,
+                 e->d_name);
         f = fopen(path, "r");
         if (!f)
             continue;
-        if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
-            sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == pid)
-            kib += rss_kib_of((pid_t)atoi(e->d_name));
+        if (fscanf(f, "%llu", &t) == 1)
+            ns += t;
         fclose(f);
     }
     if (d)
         closedir(d);
-    return kib;
+    return (double)ns / 1e9 +
+           (double)(cut + cst) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* f(child) summed over pid's live children. */
+static double sum_children(pid_t pid, double (*f)(pid_t))
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    double sum = 0;
+
+    while (d && (e = readdir(d))) {
+        char buf[1024], *p;
+        int ppid = 0;
+
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        if (stat_fields((pid_t)atoi(e->d_name), buf, sizeof(buf), &p) &&
+            sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+            sum += f((pid_t)atoi(e->d_name));
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+
+static double rss_of(pid_t pid)
+{
+    return (double)rss_kib_of(pid);
+}
+
+long serve_rss_kib(pid_t pid)
+{
+    return rss_kib_of(pid) + (long)sum_children(pid, rss_of);
+}
+
+double serve_cpu_s(pid_t pid)
+{
+    return cpu_s_of(pid) + sum_children(pid, cpu_s_of);
 }
 
 int serve_connect(int port, bool http)

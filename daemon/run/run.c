@@ -607,7 +607,7 @@ static int workers_start(struct run *r)
     if (atomic_load(&r->worker_err) != 0)
         weir_loop_post(r->main, &r->fail_task);
     r->cx.nworkers = n;
-    r->cx.compressing = calloc(n, sizeof(*r->cx.compressing));
+    r->cx.member_streams = calloc(n, sizeof(*r->cx.member_streams));
     placement_choose(&r->cx.place);
     r->cx.report_line = r->mode->report_line;
     return 0;
@@ -659,7 +659,7 @@ static void run_free(struct run *r)
     control_free(r);
     board_free(r);
     series_free(r->series);
-    free(r->cx.compressing);
+    free(r->cx.member_streams);
     if (r->sigfd >= 0)
         close(r->sigfd);
     listenfds_free(r->lfds);

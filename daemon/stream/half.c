@@ -205,10 +205,10 @@ void half_xforms_destroy(struct half *h)
 {
     struct stream *s = h->s;
 
-    if (h->compressing) {
-        h->compressing = false;
+    if (h->member_stream) {
+        h->member_stream = false;
         /* Relaxed: only steers the next streams' choice (xf_helper). */
-        atomic_fetch_sub_explicit(&s->cx->compressing[h->worker], 1,
+        atomic_fetch_sub_explicit(&s->cx->member_streams[h->worker], 1,
                                   memory_order_relaxed);
     }
     half_xforms_count(h);

@@ -57,7 +57,7 @@ struct half {
     struct weir_endpoint **sinks;  /* the sink half (or the whole stream) */
     struct weir_xform **xf;        /* the transform stages, when here */
     unsigned nxf;
-    bool compressing; /* counted in cx->compressing (a gzip, zstd, gunzip
+    bool member_stream; /* counted in cx->member_streams (a gzip, zstd, gunzip
                          or unzstd stage here) */
     /* Parked transforms are retried from this timer (watch.c). */
     struct weir_timer kick;

@@ -41,7 +41,7 @@ struct stream_ctx {
     /* Per worker, its streams with a gzip, zstd, gunzip or unzstd stage:
      * a stream's codec borrows a second worker only while that one has
      * none of its own. NULL: never. */
-    _Atomic uint32_t *compressing;
+    _Atomic uint32_t *member_streams;
     struct placement place; /* chosen once at start (place.h) */
     /* Where a stream's closing lines go (stream_report); NULL: the log. */
     void (*report_line)(const struct stream *s, const char *line);

@@ -15,20 +15,10 @@
  * zstd frames compressed, or decoded): the other worker's, with two
  * workers or more. Lending members to a worker that has such streams of
  * its own only queues them behind its work (bench/results/placement.md),
- * so each such stream counts itself in cx->compressing, and its codec
- * reads the other worker's count before each member
- * (weir_xform_options.helper_busy).
+ * so each such stream (weir_xform_uses_helper says which) counts itself
+ * in cx->member_streams, and its codec reads the other worker's count
+ * before each member (weir_xform_options.helper_busy).
  */
-static bool spec_has_members(const char *spec)
-{
-    static const char *const kinds[] = {"gzip", "zstd", "gunzip", "unzstd"};
-
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        if (strncmp(spec, kinds[i], strlen(kinds[i])) == 0)
-            return true;
-    return false;
-}
-
 static struct weir_loop *xf_helper(struct half *h,
                                    const _Atomic uint32_t **busy)
 {
@@ -39,17 +29,17 @@ static struct weir_loop *xf_helper(struct half *h,
     bool members = false;
 
     for (size_t k = 0; k < p->ntransforms; k++)
-        members = members || spec_has_members(p->transforms[k].spec);
-    if (!members || !cx->compressing)
+        members = members || weir_xform_uses_helper(p->transforms[k].spec);
+    if (!members || !cx->member_streams)
         return NULL;
-    h->compressing = true;
-    /* Relaxed: a hint for the other worker's compressing streams, read
+    h->member_stream = true;
+    /* Relaxed: a hint for the other worker's member streams, read
      * relaxed there; nothing is published with it. */
-    atomic_fetch_add_explicit(&cx->compressing[h->worker], 1,
+    atomic_fetch_add_explicit(&cx->member_streams[h->worker], 1,
                               memory_order_relaxed);
     if (cx->nworkers < 2 || !cx->place.xform_helper)
         return NULL;
-    *busy = &cx->compressing[other->worker];
+    *busy = &cx->member_streams[other->worker];
     return other->loop;
 }
 

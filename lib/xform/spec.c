@@ -83,3 +83,13 @@ int weir_xform_check(const char *spec, char *why, size_t n)
 
     return weir__xf_spec_parse(spec, &k, &level, why, n);
 }
+
+bool weir_xform_uses_helper(const char *spec)
+{
+    const struct xf_kind *k;
+    int level;
+
+    if (weir__xf_spec_parse(spec, &k, &level, NULL, 0) != 0)
+        return false;
+    return k->codec || (k->with_helper && k->with_helper->codec);
+}

@@ -80,6 +80,25 @@ static void check_names_levels_with_a_sentence(void **state)
     assert_int_equal(strlen(why), 3);
 }
 
+/* The kinds that split into members say so; the rest, and bad specs,
+ * do not. */
+static void uses_helper_names_the_member_kinds(void **state)
+{
+    static const char *const yes[] = {"gzip", "gzip:1", "zstd:19", "gunzip",
+                                      "unzstd"};
+    static const char *const no[] = {"uppercase", "gzip:12", "brotli",
+                                     "",          "GZIP",    "gunzip:3"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        if (!weir_xform_uses_helper(yes[i]))
+            fail_msg("'%s' says it uses no helper", yes[i]);
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        if (weir_xform_uses_helper(no[i]))
+            fail_msg("'%s' says it uses a helper", no[i]);
+    assert_false(weir_xform_uses_helper(NULL));
+}
+
 static void create_checks_its_options(void **state)
 {
     struct weir_xform_options xo = {.pool = out_pool};
@@ -473,6 +492,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(check_names_levels_with_a_sentence),
+        cmocka_unit_test(uses_helper_names_the_member_kinds),
         cmocka_unit_test(create_checks_its_options),
         cmocka_unit_test(corrupt_gzip_errors_that_stream_with_its_offset),
         cmocka_unit_test(corrupt_zstd_errors_that_stream_with_its_offset),

@@ -161,6 +161,15 @@ struct weir_xform_stats {
 int weir_xform_check(const char *spec, char *why, size_t n);
 
 /*
+ * Any thread. Whether a transform of `spec` splits its work into members
+ * (gzip, zstd, gunzip, unzstd) and so has a use for
+ * weir_xform_options.helper; false for the other kinds and for a spec
+ * weir_xform_check refuses. A caller that lends a thread to transforms
+ * asks this rather than knowing the kinds.
+ */
+bool weir_xform_uses_helper(const char *spec);
+
+/*
  * Creates the transform `spec` names. Allocates the transform and its two
  * sides; compressor state is allocated on the first chunk. Returns 0,
  * -EINVAL (bad spec or options, or no pool), -ENOMEM.

@@ -70,7 +70,7 @@ static inline int64_t rs_desired(const struct weir_readable *rs)
 
 static inline bool rs_can_pull(const struct weir_readable *rs)
 {
-    return rs->pull_flags & WEIR_RS_CAN_PULL_;
+    return !(rs->pull_flags & WEIR_RS_NO_PULL_);
 }
 
 static inline bool rs_pulling(const struct weir_readable *rs)
@@ -88,9 +88,8 @@ static inline void rs_set_pulling(struct weir_readable *rs, bool on)
 
 /* pull_word_ for an inline pull started with the stream able to pull:
  * pulling, in_pull, no pull-again; and its value after that pull. */
-#define RS_PULL_RUNNING                                                        \
-    weir_rs_pull_word_(WEIR_RS_CAN_PULL_ | WEIR_RS_PULLING_, true)
-#define RS_PULL_IDLE weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false)
+#define RS_PULL_RUNNING weir_rs_pull_word_(WEIR_RS_PULLING_, true)
+#define RS_PULL_IDLE    weir_rs_pull_word_(0, false)
 
 /* After a change of started, state or close_requested. */
 static void rs_update_can_pull(struct weir_readable *rs)
@@ -100,10 +99,10 @@ static void rs_update_can_pull(struct weir_readable *rs)
                rs->ops->pull;
 
     if (can) {
-        rs->pull_flags |= WEIR_RS_CAN_PULL_;
+        rs->pull_flags &= (uint8_t)~WEIR_RS_NO_PULL_;
         rs->pull_below = (uint64_t)rs->hwm;
     } else {
-        rs->pull_flags &= (uint8_t)~WEIR_RS_CAN_PULL_;
+        rs->pull_flags |= WEIR_RS_NO_PULL_;
         rs->pull_below = readable && rs->close_requested ? 1 : 0;
     }
 }
@@ -323,9 +322,11 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
     rs_put(rs);
 }
 
-/* weir_readable_pulled_ after a pull that returned 0. */
+/* weir_readable_pulled_ after a pull that returned 0, whose caller
+ * subtracted RS_PULL_RUNNING from the pull word on the way here. */
 void weir_readable_pulled_0_(struct weir_readable *rs)
 {
+    rs->pull_word_ += RS_PULL_RUNNING;
     weir_readable_pulled_(rs, 0);
 }
 
@@ -472,6 +473,8 @@ int weir_readable_create(struct weir_readable **out,
         rs_pull_if_needed(rs);
         return 0;
     }
+    /* No pull until start has finished. */
+    rs->pull_flags = WEIR_RS_NO_PULL_;
     rs_hold(rs);
     rc = ops->start(rs, ctx);
     if (rc == 0 && rs->state == RS_READABLE) {
@@ -636,7 +639,7 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
     rs->sync_req.cb = cb;
     rs->sync_req.ctx = ctx;
     rs->sync_req.buf = NULL;
-    if (rs->pull_flags == WEIR_RS_CAN_PULL_) {
+    if (rs->pull_flags == 0) {
         /* The pull runs here, as weir_readable_pull_inline_ runs it: a
          * source that enqueues at once answers this read directly. */
         rs->sync_want = true;
@@ -710,7 +713,7 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
         return -EINVAL;
     /* Nothing queued or waiting, and the source may be asked: this read
      * is the source's BYOB request at once, the zero-copy way. */
-    if (rs->sync_want == 0 && rs->pull_flags == WEIR_RS_CAN_PULL_ &&
+    if (rs->sync_want == 0 && rs->pull_flags == 0 &&
         rs->queue.tail == rs->queue.head && rs->reads.tail == rs->reads.head)
         return rs_read_byob_pull(rs, buf, len, min, out, cb, ctx);
     q = (struct weir_read_req_){

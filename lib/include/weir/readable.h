@@ -236,8 +236,8 @@ int weir_iter_return(struct weir_iter *it, int reason);
 enum { WEIR_RS_READABLE_, WEIR_RS_CLOSED_, WEIR_RS_ERRORED_ };
 
 /* pull_flags bits. */
-#define WEIR_RS_CAN_PULL_ 1u
-#define WEIR_RS_PULLING_  2u
+#define WEIR_RS_NO_PULL_ 1u
+#define WEIR_RS_PULLING_ 2u
 
 /* A read request: a default read (buf NULL) or a BYOB read. */
 struct weir_read_req_ {
@@ -263,10 +263,13 @@ struct weir_readable {
     struct weir_q reads; /* parked struct weir_read_req_ */
     /* The pull's state, written as one word when an inline pull starts
      * and tested as one when it ends (pull_pad_ is only ever zero).
-     * pull_flags holds WEIR_RS_CAN_PULL_ (started, readable, not closing,
-     * and the source has a pull: the part of the spec's ShouldCallPull
-     * that changes rarely) and WEIR_RS_PULLING_ (the spec's pulling), so
-     * that "may pull now" is one compare on the hot paths. */
+     * pull_flags holds WEIR_RS_NO_PULL_ (not started, not readable,
+     * closing, or the source has no pull: the part of the spec's
+     * ShouldCallPull that changes rarely, inverted) and WEIR_RS_PULLING_
+     * (the spec's pulling), so that "may pull now" is pull_flags == 0
+     * and the whole word of an idle stream that may pull is 0: an inline
+     * pull ends by subtracting what it stored, and the flags of that
+     * subtraction say whether anything happened meanwhile. */
     union {
         struct {
             uint8_t pull_flags;
@@ -364,12 +367,11 @@ static inline uint32_t weir_rs_pull_word_(unsigned flags, bool in_pull)
     return u.w;
 }
 
-/* An inline pull; the caller found pull_flags exactly WEIR_RS_CAN_PULL_
- * (may pull, no pull running). */
+/* An inline pull; the caller found pull_flags 0 (may pull, no pull
+ * running). */
 static inline void weir_readable_pull_inline_(struct weir_readable *rs)
 {
-    const uint32_t running =
-        weir_rs_pull_word_(WEIR_RS_CAN_PULL_ | WEIR_RS_PULLING_, true);
+    const uint32_t running = weir_rs_pull_word_(WEIR_RS_PULLING_, true);
     int rc;
 
     /* One pull, inline; anything but "done, nothing more asked, nothing
@@ -381,13 +383,13 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
     rs->pull_word_ = running;
     rc = rs->ops->pull(rs, rs->ctx);
     /* Two calls, so that the common path need not move rc into place
-     * for one of them. */
+     * for one of them. Subtracting `running` leaves the idle word, 0,
+     * exactly when nothing changed; otherwise weir_readable_pulled_0_
+     * adds it back. */
     if (rc != 0)
         weir_readable_pulled_(rs, rc);
-    else if (rs->pull_word_ != running)
+    else if ((rs->pull_word_ -= running) != 0)
         weir_readable_pulled_0_(rs);
-    else
-        rs->pull_word_ = weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false);
 }
 
 /* The source should be asked (can_pull, and the queue below its mark, as
@@ -396,7 +398,7 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
  * waits). */
 static inline void weir_readable_pull_now_(struct weir_readable *rs)
 {
-    if (rs->pull_flags == WEIR_RS_CAN_PULL_)
+    if (rs->pull_flags == 0)
         weir_readable_pull_inline_(rs);
     else
         rs->pull_again = true;
@@ -465,7 +467,7 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
          * from a full queue out in one piece (the branch for the pull is
          * taken instead). */
         if (__builtin_expect(weir_readable_below_(rs), 0)) {
-            if (rs->pull_flags == WEIR_RS_CAN_PULL_)
+            if (rs->pull_flags == 0)
                 weir_readable_pull_inline_(rs);
             else
                 weir_readable_read_below_(rs);

@@ -91,6 +91,28 @@ static inline void rs_set_pulling(struct weir_readable *rs, bool on)
 #define RS_PULL_RUNNING weir_rs_pull_word_(WEIR_RS_PULLING_, true)
 #define RS_PULL_IDLE    weir_rs_pull_word_(0, false)
 
+/* Puts room back after a flag of enqueue_stop_ was cleared or the queue
+ * grew (see room). */
+static inline void rs_update_room(struct weir_readable *rs)
+{
+    rs->room = rs->enqueue_stop_ == 0 ? rs->queue.cap : 0;
+}
+
+/* enq_below for pull_below hwm. */
+static inline int64_t rs_enq_below_hwm(const struct weir_readable *rs)
+{
+    return rs->weigh_bytes ? INT64_MAX : rs->hwm - 1;
+}
+
+/* enqueue_word_ of a readable stream, not closing, nobody parked, whose
+ * read in progress now asks the source: sync_want, and room 0. */
+static inline uint64_t rs_sync_word(void)
+{
+    struct weir_readable w = {.sync_want = true};
+
+    return w.enqueue_word_;
+}
+
 /* After a change of started, state or close_requested. */
 static void rs_update_can_pull(struct weir_readable *rs)
 {
@@ -101,9 +123,18 @@ static void rs_update_can_pull(struct weir_readable *rs)
     if (can) {
         rs->pull_flags &= (uint8_t)~WEIR_RS_NO_PULL_;
         rs->pull_below = (uint64_t)rs->hwm;
+        rs->enq_below = rs_enq_below_hwm(rs);
     } else {
+        /* enq_below stays: a stream that never could pull still has the
+         * value create gave it, and one that could no longer takes
+         * inline enqueues (closing or not readable: room 0). */
         rs->pull_flags |= WEIR_RS_NO_PULL_;
-        rs->pull_below = readable && rs->close_requested ? 1 : 0;
+        if (readable && !rs->close_requested) {
+            rs->pull_below = 0;
+        } else {
+            rs->pull_below = readable; /* 1 while closing */
+            rs->room = 0;
+        }
     }
 }
 
@@ -114,6 +145,7 @@ static struct weir_read_req_ rs_pop_read(struct weir_readable *rs)
         *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
 
     rs->parked = !weir_q_empty(&rs->reads);
+    rs_update_room(rs);
     return q;
 }
 
@@ -237,6 +269,7 @@ static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
         return -ENOMEM;
     }
     rs->qmask = rs->queue.cap - 1;
+    rs_update_room(rs);
     *slot = chunk;
     if (rs->weigh_bytes)
         rs->queued_bytes += chunk.len;
@@ -455,6 +488,7 @@ int weir_readable_create(struct weir_readable **out,
     rs->queue = (struct weir_q){
         .slots = (uint8_t *)rs->small, .cap = 2, .borrowed = true};
     rs->qmask = 1;
+    rs->room = 2;
     if (opts) {
         rs->hwm = weir_hwm_of(opts->strategy.hwm);
         rs->byte_stream = opts->byte_stream;
@@ -462,6 +496,8 @@ int weir_readable_create(struct weir_readable **out,
          * strategy says (the spec has no other size for it). */
         rs->weigh_bytes = opts->strategy.bytes || opts->byte_stream;
         rs->slot = opts->slot;
+        /* Until the stream can pull: never, but for the sums. */
+        rs->enq_below = rs->weigh_bytes ? INT64_MAX : 0;
     } else {
         rs->hwm = 1;
     }
@@ -544,6 +580,7 @@ static int rs_park(struct weir_readable *rs, const struct weir_read_req_ *q,
         return -ENOMEM;
     *slot = *q;
     rs->parked = true;
+    rs->room = 0;
     return WEIR_PENDING;
 }
 
@@ -557,10 +594,12 @@ static int rs_read_slow(struct weir_readable *rs)
     int rc;
 
     rs->sync_want = true;
+    rs->room = 0;
     rs_pull_if_needed(rs);
     if (!rs->sync_want)
         return 0;
     rs->sync_want = false;
+    rs_update_room(rs);
     if (rs->state == RS_CLOSED)
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
@@ -606,6 +645,7 @@ static int rs_sync_pulled(struct weir_readable *rs, int rc)
     if (!rs->sync_want)
         return 0;
     rs->sync_want = false;
+    rs_update_room(rs);
     if (rs->state == RS_CLOSED)
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
@@ -641,8 +681,10 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
     rs->sync_req.buf = NULL;
     if (rs->pull_flags == 0) {
         /* The pull runs here, as weir_readable_pull_inline_ runs it: a
-         * source that enqueues at once answers this read directly. */
-        rs->sync_want = true;
+         * source that enqueues at once answers this read directly.
+         * Readable, not closing (can pull), nobody waits: the word is
+         * known but for sync_want and room. */
+        rs->enqueue_word_ = rs_sync_word();
         rs->pull_word_ = RS_PULL_RUNNING;
         rc = rs->ops->pull(rs, rs->ctx);
         if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
@@ -685,7 +727,8 @@ static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
     q->len = len;
     q->min = min;
     q->filled = 0;
-    rs->sync_want = true;
+    /* As in weir_reader_read_empty_. */
+    rs->enqueue_word_ = rs_sync_word();
     rs->pull_word_ = RS_PULL_RUNNING;
     rc = rs->ops->pull(rs, rs->ctx);
     if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&

@@ -260,6 +260,13 @@ struct weir_readable {
      * read that empties the queue closes the stream), 0 otherwise. One
      * compare on the hot paths instead of the flags and the desired size. */
     uint64_t pull_below;
+    /* An enqueue that found n chunks queued asks for more when n is
+     * below this: hwm - 1 for a count while can_pull (n + 1 < hwm, one
+     * compare of the length the enqueue has at hand; -1 for hwm 0), 0
+     * before, the maximum when weighed in bytes (the enqueue then does
+     * the sums, and compares them with pull_below). Signed, so that hwm
+     * 0 needs no case of its own. */
+    int64_t enq_below;
     struct weir_q reads; /* parked struct weir_read_req_ */
     /* The pull's state, written as one word when an inline pull starts
      * and tested as one when it ends (pull_pad_ is only ever zero).
@@ -279,13 +286,25 @@ struct weir_readable {
     };
     bool doomed;
     /* What sends an enqueue out of line (parked: reads is not empty),
-     * tested as one word. */
+     * as one word; and room, which the inline enqueue tests instead:
+     * the queue's capacity or 0 while that word is 0, and 0 whenever it
+     * is not. A change that sets a flag clears room with it; one that
+     * clears a flag may leave room at 0 (the out-of-line enqueue puts it
+     * back when it queues), which costs that one enqueue. A read that
+     * asks the source sets sync_want and clears room with one store of
+     * enqueue_word_. */
     union {
         struct {
-            bool close_requested, sync_want, parked;
-            uint8_t state;
+            union {
+                struct {
+                    bool close_requested, sync_want, parked;
+                    uint8_t state;
+                };
+                uint32_t enqueue_stop_;
+            };
+            uint32_t room;
         };
-        uint32_t enqueue_stop_;
+        uint64_t enqueue_word_;
     };
     bool weigh_bytes, byte_stream;
     /* The read in progress inside a read call while it asks the source: a
@@ -418,10 +437,10 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
 {
     uint32_t tail = rs->queue.tail, n = tail - rs->queue.head;
 
-    if (rs->enqueue_stop_ == 0 && (chunk.len != 0 || !rs->byte_stream) &&
-        n <= rs->qmask) {
+    /* room is 0 unless readable, not closing, nobody waits; and n below
+     * it leaves a free slot. */
+    if (n < rs->room && (chunk.len != 0 || !rs->byte_stream)) {
         struct weir_chunk *slot = weir_readable_slot_(rs, tail);
-        uint64_t size;
 
         rs->queue.tail = tail + 1;
         /* Stored from the caller's values as they are: constants stay
@@ -430,12 +449,10 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
         slot->buf = chunk.buf;
         slot->data = chunk.data;
         slot->len = chunk.len;
-        if (rs->weigh_bytes)
-            size = rs->queued_bytes += chunk.len;
-        else
-            size = n + 1;
         /* Not closing and readable, so pull_below is hwm or 0. */
-        if (size < rs->pull_below)
+        if ((int64_t)n < rs->enq_below &&
+            (!rs->weigh_bytes ||
+             (rs->queued_bytes += chunk.len) < rs->pull_below))
             weir_readable_pull_now_(rs);
         return 0;
     }

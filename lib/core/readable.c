@@ -121,6 +121,7 @@ static void rs_update_can_pull(struct weir_readable *rs)
                rs->ops->pull;
 
     if (can) {
+        rs->pull = rs->ops->pull;
         rs->pull_flags &= (uint8_t)~WEIR_RS_NO_PULL_;
         rs->pull_below = (uint64_t)rs->hwm;
         rs->enq_below = rs_enq_below_hwm(rs);
@@ -194,7 +195,7 @@ rs_pull_loop(struct weir_readable *rs)
     do {
         rs_set_pulling(rs, true);
         rs->pull_again = false;
-        rc = rs->ops->pull(rs, rs->ctx);
+        rc = rs->pull(rs, rs->ctx);
         if (rc == WEIR_PENDING)
             return;
         rs_set_pulling(rs, false);
@@ -686,7 +687,7 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
          * known but for sync_want and room. */
         rs->enqueue_word_ = rs_sync_word();
         rs->pull_word_ = RS_PULL_RUNNING;
-        rc = rs->ops->pull(rs, rs->ctx);
+        rc = rs->pull(rs, rs->ctx);
         if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
             !(rs->doomed | rs->sync_want)) {
             rs->pull_word_ = RS_PULL_IDLE;
@@ -730,7 +731,7 @@ static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
     /* As in weir_reader_read_empty_. */
     rs->enqueue_word_ = rs_sync_word();
     rs->pull_word_ = RS_PULL_RUNNING;
-    rc = rs->ops->pull(rs, rs->ctx);
+    rc = rs->pull(rs, rs->ctx);
     if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
         !(rs->doomed | rs->sync_want)) {
         rs->pull_word_ = RS_PULL_IDLE;

@@ -311,6 +311,9 @@ struct weir_readable {
      * request that has not parked (and may never need to). */
     struct weir_read_req_ sync_req;
     const struct weir_source_ops *ops;
+    /* ops->pull, set once the stream can pull: the inline pulls call it
+     * with one load fewer. */
+    int (*pull)(struct weir_readable *rs, void *ctx);
     void *ctx;
     struct weir_watch watch;
     int err;
@@ -400,7 +403,7 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
      * in_pull keeps the stream alive across the callback: plain stores,
      * where a busy count would chain a load and a store on each side. */
     rs->pull_word_ = running;
-    rc = rs->ops->pull(rs, rs->ctx);
+    rc = rs->pull(rs, rs->ctx);
     /* Two calls, so that the common path need not move rc into place
      * for one of them. Subtracting `running` leaves the idle word, 0,
      * exactly when nothing changed; otherwise weir_readable_pulled_0_

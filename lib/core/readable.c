@@ -30,7 +30,7 @@
 #include "alloc.h"
 #include "stream_impl.h"
 
-#define CHUNK_SZ sizeof(struct weir_chunk)
+#define CHUNK_SZ sizeof(struct weir_rs_slot_)
 #define REQ_SZ   sizeof(struct weir_read_req_)
 
 /* Parked reads are rare and few: a small first allocation. */

@@ -248,6 +248,13 @@ enum { WEIR_RS_READABLE_, WEIR_RS_CLOSED_, WEIR_RS_ERRORED_ };
 #define WEIR_RS_NO_PULL_ 1u
 #define WEIR_RS_PULLING_ 2u
 
+/* A slot of the chunk queue: a chunk, padded to a power of two so that
+ * finding a slot is a shift, not a multiply by three. */
+struct weir_rs_slot_ {
+    struct weir_chunk chunk;
+    uint64_t pad_;
+};
+
 /* A read request: a default read (buf NULL) or a BYOB read. */
 struct weir_read_req_ {
     weir_read_cb cb;
@@ -258,7 +265,7 @@ struct weir_read_req_ {
 };
 
 struct weir_readable {
-    struct weir_q queue; /* struct weir_chunk */
+    struct weir_q queue; /* struct weir_rs_slot_ */
     uint32_t qmask;      /* queue.cap - 1, kept for the hot paths */
     size_t queued_bytes; /* weight of the queue, when weighed in bytes; a
                             count is the queue's length, tail - head */
@@ -331,7 +338,7 @@ struct weir_readable {
     bool started, locked;
     /* The chunk queue's first storage: enough for the spec's default hwm
      * of 1 plus the chunk a pull may overshoot by, with no allocation. */
-    struct weir_chunk small[2];
+    struct weir_rs_slot_ small[2];
 };
 
 /* What a released reader points at: never written, always empty. */
@@ -361,7 +368,7 @@ static inline size_t weir_readable_size_(const struct weir_readable *rs)
 static inline struct weir_chunk *
 weir_readable_slot_(const struct weir_readable *rs, uint32_t i)
 {
-    return (struct weir_chunk *)rs->queue.slots + (i & rs->qmask);
+    return &((struct weir_rs_slot_ *)rs->queue.slots + (i & rs->qmask))->chunk;
 }
 
 /*

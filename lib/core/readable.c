@@ -43,24 +43,6 @@ static void rs_drop_queue(struct weir_readable *rs)
     rs->queued_bytes = 0;
 }
 
-/* Drops the queue of a stream that lives on (see over). */
-static void rs_empty_queue(struct weir_readable *rs)
-{
-    rs_drop_queue(rs);
-    rs->over = rs->weigh_bytes ? -INT64_MAX : -(int64_t)rs->pull_below;
-}
-
-/* Sets pull_below, moving over with it (a stream weighed in bytes keeps
- * its over, which does not depend on pull_below). */
-static inline void rs_set_pull_below(struct weir_readable *rs, uint64_t below)
-{
-    if (below == rs->pull_below)
-        return;
-    if (!rs->weigh_bytes)
-        rs->over -= (int64_t)(below - rs->pull_below);
-    rs->pull_below = below;
-}
-
 static void rs_free(struct weir_readable *rs)
 {
     rs_drop_queue(rs);
@@ -116,6 +98,12 @@ static inline void rs_update_room(struct weir_readable *rs)
     rs->room = rs->enqueue_stop_ == 0 ? rs->queue.cap : 0;
 }
 
+/* enq_below for pull_below hwm. */
+static inline int64_t rs_enq_below_hwm(const struct weir_readable *rs)
+{
+    return rs->weigh_bytes ? INT64_MAX : rs->hwm - 1;
+}
+
 /* enqueue_word_ of a readable stream, not closing, nobody parked, whose
  * read in progress now asks the source: sync_want, and room 0. */
 static inline uint64_t rs_sync_word(void)
@@ -135,18 +123,18 @@ static void rs_update_can_pull(struct weir_readable *rs)
     if (can) {
         rs->pull = rs->ops->pull;
         rs->pull_flags &= (uint8_t)~WEIR_RS_NO_PULL_;
-        rs_set_pull_below(rs, (uint64_t)rs->hwm);
+        rs->pull_below = (uint64_t)rs->hwm;
+        rs->enq_below = rs_enq_below_hwm(rs);
     } else {
-        /* Not started or no pull: pull_below is still 0, as create left
-         * it (a stream that could pull never comes back here readable
-         * and not closing). Closing: 1, for the read that empties the
-         * queue. Closed or errored: the queue stays empty, pull_below no
-         * longer matters, and no more inline enqueues. */
+        /* enq_below stays: a stream that never could pull still has the
+         * value create gave it, and one that could no longer takes
+         * inline enqueues (closing or not readable: room 0). */
         rs->pull_flags |= WEIR_RS_NO_PULL_;
-        if (!readable || rs->close_requested) {
+        if (readable && !rs->close_requested) {
+            rs->pull_below = 0;
+        } else {
+            rs->pull_below = readable; /* 1 while closing */
             rs->room = 0;
-            if (readable)
-                rs_set_pull_below(rs, 1);
         }
     }
 }
@@ -187,7 +175,7 @@ static void rs_error_now(struct weir_readable *rs, int err)
     rs->state = RS_ERRORED;
     rs_update_can_pull(rs);
     rs->err = err;
-    rs_empty_queue(rs);
+    rs_drop_queue(rs);
     while (!weir_q_empty(&rs->reads)) {
         struct weir_read_req_ q = rs_pop_read(rs);
 
@@ -265,10 +253,8 @@ static void rs_fill_from_queue(struct weir_readable *rs,
         struct weir_chunk *c = weir_q_front(&rs->queue, CHUNK_SZ);
 
         rs->queued_bytes -= fill(q, c);
-        if (c->len == 0) {
+        if (c->len == 0)
             weir_chunk_unref(weir_q_pop(&rs->queue, CHUNK_SZ), rs->slot);
-            rs->over--;
-        }
     }
 }
 
@@ -285,7 +271,6 @@ static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
     }
     rs->qmask = rs->queue.cap - 1;
     rs_update_room(rs);
-    rs->over++;
     *slot = chunk;
     if (rs->weigh_bytes)
         rs->queued_bytes += chunk.len;
@@ -512,9 +497,8 @@ int weir_readable_create(struct weir_readable **out,
          * strategy says (the spec has no other size for it). */
         rs->weigh_bytes = opts->strategy.bytes || opts->byte_stream;
         rs->slot = opts->slot;
-        /* Until the stream can pull: pull_below 0. */
-        if (rs->weigh_bytes)
-            rs->over = -INT64_MAX;
+        /* Until the stream can pull: never, but for the sums. */
+        rs->enq_below = rs->weigh_bytes ? INT64_MAX : 0;
     } else {
         rs->hwm = 1;
     }
@@ -906,7 +890,7 @@ int weir_reader_cancel(struct weir_reader *r, int reason)
         return rs->err;
     rs_hold(rs);
     rs_close_now(rs);
-    rs_empty_queue(rs);
+    rs_drop_queue(rs);
     if (rs->ops && rs->ops->cancel)
         rc = rs->ops->cancel(rs, rs->ctx, reason);
     rs_put(rs);

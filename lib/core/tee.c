@@ -308,7 +308,6 @@ static TEE_SPECIALISE bool branch_accepts(struct weir_tee *t,
 
             if (rs->weigh_bytes)
                 rs->queued_bytes -= old->len;
-            rs->over--;
             b->dropped_bytes += old->len;
             b->delivered_bytes -= old->len;
             weir_chunk_unref(old, rs->slot);

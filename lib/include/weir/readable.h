@@ -268,16 +268,16 @@ struct weir_readable {
                             so desired size needs no special case */
     /* The weight below which a change of the queue needs a look: hwm
      * while can_pull (the source is asked for more), 1 while closing (the
-     * read that empties the queue closes the stream), 0 otherwise. The
-     * hot paths test over instead, and compare a byte weight with this;
-     * either way instead of the flags and the desired size. */
+     * read that empties the queue closes the stream), 0 otherwise. One
+     * compare on the hot paths instead of the flags and the desired size. */
     uint64_t pull_below;
-    /* The queue's length less pull_below, kept as the length changes;
-     * the length less INT64_MAX when weighed in bytes. The inline read
-     * takes one away and the inline enqueue adds one, and the sign that
-     * instruction leaves says whether the queue is now below its mark
-     * (or weighed in bytes, when the sums decide). */
-    int64_t over;
+    /* An enqueue that found n chunks queued asks for more when n is
+     * below this: hwm - 1 for a count while can_pull (n + 1 < hwm, one
+     * compare of the length the enqueue has at hand; -1 for hwm 0), 0
+     * before, the maximum when weighed in bytes (the enqueue then does
+     * the sums, and compares them with pull_below). Signed, so that hwm
+     * 0 needs no case of its own. */
+    int64_t enq_below;
     struct weir_q reads; /* parked struct weir_read_req_ */
     /* The pull's state, written as one word when an inline pull starts
      * and tested as one when it ends (pull_pad_ is only ever zero).
@@ -389,6 +389,12 @@ static inline void weir_chunk_copy_(struct weir_chunk *to,
     to->len = len;
 }
 
+/* Whether a change of the queue needs a look (see pull_below). */
+static inline bool weir_readable_below_(const struct weir_readable *rs)
+{
+    return (uint64_t)weir_readable_size_(rs) < rs->pull_below;
+}
+
 /* What pull_word_ holds with these flags and in_pull, nothing else set
  * (a constant once inlined). */
 static inline uint32_t weir_rs_pull_word_(unsigned flags, bool in_pull)
@@ -429,9 +435,10 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
         weir_readable_pulled_0_(rs);
 }
 
-/* The source should be asked (can_pull, and the queue below its mark):
- * pull, or ask the running pull to pull again (the spec's
- * CallPullIfNeeded, for the case where no read waits). */
+/* The source should be asked (can_pull, and the queue below its mark, as
+ * weir_readable_below_ found): pull, or ask the running pull to pull
+ * again (the spec's CallPullIfNeeded, for the case where no read
+ * waits). */
 static inline void weir_readable_pull_now_(struct weir_readable *rs)
 {
     if (rs->pull_flags == 0)
@@ -467,28 +474,13 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
         slot->data = chunk.data;
         slot->len = chunk.len;
         /* Not closing and readable, so pull_below is hwm or 0. */
-        if (++rs->over < 0 &&
+        if ((int64_t)n < rs->enq_below &&
             (!rs->weigh_bytes ||
              (rs->queued_bytes += chunk.len) < rs->pull_below))
             weir_readable_pull_now_(rs);
         return 0;
     }
     return weir_readable_enqueue_slow_(rs, chunk.buf, chunk.data, chunk.len);
-}
-
-/* Takes one from *over and says whether it went below 0. One subtraction
- * in memory whose sign flag is the answer: in a caller's loop GCC
- * otherwise loads, subtracts, stores and tests. */
-static inline bool weir_rs_over_dec_(int64_t *over)
-{
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
-    bool neg;
-
-    __asm__("subq $1, %0" : "+m"(*over), "=@ccs"(neg));
-    return neg;
-#else
-    return --*over < 0;
-#endif
 }
 
 /* weir_reader_read's body; `whole` copies the chunk as one block, for a
@@ -509,16 +501,14 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
             *out = *slot;
         else
             weir_chunk_copy_(out, slot);
+        if (rs->weigh_bytes)
+            rs->queued_bytes -= out->len;
         /* A queued chunk means no read waits, so ShouldCallPull reduces
          * to can_pull and a positive desired size. */
         /* Said to be rare so that GCC lays the loop of a caller reading
          * from a full queue out in one piece (the branch for the pull is
-         * taken instead). A stream weighed in bytes always gets in, for
-         * its sums. */
-        if (__builtin_expect(weir_rs_over_dec_(&rs->over), 0)) {
-            if (rs->weigh_bytes &&
-                (rs->queued_bytes -= out->len) >= rs->pull_below)
-                return 0;
+         * taken instead). */
+        if (__builtin_expect(weir_readable_below_(rs), 0)) {
             if (rs->pull_flags == 0)
                 weir_readable_pull_inline_(rs);
             else

@@ -98,12 +98,6 @@ static inline void rs_update_room(struct weir_readable *rs)
     rs->room = rs->enqueue_stop_ == 0 ? rs->queue.cap : 0;
 }
 
-/* enq_below for pull_below hwm. */
-static inline int64_t rs_enq_below_hwm(const struct weir_readable *rs)
-{
-    return rs->weigh_bytes ? INT64_MAX : rs->hwm - 1;
-}
-
 /* enqueue_word_ of a readable stream, not closing, nobody parked, whose
  * read in progress now asks the source: sync_want, and room 0. */
 static inline uint64_t rs_sync_word(void)
@@ -121,10 +115,13 @@ static void rs_update_can_pull(struct weir_readable *rs)
                rs->ops->pull;
 
     if (can) {
+        /* A stream weighed in bytes keeps the enq_below create gave
+         * it. */
         rs->pull = rs->ops->pull;
         rs->pull_flags &= (uint8_t)~WEIR_RS_NO_PULL_;
         rs->pull_below = (uint64_t)rs->hwm;
-        rs->enq_below = rs_enq_below_hwm(rs);
+        if (!rs->weigh_bytes)
+            rs->enq_below = rs->hwm - 1;
     } else {
         /* enq_below stays: a stream that never could pull still has the
          * value create gave it, and one that could no longer takes
@@ -497,8 +494,10 @@ int weir_readable_create(struct weir_readable **out,
          * strategy says (the spec has no other size for it). */
         rs->weigh_bytes = opts->strategy.bytes || opts->byte_stream;
         rs->slot = opts->slot;
-        /* Until the stream can pull: never, but for the sums. */
-        rs->enq_below = rs->weigh_bytes ? INT64_MAX : 0;
+        /* Until the stream can pull: never (0, as allocated), but for
+         * the sums. */
+        if (rs->weigh_bytes)
+            rs->enq_below = INT64_MAX;
     } else {
         rs->hwm = 1;
     }

@@ -553,7 +553,7 @@ void weir_reader_release(struct weir_reader *r)
 {
     struct weir_readable *rs = r->stream;
 
-    if (!weir_reader_held_(r))
+    if (!weir_reader_held(r))
         return;
     /* Only ever read through: a read finds it empty and goes out of
      * line, which sees what it is. */
@@ -881,7 +881,7 @@ int weir_reader_cancel(struct weir_reader *r, int reason)
     struct weir_readable *rs = r->stream;
     int rc = 0;
 
-    if (!weir_reader_held_(r))
+    if (!weir_reader_held(r))
         return -EINVAL;
     if (rs->state == RS_CLOSED)
         return 0;

@@ -143,7 +143,7 @@ static void tee_free(struct weir_tee *t)
 {
     for (unsigned i = 0; i < t->n; i++)
         slot_clear(t, i);
-    if (weir_reader_held_(&t->reader))
+    if (weir_reader_held(&t->reader))
         t->reader.stream->watch = (struct weir_watch){0};
     weir_reader_release(&t->reader);
     if (t->live)
@@ -508,7 +508,7 @@ static void tee_source_event(void *ctx)
     struct weir_tee *t = ctx;
     struct weir_readable *rs = t->reader.stream;
 
-    if (!weir_reader_held_(&t->reader) || t->ended)
+    if (!weir_reader_held(&t->reader) || t->ended)
         return;
     if (t->reading) {
         /* A read of ours is under way: its chunk, if it got one, was
@@ -542,7 +542,7 @@ static void tee_read(struct weir_tee *t)
         t->read_again = true;
         return;
     }
-    while (t->ready && !t->ended && weir_reader_held_(&t->reader) &&
+    while (t->ready && !t->ended && weir_reader_held(&t->reader) &&
            tee_may_read(t)) {
         t->reading = true;
         t->read_again = false;

@@ -130,9 +130,14 @@ bool weir_readable_errored(const struct weir_readable *rs, int *err);
  */
 struct weir_reader {
     /* The stream; once released, &weir_readable_released_ (a stream that
-     * never holds a chunk), so that a read need not test for NULL. */
+     * never holds a chunk), so that a read need not test for NULL.
+     * weir_reader_held says which. */
     struct weir_readable *stream;
 };
+
+/* Whether `r` holds a stream: acquired, not released since. A reader
+ * zeroed and never acquired holds none either. */
+static inline bool weir_reader_held(const struct weir_reader *r);
 
 /* Locks `rs` to `r`. 0, or -EBUSY when the stream is already locked. */
 int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs);
@@ -339,9 +344,7 @@ struct weir_readable {
 /* What a released reader points at: never written, always empty. */
 extern const struct weir_readable weir_readable_released_;
 
-/* Whether `r` holds a stream: acquired, not released since. A reader
- * zeroed and never acquired holds none either. */
-static inline bool weir_reader_held_(const struct weir_reader *r)
+static inline bool weir_reader_held(const struct weir_reader *r)
 {
     return r->stream && r->stream != &weir_readable_released_;
 }
@@ -571,7 +574,7 @@ weir_iter_loop_(struct weir_iter *it, weir_iter_each_fn each, void *ctx)
 static inline int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
                                  weir_done_cb done, void *ctx)
 {
-    if (!each || !weir_reader_held_(&it->reader))
+    if (!each || !weir_reader_held(&it->reader))
         return -EINVAL;
     it->each = each;
     it->done = done;

@@ -92,7 +92,7 @@ int weir_iter_next(struct weir_iter *it, struct weir_chunk *out,
 {
     int rc;
 
-    if (!weir_reader_held(&it->reader))
+    if (!it->reader.stream)
         return WEIR_DONE;
     if (it->next_cb)
         return -EBUSY;
@@ -109,7 +109,7 @@ int weir_iter_next(struct weir_iter *it, struct weir_chunk *out,
 
 int weir_iter_return(struct weir_iter *it, int reason)
 {
-    if (!weir_reader_held(&it->reader))
+    if (!it->reader.stream)
         return 0;
     return iter_stop(it, reason);
 }

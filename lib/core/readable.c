@@ -538,8 +538,6 @@ void weir_readable_destroy(struct weir_readable *rs)
     rs_free(rs);
 }
 
-const struct weir_readable weir_readable_released_;
-
 int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs)
 {
     if (rs->locked)
@@ -553,11 +551,9 @@ void weir_reader_release(struct weir_reader *r)
 {
     struct weir_readable *rs = r->stream;
 
-    if (!weir_reader_held(r))
+    if (!rs)
         return;
-    /* Only ever read through: a read finds it empty and goes out of
-     * line, which sees what it is. */
-    r->stream = (struct weir_readable *)&weir_readable_released_;
+    r->stream = NULL;
     rs->locked = false;
     rs_hold(rs);
     while (!weir_q_empty(&rs->reads)) {
@@ -663,7 +659,7 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
 {
     int rc;
 
-    if (rs == &weir_readable_released_)
+    if (!rs)
         return -EINVAL;
     if (rs->state == RS_CLOSED)
         return WEIR_DONE;
@@ -756,7 +752,6 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
     struct weir_read_req_ q;
     int rc;
 
-    /* A released reader's stream is no byte stream. */
     if (!rs || !rs->byte_stream || min == 0 || min > len || len > UINT32_MAX)
         return -EINVAL;
     /* Nothing queued or waiting, and the source may be asked: this read
@@ -881,7 +876,7 @@ int weir_reader_cancel(struct weir_reader *r, int reason)
     struct weir_readable *rs = r->stream;
     int rc = 0;
 
-    if (!weir_reader_held(r))
+    if (!rs)
         return -EINVAL;
     if (rs->state == RS_CLOSED)
         return 0;

@@ -143,7 +143,7 @@ static void tee_free(struct weir_tee *t)
 {
     for (unsigned i = 0; i < t->n; i++)
         slot_clear(t, i);
-    if (weir_reader_held(&t->reader))
+    if (t->reader.stream)
         t->reader.stream->watch = (struct weir_watch){0};
     weir_reader_release(&t->reader);
     if (t->live)
@@ -508,7 +508,7 @@ static void tee_source_event(void *ctx)
     struct weir_tee *t = ctx;
     struct weir_readable *rs = t->reader.stream;
 
-    if (!weir_reader_held(&t->reader) || t->ended)
+    if (!rs || t->ended)
         return;
     if (t->reading) {
         /* A read of ours is under way: its chunk, if it got one, was
@@ -542,8 +542,7 @@ static void tee_read(struct weir_tee *t)
         t->read_again = true;
         return;
     }
-    while (t->ready && !t->ended && weir_reader_held(&t->reader) &&
-           tee_may_read(t)) {
+    while (t->ready && !t->ended && t->reader.stream && tee_may_read(t)) {
         t->reading = true;
         t->read_again = false;
         rc = weir_reader_read_as_(&t->reader, &chunk, tee_read_cb, t, true);

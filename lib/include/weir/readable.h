@@ -125,19 +125,10 @@ bool weir_readable_errored(const struct weir_readable *rs, int *err);
 /*
  * A reader: the exclusive right to read a stream. A plain value the caller
  * keeps (on the stack is fine); acquiring one allocates nothing.
- * Reading needs a reader that was acquired (and maybe released since); a
- * released one answers -EINVAL, as documented with each function.
  */
 struct weir_reader {
-    /* The stream; once released, &weir_readable_released_ (a stream that
-     * never holds a chunk), so that a read need not test for NULL.
-     * weir_reader_held says which. */
-    struct weir_readable *stream;
+    struct weir_readable *stream; /* NULL once released */
 };
-
-/* Whether `r` holds a stream: acquired, not released since. A reader
- * zeroed and never acquired holds none either. */
-static inline bool weir_reader_held(const struct weir_reader *r);
 
 /* Locks `rs` to `r`. 0, or -EBUSY when the stream is already locked. */
 int weir_reader_acquire(struct weir_reader *r, struct weir_readable *rs);
@@ -341,14 +332,6 @@ struct weir_readable {
     struct weir_rs_slot_ small[2];
 };
 
-/* What a released reader points at: never written, always empty. */
-extern const struct weir_readable weir_readable_released_;
-
-static inline bool weir_reader_held(const struct weir_reader *r)
-{
-    return r->stream && r->stream != &weir_readable_released_;
-}
-
 /* Out-of-line halves of the inline functions below. */
 void weir_readable_pulled_(struct weir_readable *rs, int rc);
 void weir_readable_pulled_0_(struct weir_readable *rs);
@@ -496,8 +479,7 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
 {
     struct weir_readable *rs = r->stream;
 
-    /* A released reader's stream is always empty: no test for it here. */
-    if (rs->queue.tail != rs->queue.head) {
+    if (rs && rs->queue.tail != rs->queue.head) {
         struct weir_chunk *slot = weir_readable_slot_(rs, rs->queue.head++);
 
         if (whole)
@@ -574,7 +556,7 @@ weir_iter_loop_(struct weir_iter *it, weir_iter_each_fn each, void *ctx)
 static inline int weir_iter_loop(struct weir_iter *it, weir_iter_each_fn each,
                                  weir_done_cb done, void *ctx)
 {
-    if (!each || !weir_reader_held(&it->reader))
+    if (!each || !it->reader.stream)
         return -EINVAL;
     it->each = each;
     it->done = done;

@@ -30,7 +30,7 @@
 #include "alloc.h"
 #include "stream_impl.h"
 
-#define CHUNK_SZ sizeof(struct weir_chunk)
+#define CHUNK_SZ sizeof(struct weir_rs_slot_)
 #define REQ_SZ   sizeof(struct weir_read_req_)
 
 /* Parked reads are rare and few: a small first allocation. */
@@ -70,7 +70,7 @@ static inline int64_t rs_desired(const struct weir_readable *rs)
 
 static inline bool rs_can_pull(const struct weir_readable *rs)
 {
-    return rs->pull_flags & WEIR_RS_CAN_PULL_;
+    return !(rs->pull_flags & WEIR_RS_NO_PULL_);
 }
 
 static inline bool rs_pulling(const struct weir_readable *rs)
@@ -88,9 +88,24 @@ static inline void rs_set_pulling(struct weir_readable *rs, bool on)
 
 /* pull_word_ for an inline pull started with the stream able to pull:
  * pulling, in_pull, no pull-again; and its value after that pull. */
-#define RS_PULL_RUNNING                                                        \
-    weir_rs_pull_word_(WEIR_RS_CAN_PULL_ | WEIR_RS_PULLING_, true)
-#define RS_PULL_IDLE weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false)
+#define RS_PULL_RUNNING weir_rs_pull_word_(WEIR_RS_PULLING_, true)
+#define RS_PULL_IDLE    weir_rs_pull_word_(0, false)
+
+/* Puts room back after a flag of enqueue_stop_ was cleared or the queue
+ * grew (see room). */
+static inline void rs_update_room(struct weir_readable *rs)
+{
+    rs->room = rs->enqueue_stop_ == 0 ? rs->queue.cap : 0;
+}
+
+/* enqueue_word_ of a readable stream, not closing, nobody parked, whose
+ * read in progress now asks the source: sync_want, and room 0. */
+static inline uint64_t rs_sync_word(void)
+{
+    struct weir_readable w = {.sync_want = true};
+
+    return w.enqueue_word_;
+}
 
 /* After a change of started, state or close_requested. */
 static void rs_update_can_pull(struct weir_readable *rs)
@@ -100,11 +115,24 @@ static void rs_update_can_pull(struct weir_readable *rs)
                rs->ops->pull;
 
     if (can) {
-        rs->pull_flags |= WEIR_RS_CAN_PULL_;
+        /* A stream weighed in bytes keeps the enq_below create gave
+         * it. */
+        rs->pull = rs->ops->pull;
+        rs->pull_flags &= (uint8_t)~WEIR_RS_NO_PULL_;
         rs->pull_below = (uint64_t)rs->hwm;
+        if (!rs->weigh_bytes)
+            rs->enq_below = rs->hwm - 1;
     } else {
-        rs->pull_flags &= (uint8_t)~WEIR_RS_CAN_PULL_;
-        rs->pull_below = readable && rs->close_requested ? 1 : 0;
+        /* enq_below stays: a stream that never could pull still has the
+         * value create gave it, and one that could no longer takes
+         * inline enqueues (closing or not readable: room 0). */
+        rs->pull_flags |= WEIR_RS_NO_PULL_;
+        if (readable && !rs->close_requested) {
+            rs->pull_below = 0;
+        } else {
+            rs->pull_below = readable; /* 1 while closing */
+            rs->room = 0;
+        }
     }
 }
 
@@ -115,6 +143,7 @@ static struct weir_read_req_ rs_pop_read(struct weir_readable *rs)
         *(struct weir_read_req_ *)weir_q_pop(&rs->reads, REQ_SZ);
 
     rs->parked = !weir_q_empty(&rs->reads);
+    rs_update_room(rs);
     return q;
 }
 
@@ -163,7 +192,7 @@ rs_pull_loop(struct weir_readable *rs)
     do {
         rs_set_pulling(rs, true);
         rs->pull_again = false;
-        rc = rs->ops->pull(rs, rs->ctx);
+        rc = rs->pull(rs, rs->ctx);
         if (rc == WEIR_PENDING)
             return;
         rs_set_pulling(rs, false);
@@ -238,6 +267,7 @@ static int rs_queue_chunk(struct weir_readable *rs, struct weir_chunk chunk)
         return -ENOMEM;
     }
     rs->qmask = rs->queue.cap - 1;
+    rs_update_room(rs);
     *slot = chunk;
     if (rs->weigh_bytes)
         rs->queued_bytes += chunk.len;
@@ -323,9 +353,11 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc)
     rs_put(rs);
 }
 
-/* weir_readable_pulled_ after a pull that returned 0. */
+/* weir_readable_pulled_ after a pull that returned 0, whose caller
+ * subtracted RS_PULL_RUNNING from the pull word on the way here. */
 void weir_readable_pulled_0_(struct weir_readable *rs)
 {
+    rs->pull_word_ += RS_PULL_RUNNING;
     weir_readable_pulled_(rs, 0);
 }
 
@@ -454,6 +486,7 @@ int weir_readable_create(struct weir_readable **out,
     rs->queue = (struct weir_q){
         .slots = (uint8_t *)rs->small, .cap = 2, .borrowed = true};
     rs->qmask = 1;
+    rs->room = 2;
     if (opts) {
         rs->hwm = weir_hwm_of(opts->strategy.hwm);
         rs->byte_stream = opts->byte_stream;
@@ -461,6 +494,10 @@ int weir_readable_create(struct weir_readable **out,
          * strategy says (the spec has no other size for it). */
         rs->weigh_bytes = opts->strategy.bytes || opts->byte_stream;
         rs->slot = opts->slot;
+        /* Until the stream can pull: never (0, as allocated), but for
+         * the sums. */
+        if (rs->weigh_bytes)
+            rs->enq_below = INT64_MAX;
     } else {
         rs->hwm = 1;
     }
@@ -472,6 +509,8 @@ int weir_readable_create(struct weir_readable **out,
         rs_pull_if_needed(rs);
         return 0;
     }
+    /* No pull until start has finished. */
+    rs->pull_flags = WEIR_RS_NO_PULL_;
     rs_hold(rs);
     rc = ops->start(rs, ctx);
     if (rc == 0 && rs->state == RS_READABLE) {
@@ -541,6 +580,7 @@ static int rs_park(struct weir_readable *rs, const struct weir_read_req_ *q,
         return -ENOMEM;
     *slot = *q;
     rs->parked = true;
+    rs->room = 0;
     return WEIR_PENDING;
 }
 
@@ -554,10 +594,12 @@ static int rs_read_slow(struct weir_readable *rs)
     int rc;
 
     rs->sync_want = true;
+    rs->room = 0;
     rs_pull_if_needed(rs);
     if (!rs->sync_want)
         return 0;
     rs->sync_want = false;
+    rs_update_room(rs);
     if (rs->state == RS_CLOSED)
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
@@ -603,6 +645,7 @@ static int rs_sync_pulled(struct weir_readable *rs, int rc)
     if (!rs->sync_want)
         return 0;
     rs->sync_want = false;
+    rs_update_room(rs);
     if (rs->state == RS_CLOSED)
         return WEIR_DONE;
     if (rs->state == RS_ERRORED)
@@ -636,12 +679,14 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
     rs->sync_req.cb = cb;
     rs->sync_req.ctx = ctx;
     rs->sync_req.buf = NULL;
-    if (rs->pull_flags == WEIR_RS_CAN_PULL_) {
+    if (rs->pull_flags == 0) {
         /* The pull runs here, as weir_readable_pull_inline_ runs it: a
-         * source that enqueues at once answers this read directly. */
-        rs->sync_want = true;
+         * source that enqueues at once answers this read directly.
+         * Readable, not closing (can pull), nobody waits: the word is
+         * known but for sync_want and room. */
+        rs->enqueue_word_ = rs_sync_word();
         rs->pull_word_ = RS_PULL_RUNNING;
-        rc = rs->ops->pull(rs, rs->ctx);
+        rc = rs->pull(rs, rs->ctx);
         if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
             !(rs->doomed | rs->sync_want)) {
             rs->pull_word_ = RS_PULL_IDLE;
@@ -682,9 +727,10 @@ static int rs_read_byob_pull(struct weir_readable *rs, uint8_t *buf, size_t len,
     q->len = len;
     q->min = min;
     q->filled = 0;
-    rs->sync_want = true;
+    /* As in weir_reader_read_empty_. */
+    rs->enqueue_word_ = rs_sync_word();
     rs->pull_word_ = RS_PULL_RUNNING;
-    rc = rs->ops->pull(rs, rs->ctx);
+    rc = rs->pull(rs, rs->ctx);
     if (rc == 0 && rs->pull_word_ == RS_PULL_RUNNING &&
         !(rs->doomed | rs->sync_want)) {
         rs->pull_word_ = RS_PULL_IDLE;
@@ -710,7 +756,7 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
         return -EINVAL;
     /* Nothing queued or waiting, and the source may be asked: this read
      * is the source's BYOB request at once, the zero-copy way. */
-    if (rs->sync_want == 0 && rs->pull_flags == WEIR_RS_CAN_PULL_ &&
+    if (rs->sync_want == 0 && rs->pull_flags == 0 &&
         rs->queue.tail == rs->queue.head && rs->reads.tail == rs->reads.head)
         return rs_read_byob_pull(rs, buf, len, min, out, cb, ctx);
     q = (struct weir_read_req_){

@@ -27,7 +27,7 @@
 #include "alloc.h"
 #include "stream_impl.h"
 
-#define CHUNK_SZ sizeof(struct weir_chunk)
+#define CHUNK_SZ sizeof(struct weir_rs_slot_)
 
 struct tee_branch {
     struct weir_tee *tee;

@@ -236,8 +236,15 @@ int weir_iter_return(struct weir_iter *it, int reason);
 enum { WEIR_RS_READABLE_, WEIR_RS_CLOSED_, WEIR_RS_ERRORED_ };
 
 /* pull_flags bits. */
-#define WEIR_RS_CAN_PULL_ 1u
-#define WEIR_RS_PULLING_  2u
+#define WEIR_RS_NO_PULL_ 1u
+#define WEIR_RS_PULLING_ 2u
+
+/* A slot of the chunk queue: a chunk, padded to a power of two so that
+ * finding a slot is a shift, not a multiply by three. */
+struct weir_rs_slot_ {
+    struct weir_chunk chunk;
+    uint64_t pad_;
+};
 
 /* A read request: a default read (buf NULL) or a BYOB read. */
 struct weir_read_req_ {
@@ -249,7 +256,7 @@ struct weir_read_req_ {
 };
 
 struct weir_readable {
-    struct weir_q queue; /* struct weir_chunk */
+    struct weir_q queue; /* struct weir_rs_slot_ */
     uint32_t qmask;      /* queue.cap - 1, kept for the hot paths */
     size_t queued_bytes; /* weight of the queue, when weighed in bytes; a
                             count is the queue's length, tail - head */
@@ -260,13 +267,23 @@ struct weir_readable {
      * read that empties the queue closes the stream), 0 otherwise. One
      * compare on the hot paths instead of the flags and the desired size. */
     uint64_t pull_below;
+    /* An enqueue that found n chunks queued asks for more when n is
+     * below this: hwm - 1 for a count while can_pull (n + 1 < hwm, one
+     * compare of the length the enqueue has at hand; -1 for hwm 0), 0
+     * before, the maximum when weighed in bytes (the enqueue then does
+     * the sums, and compares them with pull_below). Signed, so that hwm
+     * 0 needs no case of its own. */
+    int64_t enq_below;
     struct weir_q reads; /* parked struct weir_read_req_ */
     /* The pull's state, written as one word when an inline pull starts
      * and tested as one when it ends (pull_pad_ is only ever zero).
-     * pull_flags holds WEIR_RS_CAN_PULL_ (started, readable, not closing,
-     * and the source has a pull: the part of the spec's ShouldCallPull
-     * that changes rarely) and WEIR_RS_PULLING_ (the spec's pulling), so
-     * that "may pull now" is one compare on the hot paths. */
+     * pull_flags holds WEIR_RS_NO_PULL_ (not started, not readable,
+     * closing, or the source has no pull: the part of the spec's
+     * ShouldCallPull that changes rarely, inverted) and WEIR_RS_PULLING_
+     * (the spec's pulling), so that "may pull now" is pull_flags == 0
+     * and the whole word of an idle stream that may pull is 0: an inline
+     * pull ends by subtracting what it stored, and the flags of that
+     * subtraction say whether anything happened meanwhile. */
     union {
         struct {
             uint8_t pull_flags;
@@ -276,19 +293,34 @@ struct weir_readable {
     };
     bool doomed;
     /* What sends an enqueue out of line (parked: reads is not empty),
-     * tested as one word. */
+     * as one word; and room, which the inline enqueue tests instead:
+     * the queue's capacity or 0 while that word is 0, and 0 whenever it
+     * is not. A change that sets a flag clears room with it; one that
+     * clears a flag may leave room at 0 (the out-of-line enqueue puts it
+     * back when it queues), which costs that one enqueue. A read that
+     * asks the source sets sync_want and clears room with one store of
+     * enqueue_word_. */
     union {
         struct {
-            bool close_requested, sync_want, parked;
-            uint8_t state;
+            union {
+                struct {
+                    bool close_requested, sync_want, parked;
+                    uint8_t state;
+                };
+                uint32_t enqueue_stop_;
+            };
+            uint32_t room;
         };
-        uint32_t enqueue_stop_;
+        uint64_t enqueue_word_;
     };
     bool weigh_bytes, byte_stream;
     /* The read in progress inside a read call while it asks the source: a
      * request that has not parked (and may never need to). */
     struct weir_read_req_ sync_req;
     const struct weir_source_ops *ops;
+    /* ops->pull, set once the stream can pull: the inline pulls call it
+     * with one load fewer. */
+    int (*pull)(struct weir_readable *rs, void *ctx);
     void *ctx;
     struct weir_watch watch;
     int err;
@@ -297,7 +329,7 @@ struct weir_readable {
     bool started, locked;
     /* The chunk queue's first storage: enough for the spec's default hwm
      * of 1 plus the chunk a pull may overshoot by, with no allocation. */
-    struct weir_chunk small[2];
+    struct weir_rs_slot_ small[2];
 };
 
 /* Out-of-line halves of the inline functions below. */
@@ -319,7 +351,7 @@ static inline size_t weir_readable_size_(const struct weir_readable *rs)
 static inline struct weir_chunk *
 weir_readable_slot_(const struct weir_readable *rs, uint32_t i)
 {
-    return (struct weir_chunk *)rs->queue.slots + (i & rs->qmask);
+    return &((struct weir_rs_slot_ *)rs->queue.slots + (i & rs->qmask))->chunk;
 }
 
 /*
@@ -364,12 +396,11 @@ static inline uint32_t weir_rs_pull_word_(unsigned flags, bool in_pull)
     return u.w;
 }
 
-/* An inline pull; the caller found pull_flags exactly WEIR_RS_CAN_PULL_
- * (may pull, no pull running). */
+/* An inline pull; the caller found pull_flags 0 (may pull, no pull
+ * running). */
 static inline void weir_readable_pull_inline_(struct weir_readable *rs)
 {
-    const uint32_t running =
-        weir_rs_pull_word_(WEIR_RS_CAN_PULL_ | WEIR_RS_PULLING_, true);
+    const uint32_t running = weir_rs_pull_word_(WEIR_RS_PULLING_, true);
     int rc;
 
     /* One pull, inline; anything but "done, nothing more asked, nothing
@@ -379,15 +410,15 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
      * in_pull keeps the stream alive across the callback: plain stores,
      * where a busy count would chain a load and a store on each side. */
     rs->pull_word_ = running;
-    rc = rs->ops->pull(rs, rs->ctx);
+    rc = rs->pull(rs, rs->ctx);
     /* Two calls, so that the common path need not move rc into place
-     * for one of them. */
+     * for one of them. Subtracting `running` leaves the idle word, 0,
+     * exactly when nothing changed; otherwise weir_readable_pulled_0_
+     * adds it back. */
     if (rc != 0)
         weir_readable_pulled_(rs, rc);
-    else if (rs->pull_word_ != running)
+    else if ((rs->pull_word_ -= running) != 0)
         weir_readable_pulled_0_(rs);
-    else
-        rs->pull_word_ = weir_rs_pull_word_(WEIR_RS_CAN_PULL_, false);
 }
 
 /* The source should be asked (can_pull, and the queue below its mark, as
@@ -396,7 +427,7 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
  * waits). */
 static inline void weir_readable_pull_now_(struct weir_readable *rs)
 {
-    if (rs->pull_flags == WEIR_RS_CAN_PULL_)
+    if (rs->pull_flags == 0)
         weir_readable_pull_inline_(rs);
     else
         rs->pull_again = true;
@@ -416,10 +447,10 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
 {
     uint32_t tail = rs->queue.tail, n = tail - rs->queue.head;
 
-    if (rs->enqueue_stop_ == 0 && (chunk.len != 0 || !rs->byte_stream) &&
-        n <= rs->qmask) {
+    /* room is 0 unless readable, not closing, nobody waits; and n below
+     * it leaves a free slot. */
+    if (n < rs->room && (chunk.len != 0 || !rs->byte_stream)) {
         struct weir_chunk *slot = weir_readable_slot_(rs, tail);
-        uint64_t size;
 
         rs->queue.tail = tail + 1;
         /* Stored from the caller's values as they are: constants stay
@@ -428,12 +459,10 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
         slot->buf = chunk.buf;
         slot->data = chunk.data;
         slot->len = chunk.len;
-        if (rs->weigh_bytes)
-            size = rs->queued_bytes += chunk.len;
-        else
-            size = n + 1;
         /* Not closing and readable, so pull_below is hwm or 0. */
-        if (size < rs->pull_below)
+        if ((int64_t)n < rs->enq_below &&
+            (!rs->weigh_bytes ||
+             (rs->queued_bytes += chunk.len) < rs->pull_below))
             weir_readable_pull_now_(rs);
         return 0;
     }
@@ -465,7 +494,7 @@ weir_reader_read_as_(struct weir_reader *r, struct weir_chunk *out,
          * from a full queue out in one piece (the branch for the pull is
          * taken instead). */
         if (__builtin_expect(weir_readable_below_(rs), 0)) {
-            if (rs->pull_flags == WEIR_RS_CAN_PULL_)
+            if (rs->pull_flags == 0)
                 weir_readable_pull_inline_(rs);
             else
                 weir_readable_read_below_(rs);

@@ -13,12 +13,13 @@
  * the server's accept and its start of the stream), and the CPU seconds
  * the server (with its children) used over the wave per GiB served: when
  * the clients on the same two cores set the pace, the servers' rates
- * meet at the same ceiling and this is where they still differ. With
- * hold=1 the first
- * wave's clients read nothing until the server's RSS (its process and its
- * children, as socat and nginx fork) has been still for a second: the
- * peak above the idle base, per client, is weir's memory per non-reading
- * client beyond the kernel's socket buffers. Then they read the whole
+ * meet at the same ceiling and this is where they still differ.
+ *
+ * With hold=1 the first wave's clients read nothing until the server's
+ * RSS (its process and its children, as socat and nginx fork) has been
+ * still for a second: the peak above the idle base, per client, is
+ * weir's memory per non-reading client beyond the kernel's socket
+ * buffers. Then they read the whole
  * file. `rss after` is sampled two seconds after the last wave left.
  * Every client must receive exactly the file's size (nginx's clients send
  * a GET and skip the response header).

@@ -57,8 +57,9 @@ struct half {
     struct weir_endpoint **sinks;  /* the sink half (or the whole stream) */
     struct weir_xform **xf;        /* the transform stages, when here */
     unsigned nxf;
-    bool member_stream; /* counted in cx->member_streams (a gzip, zstd, gunzip
-                         or unzstd stage here) */
+    /* Counted in cx->member_streams: a stage here splits into members
+     * (weir_xform_uses_helper). */
+    bool member_stream;
     /* Parked transforms are retried from this timer (watch.c). */
     struct weir_timer kick;
     uint64_t kick_ns;

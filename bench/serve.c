@@ -5,7 +5,7 @@
  * is the one right after the start (the cold start).
  *
  *   weir-bench serve [clients=1000] [size=64MiB] [waves=3] [hold=1]
- *                    [discard=1] [server=NAME,NAME...]
+ *                    [discard=1] [cc=NAME] [server=NAME,NAME...]
  *
  * Per wave: aggregate GB/s (all bytes over first connect to last byte),
  * the slowest client, and accepts per second (clients over the time from
@@ -29,6 +29,12 @@
  * copying them to user space, so what the wave measures is the server's
  * cost rather than the receivers' copies; discard=0 copies every byte
  * out, as a real client would.
+ *
+ * The first lines say which TCP congestion control the connections use.
+ * Under bbr every connection is paced by timers, and on loopback that
+ * pacing holds each connection to a rate of its own, whatever the
+ * server: cc=cubic (root) runs the whole suite, servers and clients, in
+ * a network namespace whose congestion control is cubic.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -192,7 +198,7 @@ int bench_serve(int argc, char **argv)
 {
     uint64_t clients = 1000, size = 64u << 20, waves = 3, hold = 1;
     uint64_t discard = 1;
-    const char *only = "weir,socat-fork,nginx";
+    const char *only = "weir,socat-fork,nginx", *cc = NULL;
     struct e2e_env env = {0};
     char path[128], sizestr[32];
     struct serve_client *cl;
@@ -213,14 +219,19 @@ int bench_serve(int argc, char **argv)
             ok = e2e_parse_size(argv[i] + 5, &hold) == 0;
         else if (strncmp(argv[i], "discard=", 8) == 0)
             ok = e2e_parse_size(argv[i] + 8, &discard) == 0;
+        else if (strncmp(argv[i], "cc=", 3) == 0)
+            ok = (cc = argv[i] + 3)[0] != '\0';
         else if (strncmp(argv[i], "server=", 7) == 0)
             ok = (only = argv[i] + 7)[0] != '\0';
         if (!ok) {
             serve_usage("weir-bench serve [clients=1000] [size=64MiB] "
-                        "[waves=3] [hold=1] [discard=1] [server=NAME,...]");
+                        "[waves=3] [hold=1] [discard=1] [cc=NAME] "
+                        "[server=NAME,...]");
             return 2;
         }
     }
+    if (serve_congestion(cc) != 0)
+        return 1;
     e2e_format_size(size, sizestr, sizeof(sizestr));
     if (serve_setup(&env, size, path, sizeof(path)) != 0) {
         fprintf(stderr, "serve: cannot set up: %s\n", strerror(errno));

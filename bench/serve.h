@@ -47,6 +47,11 @@ void serve_usage(const char *usage);
  * SIGPIPE ignored, env found, and the file of `size` bytes made (or
  * found) at path, a name in /tmp that says the size. 0 or -1 (errno). */
 int serve_setup(struct e2e_env *env, uint64_t size, char *path, size_t len);
+/* Says which TCP congestion control the suite's connections use. With
+ * cc, first moves the suite into a network namespace of its own, its
+ * loopback up and cc its congestion control, leaving the machine's as it
+ * was (root only). 0, or -1 with the reason on stderr. */
+int serve_congestion(const char *cc);
 /* One client of a wave, read from one epoll loop. */
 struct serve_client {
     int fd;         /* -1 once done */

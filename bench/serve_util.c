@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -298,6 +301,74 @@ int serve_setup(struct e2e_env *env, uint64_t size, char *path, size_t len)
     e2e_format_size(size, sizestr, sizeof(sizestr));
     snprintf(path, len, "/tmp/weir-bench-serve-%s.bin", sizestr);
     return e2e_make_file(path, size);
+}
+
+#define CC_PATH "/proc/sys/net/ipv4/tcp_congestion_control"
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    bool ok = f && fgets(buf, (int)len, f);
+
+    if (f)
+        fclose(f);
+    if (!ok)
+        return -1;
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
+/* A network namespace of the suite's own, with its loopback up: what is
+ * set in it (the congestion control) leaves the machine's untouched, and
+ * every server and client started after it shares it. */
+static int own_netns(void)
+{
+    struct ifreq ifr = {0};
+    int fd, rc;
+
+    if (unshare(CLONE_NEWNET) != 0)
+        return -1;
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    rc = ioctl(fd, SIOCGIFFLAGS, &ifr);
+    if (rc == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+    }
+    close(fd);
+    return rc;
+}
+
+int serve_congestion(const char *cc)
+{
+    char now[64] = "?";
+    FILE *f;
+
+    if (cc) {
+        if (own_netns() != 0) {
+            fprintf(stderr,
+                    "serve: cc=%s needs a network namespace of its own, "
+                    "which needs root (CAP_SYS_ADMIN): %s\n",
+                    cc, strerror(errno));
+            return -1;
+        }
+        f = fopen(CC_PATH, "w");
+        if (!f || fprintf(f, "%s\n", cc) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "serve: cannot set congestion control %s: %s\n", cc,
+                    strerror(errno));
+            return -1;
+        }
+    }
+    read_line(CC_PATH, now, sizeof(now));
+    printf("serve: TCP congestion control %s (%s)\n", now,
+           cc ? "in a network namespace of the suite's own" : "the machine's");
+    if (strcmp(now, "bbr") == 0)
+        printf("serve: bbr paces every connection with timers; on loopback "
+               "the pacing, not the server, sets the rate (cc=cubic runs "
+               "the suite without it)\n");
+    return 0;
 }
 
 /* With discard, the body is received with MSG_TRUNC: TCP drops the bytes

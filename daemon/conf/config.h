@@ -174,6 +174,9 @@ struct weir_pipeline {
     struct conf_loc send_timeout_loc;
     uint64_t connect_timeout_ms;
     struct conf_loc connect_timeout_loc;
+    /* TCP_CONGESTION on every TCP connection; "": the system's. */
+    char tcp_congestion[16];
+    struct conf_loc tcp_congestion_loc;
     /* A followed source's compressors end their member/frame at least
      * this often while bytes come in; 0: only when it is idle. */
     uint64_t flush_interval_ms;

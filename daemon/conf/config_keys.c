@@ -10,6 +10,7 @@
 
 #include "conf/address.h"
 #include "conf/config_parser.h"
+#include "conf/congestion.h"
 #include "conf/transforms.h"
 
 /* True the first time a single-valued key is set; reports the repeat. */
@@ -145,6 +146,17 @@ static void key_tcp_user_timeout(struct parser *p, const char *value)
 
     pipeline_duration(p, "tcp_user_timeout", value, &pl->tcp_user_timeout_loc,
                       0, CONF_MAX_PEER_TIMEOUT_MS, &pl->tcp_user_timeout_ms);
+}
+
+static void key_tcp_congestion(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    char err[512];
+
+    if (first_time(p, &pl->tcp_congestion_loc, "tcp_congestion") &&
+        congestion_check(value, pl->tcp_congestion, sizeof(pl->tcp_congestion),
+                         err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "tcp_congestion: %s", err);
 }
 
 static void key_send_timeout(struct parser *p, const char *value)
@@ -393,6 +405,7 @@ const struct key_def config_keys[] = {
     {SECTION_PIPELINE, "keepalive", false, key_keepalive},
     {SECTION_PIPELINE, "keepalive_idle", false, key_keepalive_idle},
     {SECTION_PIPELINE, "tcp_user_timeout", false, key_tcp_user_timeout},
+    {SECTION_PIPELINE, "tcp_congestion", false, key_tcp_congestion},
     {SECTION_PIPELINE, "send_timeout", false, key_send_timeout},
     {SECTION_PIPELINE, "connect_timeout", false, key_connect_timeout},
     {SECTION_PIPELINE, "flush_interval", false, key_flush_interval},

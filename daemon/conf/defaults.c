@@ -61,6 +61,8 @@ int config_print_defaults(FILE *f)
         fprintf(f, "keepalive=%s\n", p->keepalive ? "yes" : "no");
         fprintf(f, "keepalive_idle=%" PRIu64 "ms\n", p->keepalive_idle_ms);
         fprintf(f, "tcp_user_timeout=%" PRIu64 "ms\n", p->tcp_user_timeout_ms);
+        fprintf(f, "tcp_congestion=%s\n",
+                p->tcp_congestion[0] ? p->tcp_congestion : "system");
         fprintf(f, "send_timeout=%" PRIu64 "ms\n", p->send_timeout_ms);
         fprintf(f, "connect_timeout=%" PRIu64 "ms\n", p->connect_timeout_ms);
         fprintf(f, "flush_interval=%" PRIu64 "ms\n", p->flush_interval_ms);

@@ -42,6 +42,7 @@ bool config_pipeline_same(const struct weir_pipeline *a,
         a->keepalive != b->keepalive ||
         a->keepalive_idle_ms != b->keepalive_idle_ms ||
         a->tcp_user_timeout_ms != b->tcp_user_timeout_ms ||
+        strcmp(a->tcp_congestion, b->tcp_congestion) != 0 ||
         a->send_timeout_ms != b->send_timeout_ms ||
         a->connect_timeout_ms != b->connect_timeout_ms ||
         a->flush_interval_ms != b->flush_interval_ms ||

@@ -83,6 +83,39 @@ static int bind_socket(struct listener *l)
     return fd;
 }
 
+/*
+ * The options of every connection the socket accepts, set once on the
+ * socket: accepted connections inherit its keepalive, TCP_USER_TIMEOUT,
+ * congestion control and TCP_NOTSENT_LOWAT, so a client costs no call of
+ * its own. All of them are set, zeros too, so that a socket taken over by
+ * a new definition keeps nothing of the old one's.
+ *
+ * A client's socket queues at most notsent_lowat bytes not yet sent, on
+ * top of what is in flight, which the window still bounds as usual.
+ * Without it the kernel grows each send buffer to megabytes, and a
+ * thousand clients that do not read (their window is closed) hold
+ * gigabytes of the kernel's TCP memory: past tcp_mem's pressure mark
+ * every socket of the machine is throttled, the healthy ones too
+ * (bench/results/robustness.md, `weir-bench hostile`).
+ */
+static void tune_socket(const struct listener *l)
+{
+    int lowat = (int)l->addr->notsent_lowat, rc;
+
+    if (l->addr->kind != ADDR_TCP_LISTEN)
+        return;
+    rc = weir_tcp_apply(l->fd, &l->tcp);
+    if (setsockopt(l->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat,
+                   sizeof(lowat)) != 0 &&
+        rc == 0)
+        rc = -errno;
+    /* Best effort: a kernel without one of them still serves. */
+    if (rc)
+        log_warnx("pipeline %s: %s: cannot set every TCP option of its "
+                  "clients: %s",
+                  l->name, l->addr->text, strerror(-rc));
+}
+
 int listener_open(struct listener *l, struct listenfds *lfds)
 {
     int fd;
@@ -97,6 +130,7 @@ int listener_open(struct listener *l, struct listenfds *lfds)
     if (fd < 0)
         return fd;
     l->fd = fd;
+    tune_socket(l);
     settle(l);
     log_listening(l);
     return 0;
@@ -125,6 +159,7 @@ void listener_take_over(struct listener *l, struct listener *from)
     l->fd = from->fd;
     l->systemd = from->systemd;
     from->fd = -1;
+    tune_socket(l);
     settle(l);
     /* Both accepts may be pending on the socket for a moment: the kernel
      * gives each connection to one of them, and a connection the old one
@@ -212,26 +247,6 @@ static void accept_resumed(struct listener *l)
     l->paused_since = 0;
 }
 
-/*
- * A client's socket queues at most notsent_lowat bytes not yet sent
- * (TCP_NOTSENT_LOWAT), on top of what is in flight, which the window
- * still bounds as usual. Without it the kernel grows each send buffer to
- * megabytes, and a thousand clients that do not read (their window is
- * closed) hold gigabytes of the kernel's TCP memory: past tcp_mem's
- * pressure mark every socket of the machine is throttled, the healthy
- * ones too (bench/results/robustness.md, `weir-bench hostile`). Best
- * effort: a kernel without it just queues more.
- */
-static void client_tune(const struct listener *l, int fd)
-{
-    int v;
-
-    if (l->addr->kind != ADDR_TCP_LISTEN || l->addr->notsent_lowat == 0)
-        return;
-    v = (int)l->addr->notsent_lowat;
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
-}
-
 static void accepted(struct weir_op *op, int res, uint32_t flags)
 {
     struct listener *l = weir_container_of(op, struct listener, op);
@@ -243,10 +258,8 @@ static void accepted(struct weir_op *op, int res, uint32_t flags)
                         sizeof(peer));
     if (l->closing) {
         spares_give(l);
-        if (res >= 0) {
-            client_tune(l, res);
+        if (res >= 0)
             l->on_client(l, res, peer);
-        }
         listener_close(l);
         return;
     }
@@ -264,7 +277,6 @@ static void accepted(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     spares_give(l);
-    client_tune(l, res);
     l->on_client(l, res, peer);
     if (!l->closing)
         listener_arm(l);

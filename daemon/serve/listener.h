@@ -18,6 +18,7 @@
 #include "conf/config.h"
 #include "serve/listenfds.h"
 #include "sys/alive.h"
+#include "weir/endpoint.h"
 #include "weir/loop.h"
 #include "weir/util.h"
 
@@ -40,6 +41,9 @@ struct listener {
     listener_client_fn on_client;
     void *owner;
     int fd;
+    /* Set on a TCP listening socket, and so on every connection it
+     * accepts, which inherits them (with addr's notsent_lowat). */
+    struct weir_tcp_options tcp;
     struct weir_op op;
     struct sockaddr_storage peer;
     socklen_t peerlen;

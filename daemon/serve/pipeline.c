@@ -436,6 +436,7 @@ static void listener_add(struct pipeline *pl, const struct weir_address *a)
         .owner = pl,
         .fd = -1,
     };
+    stream_tcp_options(pl->p, &pl->ls[pl->nls - 1].tcp);
 }
 
 static int prepare_sinks(struct pipeline *pl)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "stream/budget.h"
+#include "conf/address.h"
 #include "stream/stream.h"
 #include "sys/log.h"
 
@@ -65,6 +66,8 @@ static int make_source(struct half *h)
     int rc;
 
     stream_peer_options(p, &o);
+    if (addr_kind_listens(p->source->kind))
+        o.tcp = (struct weir_tcp_options){0}; /* the listener's (above) */
     if (o.follow && p->source->kind == ADDR_FILE) {
         o.follow_path = p->source->path;
         o.on_event = source_event;
@@ -104,11 +107,18 @@ static bool try_splice(struct half *h)
 {
     struct stream *s = h->s;
     struct pipe_ctx *pc = stream_pipe_ctx(s, 0);
+    const struct weir_address *sink = s->sp->p->sinks[0];
     struct weir_splice_options o = {
         .length = UINT64_MAX,
         .counter = &s->bytes_out,
+        .send_timeout_ns = s->sp->p->send_timeout_ms * 1000 * 1000,
     };
     int sock = -1, rc;
+
+    /* A served client has its listener's options (listener.c); a unix
+     * socket has none. */
+    if (sink->kind == ADDR_TCP)
+        stream_tcp_options(s->sp->p, &o.tcp);
 
     if (s->sp->client_sink) {
         sock = s->sink_fd;

@@ -135,8 +135,9 @@ bool half_connect(struct half *h);
  * stream_tee_policy is the tee's name for an on_full. */
 void half_sinks_build(struct half *h, struct weir_readable *rs);
 enum weir_tee_policy stream_tee_policy(enum on_full f);
-/* The pipeline's peer settings (keepalive, TCP_USER_TIMEOUT, the send
- * bound) into the options of an endpoint on a connection. */
+/* The pipeline's peer settings (keepalive, TCP_USER_TIMEOUT, the
+ * congestion control, the send bound) into the options of an endpoint on
+ * a connection. */
 void stream_peer_options(const struct weir_pipeline *p,
                          struct weir_endpoint_options *o);
 

@@ -110,19 +110,26 @@ static enum weir_resume stream_resume(const struct weir_pipeline *p,
     return WEIR_RESUME_BYTES;
 }
 
-void stream_peer_options(const struct weir_pipeline *p,
-                         struct weir_endpoint_options *o)
+void stream_tcp_options(const struct weir_pipeline *p,
+                        struct weir_tcp_options *t)
 {
     /* Probes every 10 s, 3 of them: with TCP_USER_TIMEOUT set, the
      * kernel gives the connection up once that much time has passed
      * without an answer, so the user timeout is the bound that counts. */
-    o->tcp = (struct weir_tcp_options){
+    *t = (struct weir_tcp_options){
         .keepalive = p->keepalive,
         .keepalive_idle_s = (uint32_t)(p->keepalive_idle_ms / 1000),
         .keepalive_intvl_s = 10,
         .keepalive_cnt = 3,
         .user_timeout_ms = (uint32_t)p->tcp_user_timeout_ms,
     };
+    memcpy(t->congestion, p->tcp_congestion, sizeof(t->congestion));
+}
+
+void stream_peer_options(const struct weir_pipeline *p,
+                         struct weir_endpoint_options *o)
+{
+    stream_tcp_options(p, &o->tcp);
     o->send_timeout_ns = p->send_timeout_ms * 1000 * 1000;
 }
 
@@ -142,6 +149,8 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
 
     stream_peer_options(p, &o);
     if (s->sp->client_sink) {
+        /* It inherited its listener's TCP options (serve/listener.c). */
+        o.tcp = (struct weir_tcp_options){0};
         fd = s->sink_fd;
         s->sink_fd = -1;
         o.linger_ns = STREAM_LINGER_NS;

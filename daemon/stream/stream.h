@@ -26,6 +26,7 @@
 #include "stream/checkpoint.h"
 #include "stream/half.h"
 #include "stream/place.h"
+#include "weir/endpoint.h"
 #include "weir/loop.h"
 #include "weir/util.h"
 #include "weir/worker.h"
@@ -275,6 +276,12 @@ int stream_error(const struct stream *s);
 bool stream_sink_cut(const struct stream *s, unsigned i);
 /* The worker its source side runs on. */
 unsigned stream_worker(const struct stream *s);
+
+/* The TCP options of the pipeline's connections (keepalive,
+ * TCP_USER_TIMEOUT, the congestion control), for a listener to set on its
+ * socket, or a stage on its connection (sinks.c). */
+void stream_tcp_options(const struct weir_pipeline *p,
+                        struct weir_tcp_options *t);
 
 /* stream_report (report.c): the closing lines. */
 void stream_report(struct stream *s);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "endpoint_impl.h"
+#include "tcp_tune.h"
 
 static void ep_reap(struct weir_reap *r)
 {
@@ -108,27 +109,8 @@ void weir__ep_count(struct weir_endpoint *ep, uint64_t n)
 
 void weir__ep_tcp_tune(struct weir_endpoint *ep, int fd, int family)
 {
-    const struct weir_tcp_options *t = &ep->o.tcp;
-    int one = 1;
-
-    if (family != AF_INET && family != AF_INET6)
-        return;
-    /* Best effort: a kernel without one of these still moves bytes. */
-    if (t->keepalive) {
-        (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        if (t->keepalive_idle_s)
-            (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE,
-                             &t->keepalive_idle_s, sizeof(int));
-        if (t->keepalive_intvl_s)
-            (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL,
-                             &t->keepalive_intvl_s, sizeof(int));
-        if (t->keepalive_cnt)
-            (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &t->keepalive_cnt,
-                             sizeof(int));
-    }
-    if (t->user_timeout_ms)
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &t->user_timeout_ms,
-                         sizeof(int));
+    if (family == AF_INET || family == AF_INET6)
+        weir__tcp_tune(fd, &ep->o.tcp);
 }
 
 static int64_t ep_now(void)

@@ -20,6 +20,14 @@
  * one sendfile(2) on the loop's thread queues up to sendfile_max bytes of
  * page-cache pages on the socket, and the next poll waits for room. The
  * socket is non-blocking while it sends, blocking again for the linger.
+ *
+ * A socket that takes no byte for send_timeout_ns (a client that stopped
+ * reading, a peer gone without a word) fails the stage: one timer per
+ * stage, which looks at the time of the last progress when it fires and
+ * sleeps again for the rest of the bound, so that progress costs a clock
+ * read, not a timer. With sendfile it is armed at the first wait for
+ * room: a range the socket takes in one call (a small file) never needs
+ * one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +36,10 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "tcp_tune.h"
 #include "weir/splice.h"
 
 struct weir_splice {
@@ -50,6 +60,9 @@ struct weir_splice {
     bool linger_done;  /* the linger ended: done runs once its ops are back */
     uint64_t lingered; /* bytes it sent meanwhile, dropped */
     struct weir_timer linger;
+    struct weir_timer stall; /* send_timeout_ns: see the top */
+    int64_t progress_ns;     /* when a byte last moved (or the start) */
+    int cut;                 /* -ETIMEDOUT once the stall cut the socket */
     struct weir_reap reap;
 };
 
@@ -75,9 +88,17 @@ static void sp_free(struct weir_reap *r)
     free(sp);
 }
 
+/* pending counts the ops a round waits for; the stall timer (see the
+ * top) is apart, so that a round's end is still pending == 0, but it
+ * must be back too before the stage goes. */
+static bool sp_idle(const struct weir_splice *sp)
+{
+    return sp->pending == 0 && !sp->stall.op.pending;
+}
+
 static void sp_maybe_reap(struct weir_splice *sp)
 {
-    if (sp->destroyed && sp->pending == 0 && !sp->reaping) {
+    if (sp->destroyed && sp_idle(sp) && !sp->reaping) {
         sp->reaping = true;
         sp->reap.fn = sp_free;
         weir_loop_defer(sp->loop, &sp->reap);
@@ -94,7 +115,7 @@ static _Thread_local uint8_t linger_scratch[16384];
  * caller then destroys holds nothing in the kernel and goes at once. */
 static void sp_linger_settle(struct weir_splice *sp)
 {
-    if (sp->linger_done && sp->pending == 0 && !sp->destroyed) {
+    if (sp->linger_done && sp_idle(sp) && !sp->destroyed) {
         sp->linger_done = false;
         sp->done(sp->ctx, 0);
     }
@@ -162,11 +183,63 @@ static void sp_linger_timeout(struct weir_op *op, int res, uint32_t flags)
     sp_linger_settle(sp);
 }
 
+static int64_t sp_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags);
+
+static void sp_stall_arm(struct weir_splice *sp, uint64_t ns)
+{
+    sp->stall.op.fn = sp_stall_fired;
+    /* No timer: no bound, as without the option. */
+    (void)weir_loop_timer_start(sp->loop, &sp->stall, ns);
+}
+
+/* The socket took nothing for the whole bound: reset it (what the peer
+ * has not taken is not delivered, and lingering for it would only wait
+ * longer), which fails the op waiting on it; its completion finishes the
+ * stage with -ETIMEDOUT. */
+static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags)
+{
+    struct weir_splice *sp = SP_OF(op, stall.op);
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    int64_t idle;
+
+    (void)flags;
+    if (sp->destroyed) {
+        sp_maybe_reap(sp);
+        return;
+    }
+    if (sp->finished) {
+        sp_linger_settle(sp);
+        return;
+    }
+    if (res == -ECANCELED)
+        return;
+    idle = sp_now() - sp->progress_ns;
+    if (idle < (int64_t)sp->o.send_timeout_ns) {
+        sp_stall_arm(sp, sp->o.send_timeout_ns - (uint64_t)idle);
+        return;
+    }
+    sp->cut = -ETIMEDOUT;
+    (void)setsockopt(sp->sock_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    shutdown(sp->sock_fd, SHUT_RDWR);
+}
+
 static void sp_finish(struct weir_splice *sp, int rc)
 {
     if (sp->finished)
         return;
     sp->finished = true;
+    if (sp->stall.op.pending)
+        weir_loop_timer_stop(sp->loop, &sp->stall);
+    if (sp->cut)
+        rc = sp->cut; /* whatever the cut socket's op said */
     if (sp->nonblocking) {
         int fl = fcntl(sp->sock_fd, F_GETFL);
 
@@ -214,6 +287,8 @@ static void sp_out_done(struct weir_op *op, int res, uint32_t flags)
     if (res > 0) {
         sp->in_pipe -= (uint32_t)res;
         sp->sent += (uint32_t)res;
+        if (sp->o.send_timeout_ns)
+            sp->progress_ns = sp_now();
         if (sp->o.counter)
             /* Relaxed: a statistic another thread samples; it orders
              * nothing and pairs with nothing. */
@@ -295,6 +370,8 @@ static void sf_round(struct weir_splice *sp)
     if (k > 0) {
         sp->off += (uint64_t)k;
         sp->sent += (uint64_t)k;
+        if (sp->o.send_timeout_ns)
+            sp->progress_ns = sp_now();
         if (sp->o.counter)
             /* Relaxed: a statistic, as in sp_out_done. */
             atomic_fetch_add_explicit(sp->o.counter, (uint64_t)k,
@@ -311,6 +388,10 @@ static void sf_round(struct weir_splice *sp)
     } else if (errno != EAGAIN && errno != EINTR) {
         sp_finish(sp, -errno);
         return;
+    }
+    if (sp->o.send_timeout_ns && !sp->stall.op.pending) {
+        sp->progress_ns = sp_now();
+        sp_stall_arm(sp, sp->o.send_timeout_ns);
     }
     sp->out_op.fn = sf_ready;
     rc = weir_loop_poll(sp->loop, &sp->out_op, sp->sock_fd, POLLOUT);
@@ -381,6 +462,18 @@ static void sp_connected(struct weir_op *op, int res, uint32_t flags)
     sp_round(sp);
 }
 
+/* The bound runs from the start: a connect that never completes counts
+ * as a socket that takes nothing. sendfile on a connected socket arms it
+ * at its first wait instead (sf_round). */
+static void sp_stall_start(struct weir_splice *sp)
+{
+    if (!sp->o.send_timeout_ns ||
+        (sp->o.sendfile && sp->sock_fd >= 0 && !sp->conn_op.pending))
+        return;
+    sp->progress_ns = sp_now();
+    sp_stall_arm(sp, sp->o.send_timeout_ns);
+}
+
 static void close_pipe(const int p[2])
 {
     if (p[0] >= 0) {
@@ -445,14 +538,18 @@ int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
             goto fail;
         }
         sp->sock_fd = sock_fd;
+        weir__tcp_tune(sock_fd, &o->tcp);
         sp->conn_op.fn = sp_connected;
         rc = weir_loop_connect(loop, &sp->conn_op, sock_fd, o->connect_addr,
                                o->connect_addrlen);
         if (rc)
             goto fail;
         sp->pending++;
+        sp_stall_start(sp);
     } else {
         sp->sock_fd = sock_fd;
+        weir__tcp_tune(sock_fd, &o->tcp);
+        sp_stall_start(sp);
         sp_round(sp);
     }
     *out = sp;
@@ -477,6 +574,8 @@ void weir_splice_destroy(struct weir_splice *sp)
     sp->destroyed = true;
     if (sp->linger.op.pending)
         weir_loop_timer_stop(sp->loop, &sp->linger);
+    if (sp->stall.op.pending)
+        weir_loop_timer_stop(sp->loop, &sp->stall);
     if (sp->in_op.pending)
         weir_loop_cancel(sp->loop, &sp->in_op);
     if (sp->out_op.pending)

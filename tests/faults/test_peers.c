@@ -4,8 +4,10 @@
  * the sink connect again before anything new is written), one that stops
  * reading (the send timeout cuts the connection and the sink reconnects
  * and resends), and one whose listen queue is full (the connect timeout
- * fires and the connect is retried). Every byte is accounted for: what the
- * collector received on each connection is compared with the file.
+ * fires and the connect is retried); and a served client that stops
+ * reading (the send timeout cuts it alone). Every byte is accounted for:
+ * what the collector received on each connection is compared with the
+ * file.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -325,6 +327,179 @@ static void test_tee_stall(void **state)
     got_free(&gb);
 }
 
+/* The file at path, whole; caller frees. */
+static uint8_t *file_bytes(const char *path, size_t n)
+{
+    uint8_t *p = malloc(n);
+    FILE *f = fopen(path, "rb");
+
+    assert_non_null(p);
+    assert_non_null(f);
+    assert_int_equal(fread(p, 1, n, f), n);
+    fclose(f);
+    return p;
+}
+
+/* A client socket with a small receive buffer, connected to port. */
+static int small_client(uint16_t port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h_addr(&ss, false, port);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rcv = 4096;
+
+    assert_true(fd >= 0);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)),
+                     0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&ss, len), 0);
+    return fd;
+}
+
+/*
+ * A served client that stops reading, on the default send path (sendfile
+ * from the file to the socket) and on the splice stage's pipe: after
+ * send_timeout its connection is reset and its stream ends, named in the
+ * log. A client served while the stalled one is held gets the whole file,
+ * and what the stalled one received is the file's start.
+ */
+static void test_served_stall(void **state)
+{
+    static const char *const paths[] = {NULL, "splice"};
+    char src[300], hex[65];
+    const size_t n = 32u << 20; /* past every buffer of a closed window */
+    uint8_t *want;
+
+    (void)state;
+    h_path(src, sizeof(src), "served.src");
+    h_make_file(src, n, 5, hex);
+    want = file_bytes(src, n);
+    for (unsigned k = 0; k < 2; k++) {
+        uint16_t port = h_free_port(false);
+        struct got g = {0};
+        struct h_weir w;
+        int c;
+
+        if (paths[k])
+            setenv("WEIR_SENDPATH", paths[k], 1);
+        h_start_conf(&w, "served", H_CONF_VERBOSE | H_CONF_FRESH_LOG,
+                     "[pipeline serve]\n"
+                     "source = file:%s\n"
+                     "sink = tcp-listen:127.0.0.1:%u\n"
+                     "send_timeout = 1s\n",
+                     src, port);
+        unsetenv("WEIR_SENDPATH");
+        h_expect_log(&w, "listening on", WAIT);
+        c = small_client(port);
+        h_expect_fetch(&w, port, WAIT, n, hex, WAIT);
+        h_expect_log(&w, "Connection timed out", WAIT);
+        assert_true(got_eof(&g, c));
+        assert_true(g.n < n);
+        assert_memory_equal(g.p, want, g.n);
+        printf("served stall (%s): the stalled client got %zu of %zu bytes, "
+               "all the file's start; the one alongside got all of them\n",
+               paths[k] ? paths[k] : "sendfile", g.n, n);
+        h_expect_exit(&w, 0, true, WAIT);
+        close(c);
+        got_free(&g);
+    }
+    free(want);
+}
+
+/* What `ss` says of the connections from local port `port`, or NULL when
+ * ss cannot be run. */
+static char *ss_info(uint16_t port)
+{
+    char cmd[160], *out = NULL;
+    size_t cap = 0, len = 0;
+    FILE *p;
+    int status;
+
+    snprintf(cmd, sizeof(cmd),
+             "ss -tinH state established '( sport = :%u )' 2>/dev/null", port);
+    p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            out = realloc(out, cap);
+            assert_non_null(out);
+        }
+        size_t k = fread(out + len, 1, cap - len - 1, p);
+
+        if (k == 0)
+            break;
+        len += k;
+    }
+    out[len] = '\0';
+    status = pclose(p);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/*
+ * tcp_congestion on a served client's connection: ss shows the named
+ * congestion control on weir's socket while the client holds it, the
+ * system's default is not it, and the bytes still arrive intact.
+ */
+static void test_congestion(void **state)
+{
+    struct h_weir w;
+    struct got g = {0};
+    char src[300], hex[65], got_hex[65], sys[32] = "", needle[40];
+    const size_t n = 8u << 20;
+    uint16_t port = h_free_port(false);
+    const char *want;
+    char *info = NULL;
+    FILE *f;
+    int c;
+
+    (void)state;
+    f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+    if (f) {
+        if (fgets(sys, sizeof(sys), f))
+            sys[strcspn(sys, "\n")] = '\0';
+        fclose(f);
+    }
+    /* reno is always built in; cubic when reno is the default already. */
+    want = strcmp(sys, "reno") != 0 ? "reno" : "cubic";
+    h_path(src, sizeof(src), "cc.src");
+    h_make_file(src, n, 9, hex);
+    h_start_conf(&w, "cc", H_CONF_VERBOSE,
+                 "[pipeline serve]\n"
+                 "source = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n"
+                 "tcp_congestion = %s\n",
+                 src, port, want);
+    h_expect_log(&w, "listening on", WAIT);
+    c = small_client(port);
+    /* The connection is up once its first bytes are here. */
+    assert_true(got_until(&g, c, 1));
+    info = ss_info(port);
+    if (!info) {
+        printf("congestion: skipped the ss check: ss (iproute2) cannot be "
+               "run here\n");
+    } else {
+        snprintf(needle, sizeof(needle), " %s ", want);
+        if (!strstr(info, needle))
+            fprintf(stderr, "ss says: %s\n", info);
+        assert_non_null(strstr(info, needle));
+        printf("congestion: ss shows %s on the served connection (the "
+               "system's is %s)\n",
+               want, sys);
+    }
+    assert_true(got_eof(&g, c));
+    assert_int_equal(g.n, n);
+    h_sha_hex(g.p, g.n, got_hex);
+    assert_string_equal(got_hex, hex);
+    h_expect_exit(&w, 0, true, WAIT);
+    free(info);
+    close(c);
+    got_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +507,8 @@ int main(void)
         cmocka_unit_test_teardown(test_stall, h_teardown),
         cmocka_unit_test_teardown(test_connect_timeout, h_teardown),
         cmocka_unit_test_teardown(test_tee_stall, h_teardown),
+        cmocka_unit_test_teardown(test_served_stall, h_teardown),
+        cmocka_unit_test_teardown(test_congestion, h_teardown),
     };
     int rc;
 

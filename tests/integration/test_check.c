@@ -486,6 +486,18 @@ static const struct bad_case bad_cases[] = {
      "[pipeline a]\nsource = file:data.txt\nsink = stdio\nsink = -\n",
      {4},
      "stdout is already written"},
+    /* The name is tried on a socket; the message lists those that do. */
+    {"unknown_congestion",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\n"
+     "tcp_congestion = nosuch\n",
+     {4},
+     "tcp_congestion: 'nosuch' is not a congestion control this kernel has "
+     "(available: "},
+    {"long_congestion",
+     "[pipeline a]\nsource = file:data.txt\nsink = null\n"
+     "tcp_congestion = abcdefghijklmnop\n",
+     {4},
+     "'abcdefghijklmnop' is not a congestion control name"},
     {"no_pipeline",
      "; only a comment\n[daemon]\nworkers = auto\n",
      {1},

@@ -72,12 +72,13 @@ typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
                                        int err, uint64_t offset);
 
 /*
- * What is set on every TCP connection an endpoint reads or writes (an fd
- * given to it, and each connection a socket sink makes), so that a peer
- * whose host vanished is noticed: keepalive probes while the connection
- * is idle, and TCP_USER_TIMEOUT (how long sent bytes may stay
+ * What is set on every TCP connection an endpoint or a splice stage reads
+ * or writes (an fd given to it, and each connection it makes), so that a
+ * peer whose host vanished is noticed: keepalive probes while the
+ * connection is idle, and TCP_USER_TIMEOUT (how long sent bytes may stay
  * unacknowledged before the kernel gives the connection up, also bounding
- * the keepalive probes). Zeros leave the kernel's settings.
+ * the keepalive probes); and the congestion control, where the system's
+ * does not suit the path. Zeros leave the kernel's settings.
  */
 struct weir_tcp_options {
     bool keepalive;
@@ -85,7 +86,21 @@ struct weir_tcp_options {
     uint32_t keepalive_intvl_s; /* TCP_KEEPINTVL */
     uint32_t keepalive_cnt;     /* TCP_KEEPCNT */
     uint32_t user_timeout_ms;   /* TCP_USER_TIMEOUT */
+    /* TCP_CONGESTION, such as "cubic" (at most 15 characters); "": the
+     * system's (net.ipv4.tcp_congestion_control). */
+    char congestion[16];
 };
+
+/*
+ * Sets every option of t on fd, a TCP socket, the zeros too: keepalive
+ * on or off, TCP_USER_TIMEOUT 0 (the kernel's), the system's congestion
+ * control for "". For a listening socket, whose accepted connections
+ * inherit them all, so that they need no call of their own; set again on
+ * a socket in use, it leaves nothing of the earlier options behind.
+ * Returns 0, or the -errno of the first that failed (the others are set
+ * all the same).
+ */
+int weir_tcp_apply(int fd, const struct weir_tcp_options *t);
 
 struct weir_endpoint_options {
     uint32_t chunk_size; /* bytes per read; 0: the pool's buffer size */

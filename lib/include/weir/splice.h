@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "weir/endpoint.h"
 #include "weir/loop.h"
 #include "weir/stream_types.h"
 
@@ -51,6 +52,12 @@ struct weir_splice_options {
     /* When sock_fd is -1: connect to this address first (once). */
     const struct sockaddr *connect_addr;
     socklen_t connect_addrlen;
+    /* Set on the socket (sock_fd, or the one the stage connects). */
+    struct weir_tcp_options tcp;
+    /* A socket that takes no byte for this long fails the stage with
+     * -ETIMEDOUT, its connection reset (weir_endpoint_options's
+     * send_timeout_ns). 0: no bound. */
+    uint64_t send_timeout_ns;
 };
 
 /*

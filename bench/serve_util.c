@@ -54,9 +54,13 @@ const struct e2e_sender serve_servers[] = {
     WEIR_SERVER("weir-epoll", NO_ACCESS_LOG, "", "WEIR_ENGINE=epoll"),
     WEIR_SERVER("weir-b128", NO_ACCESS_LOG, ",backlog=128", ""),
     WEIR_SERVER("weir-b511", NO_ACCESS_LOG, ",backlog=511", ""),
-    /* The kernel's send buffers, unbounded (notsent_lowat's default is
-     * 1 MiB). */
+    /* notsent_lowat other than its default (128 KiB); 0: the kernel's
+     * send buffers, unbounded. */
     WEIR_SERVER("weir-lowat0", NO_ACCESS_LOG, ",notsent_lowat=0", ""),
+    WEIR_SERVER("weir-lowat128k", NO_ACCESS_LOG, ",notsent_lowat=128KiB", ""),
+    WEIR_SERVER("weir-lowat256k", NO_ACCESS_LOG, ",notsent_lowat=256KiB", ""),
+    WEIR_SERVER("weir-lowat512k", NO_ACCESS_LOG, ",notsent_lowat=512KiB", ""),
+    WEIR_SERVER("weir-lowat1m", NO_ACCESS_LOG, ",notsent_lowat=1MiB", ""),
     WEIR_SERVER("weir-stream-lowat0", NO_ACCESS_LOG "pool_size = 4GiB\\n",
                 ",notsent_lowat=0", "WEIR_SENDPATH=stream"),
     WEIR_SERVER("weir-b1024", NO_ACCESS_LOG, ",backlog=1024", ""),

@@ -41,7 +41,7 @@
 #define CONF_DEFAULT_BACKLOG   4096
 #define CONF_MAX_BACKLOG       65535
 /* Unsent bytes a served client's socket may queue (TCP_NOTSENT_LOWAT). */
-#define CONF_DEFAULT_NOTSENT      (1u << 20)
+#define CONF_DEFAULT_NOTSENT      (128u << 10)
 #define CONF_MAX_NOTSENT          (1ull << 30)
 #define CONF_MAX_CLIENTS          1000000
 #define CONF_MAX_NAME             64

@@ -10,6 +10,7 @@
 #include "conf/congestion.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ int congestion_check(const char *name, char *out, size_t len, char *err,
         out[0] = '\0';
         return 0;
     }
+    /* 15 characters and the NUL: the kernel's TCP_CA_NAME_MAX. */
     if (name[0] == '\0' || strlen(name) >= 16 || strlen(name) >= len) {
         snprintf(err, errlen,
                  "'%s' is not a congestion control name (1 to 15 "
@@ -60,19 +62,18 @@ int congestion_check(const char *name, char *out, size_t len, char *err,
                    (socklen_t)strlen(name)) != 0)
         rc = -errno;
     close(fd);
-    if (rc == -EPERM) {
-        read_list("tcp_allowed_congestion_control", list, sizeof(list));
-        snprintf(err, errlen,
-                 "'%s' may not be set by this user (allowed: %s; "
-                 "net.ipv4.tcp_allowed_congestion_control)",
-                 name, list);
-        return -EINVAL;
-    }
     if (rc) {
-        read_list("tcp_available_congestion_control", list, sizeof(list));
+        /* EPERM: the kernel has it, this user may not set it. */
+        bool perm = rc == -EPERM;
+
+        read_list(perm ? "tcp_allowed_congestion_control"
+                       : "tcp_available_congestion_control",
+                  list, sizeof(list));
         snprintf(err, errlen,
-                 "'%s' is not a congestion control this kernel has "
-                 "(available: %s)",
+                 perm ? "'%s' may not be set by this user (allowed: %s; "
+                        "net.ipv4.tcp_allowed_congestion_control)"
+                      : "'%s' is not a congestion control this kernel has "
+                        "(available: %s)",
                  name, list);
         return -EINVAL;
     }

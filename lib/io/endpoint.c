@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "endpoint_impl.h"
-#include "tcp_tune.h"
+#include "sock_util.h"
 
 static void ep_reap(struct weir_reap *r)
 {
@@ -113,14 +113,6 @@ void weir__ep_tcp_tune(struct weir_endpoint *ep, int fd, int family)
         weir__tcp_tune(fd, &ep->o.tcp);
 }
 
-static int64_t ep_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int io_arm(struct weir_endpoint *ep, uint64_t ns);
 
 /*
@@ -148,7 +140,7 @@ static void io_fired(struct weir_op *op, int res, uint32_t flags)
         bound = ep->o.send_timeout_ns;
     if (bound == 0)
         return; /* nothing pending: the next op arms it again */
-    idle = ep_now() - ep->io_since;
+    idle = weir__mono_ns() - ep->io_since;
     if (idle < (int64_t)bound) {
         (void)io_arm(ep, bound - (uint64_t)idle);
         return;
@@ -157,11 +149,7 @@ static void io_fired(struct weir_op *op, int res, uint32_t flags)
         ep->io_err = -ETIMEDOUT;
     /* Cut: the close resets, so what the peer has not taken stays here
      * (it is resent on a reconnect, or counted as not delivered). */
-    {
-        struct linger lg = {.l_onoff = 1, .l_linger = 0};
-
-        (void)setsockopt(ep->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    }
+    weir__sock_reset(ep->fd);
     shutdown(ep->fd, SHUT_RDWR);
 }
 
@@ -169,7 +157,7 @@ static int io_arm(struct weir_endpoint *ep, uint64_t ns)
 {
     int rc;
 
-    ep->io_deadline = ep_now() + (int64_t)ns;
+    ep->io_deadline = weir__mono_ns() + (int64_t)ns;
     ep->io_timer.op.fn = io_fired;
     rc = weir_loop_timer_start(ep->loop, &ep->io_timer, ns);
     if (rc == 0)
@@ -182,7 +170,7 @@ void weir__ep_io_started(struct weir_endpoint *ep, uint64_t bound_ns)
     if (bound_ns == 0)
         return;
     /* Every submission is a start or follows progress. */
-    ep->io_since = ep_now();
+    ep->io_since = weir__mono_ns();
     if (!ep->io_timer.op.pending)
         (void)io_arm(ep, bound_ns); /* no timer: no bound, as before */
     else if (ep->io_deadline > ep->io_since + (int64_t)bound_ns)
@@ -193,7 +181,7 @@ void weir__ep_io_started(struct weir_endpoint *ep, uint64_t bound_ns)
 int weir__ep_io_result(struct weir_endpoint *ep, int res)
 {
     if (res > 0) {
-        ep->io_since = ep_now();
+        ep->io_since = weir__mono_ns();
         return res;
     }
     if ((res < 0 || ep->is_socket) && ep->io_err) {

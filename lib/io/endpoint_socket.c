@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "endpoint_impl.h"
+#include "sock_util.h"
 
 #define REPLAY_BUF (256u * 1024u)
 
@@ -524,11 +525,7 @@ int weir__ep_socket_lost(struct weir_endpoint *ep, int err)
     /* A reset, not a close: what the old peer had not received yet must
      * not reach it later (a stalled peer that reads again), as it is
      * resent on the next connection. */
-    {
-        struct linger lg = {.l_onoff = 1, .l_linger = 0};
-
-        (void)setsockopt(ep->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    }
+    weir__sock_reset(ep->fd);
     conn_close(ep);
     ep->conn = CONN_DOWN;
     ep_event(ep, WEIR_EP_DISCONNECTED, err, ep->replay_off);
@@ -549,14 +546,6 @@ static int sock_start(struct weir_writable *ws, void *ctx)
         return WEIR_PENDING;
     }
     return rc ? rc : WEIR_PENDING;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* At a stop, how long a closing sink waits for its last acks. */
@@ -584,7 +573,7 @@ static bool wait_over(const struct weir_endpoint *ep)
      * get a short while only. */
     if (ep->stopping && bound > STOP_ACK_NS)
         bound = STOP_ACK_NS;
-    return mono_ns() - ep->wait_since >= (int64_t)bound;
+    return weir__mono_ns() - ep->wait_since >= (int64_t)bound;
 }
 
 static void resume_retry(struct weir_endpoint *ep)
@@ -612,7 +601,7 @@ int weir__ep_resume_wait(struct weir_endpoint *ep)
 {
     int rc;
 
-    ep->wait_since = mono_ns();
+    ep->wait_since = weir__mono_ns();
     rc = weir__ep_timer(ep, ACK_POLL_NS, resume_retry);
     if (rc) {
         weir__ep_drop_batch(ep);
@@ -664,7 +653,7 @@ static int sock_close(struct weir_writable *ws, void *ctx)
     weir__ep_resume_acked(ep);
     if (ep->acked_hi >= ep->stream_sent)
         return 0;
-    ep->wait_since = mono_ns();
+    ep->wait_since = weir__mono_ns();
     return weir__ep_timer(ep, ACK_POLL_NS, close_wait) == 0 ? WEIR_PENDING : 0;
 }
 

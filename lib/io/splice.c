@@ -36,10 +36,9 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "tcp_tune.h"
+#include "sock_util.h"
 #include "weir/splice.h"
 
 struct weir_splice {
@@ -183,14 +182,6 @@ static void sp_linger_timeout(struct weir_op *op, int res, uint32_t flags)
     sp_linger_settle(sp);
 }
 
-static int64_t sp_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags);
 
 static void sp_stall_arm(struct weir_splice *sp, uint64_t ns)
@@ -200,6 +191,15 @@ static void sp_stall_arm(struct weir_splice *sp, uint64_t ns)
     (void)weir_loop_timer_start(sp->loop, &sp->stall, ns);
 }
 
+/* The bound, running from now (unless it runs already). */
+static void sp_stall_start(struct weir_splice *sp)
+{
+    if (!sp->o.send_timeout_ns || sp->stall.op.pending)
+        return;
+    sp->progress_ns = weir__mono_ns();
+    sp_stall_arm(sp, sp->o.send_timeout_ns);
+}
+
 /* The socket took nothing for the whole bound: reset it (what the peer
  * has not taken is not delivered, and lingering for it would only wait
  * longer), which fails the op waiting on it; its completion finishes the
@@ -207,7 +207,6 @@ static void sp_stall_arm(struct weir_splice *sp, uint64_t ns)
 static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags)
 {
     struct weir_splice *sp = SP_OF(op, stall.op);
-    struct linger lg = {.l_onoff = 1, .l_linger = 0};
     int64_t idle;
 
     (void)flags;
@@ -221,13 +220,13 @@ static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags)
     }
     if (res == -ECANCELED)
         return;
-    idle = sp_now() - sp->progress_ns;
+    idle = weir__mono_ns() - sp->progress_ns;
     if (idle < (int64_t)sp->o.send_timeout_ns) {
         sp_stall_arm(sp, sp->o.send_timeout_ns - (uint64_t)idle);
         return;
     }
     sp->cut = -ETIMEDOUT;
-    (void)setsockopt(sp->sock_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    weir__sock_reset(sp->sock_fd);
     shutdown(sp->sock_fd, SHUT_RDWR);
 }
 
@@ -288,7 +287,7 @@ static void sp_out_done(struct weir_op *op, int res, uint32_t flags)
         sp->in_pipe -= (uint32_t)res;
         sp->sent += (uint32_t)res;
         if (sp->o.send_timeout_ns)
-            sp->progress_ns = sp_now();
+            sp->progress_ns = weir__mono_ns();
         if (sp->o.counter)
             /* Relaxed: a statistic another thread samples; it orders
              * nothing and pairs with nothing. */
@@ -371,7 +370,7 @@ static void sf_round(struct weir_splice *sp)
         sp->off += (uint64_t)k;
         sp->sent += (uint64_t)k;
         if (sp->o.send_timeout_ns)
-            sp->progress_ns = sp_now();
+            sp->progress_ns = weir__mono_ns();
         if (sp->o.counter)
             /* Relaxed: a statistic, as in sp_out_done. */
             atomic_fetch_add_explicit(sp->o.counter, (uint64_t)k,
@@ -389,10 +388,7 @@ static void sf_round(struct weir_splice *sp)
         sp_finish(sp, -errno);
         return;
     }
-    if (sp->o.send_timeout_ns && !sp->stall.op.pending) {
-        sp->progress_ns = sp_now();
-        sp_stall_arm(sp, sp->o.send_timeout_ns);
-    }
+    sp_stall_start(sp);
     sp->out_op.fn = sf_ready;
     rc = weir_loop_poll(sp->loop, &sp->out_op, sp->sock_fd, POLLOUT);
     if (rc) {
@@ -462,18 +458,6 @@ static void sp_connected(struct weir_op *op, int res, uint32_t flags)
     sp_round(sp);
 }
 
-/* The bound runs from the start: a connect that never completes counts
- * as a socket that takes nothing. sendfile on a connected socket arms it
- * at its first wait instead (sf_round). */
-static void sp_stall_start(struct weir_splice *sp)
-{
-    if (!sp->o.send_timeout_ns ||
-        (sp->o.sendfile && sp->sock_fd >= 0 && !sp->conn_op.pending))
-        return;
-    sp->progress_ns = sp_now();
-    sp_stall_arm(sp, sp->o.send_timeout_ns);
-}
-
 static void close_pipe(const int p[2])
 {
     if (p[0] >= 0) {
@@ -538,18 +522,23 @@ int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
             goto fail;
         }
         sp->sock_fd = sock_fd;
-        weir__tcp_tune(sock_fd, &o->tcp);
+        if (o->connect_addr->sa_family == AF_INET ||
+            o->connect_addr->sa_family == AF_INET6)
+            weir__tcp_tune(sock_fd, &o->tcp);
         sp->conn_op.fn = sp_connected;
         rc = weir_loop_connect(loop, &sp->conn_op, sock_fd, o->connect_addr,
                                o->connect_addrlen);
         if (rc)
             goto fail;
         sp->pending++;
+        /* A connect that never completes takes nothing either. */
         sp_stall_start(sp);
     } else {
         sp->sock_fd = sock_fd;
         weir__tcp_tune(sock_fd, &o->tcp);
-        sp_stall_start(sp);
+        /* sendfile arms it at its first wait for room (sf_round). */
+        if (!o->sendfile)
+            sp_stall_start(sp);
         sp_round(sp);
     }
     *out = sp;

@@ -52,7 +52,8 @@ struct weir_splice_options {
     /* When sock_fd is -1: connect to this address first (once). */
     const struct sockaddr *connect_addr;
     socklen_t connect_addrlen;
-    /* Set on the socket (sock_fd, or the one the stage connects). */
+    /* Set on sock_fd (then a TCP socket), or on the socket the stage
+     * connects when connect_addr is an IPv4 or IPv6 one. */
     struct weir_tcp_options tcp;
     /* A socket that takes no byte for this long fails the stage with
      * -ETIMEDOUT, its connection reset (weir_endpoint_options's

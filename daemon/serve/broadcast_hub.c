@@ -226,7 +226,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
     struct weir_tls_session *t = NULL;
     int rc;
 
-    stream_peer_options(p, &o);
+    stream_peer_options(p, c->addr, &o);
     c->cut_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
     rc = half_tls_open(h, c->addr, c->fd, &t);
     if (rc == 0)

@@ -65,9 +65,7 @@ static int make_source(struct half *h)
     struct stat st;
     int rc;
 
-    stream_peer_options(p, &o);
-    if (addr_kind_listens(p->source->kind))
-        o.tcp = (struct weir_tcp_options){0}; /* the listener's (above) */
+    stream_peer_options(p, p->source, &o);
     if (o.follow && p->source->kind == ADDR_FILE) {
         o.follow_path = p->source->path;
         o.on_event = source_event;
@@ -115,9 +113,9 @@ static bool try_splice(struct half *h)
     };
     int sock = -1, rc;
 
-    /* A served client has its listener's options (listener.c); a unix
-     * socket has none. */
-    if (sink->kind == ADDR_TCP)
+    /* A served client has its listener's options (as stream_peer_options
+     * says); the stage sets them on a connection of its own. */
+    if (!addr_kind_listens(sink->kind))
         stream_tcp_options(s->sp->p, &o.tcp);
 
     if (s->sp->client_sink) {

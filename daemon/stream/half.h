@@ -137,8 +137,11 @@ void half_sinks_build(struct half *h, struct weir_readable *rs);
 enum weir_tee_policy stream_tee_policy(enum on_full f);
 /* The pipeline's peer settings (keepalive, TCP_USER_TIMEOUT, the
  * congestion control, the send bound) into the options of an endpoint on
- * a connection. */
+ * a connection of address a. A connection a listener accepted (a
+ * listens) has its listener's TCP options already (serve/listener.c), so
+ * it is given none: a client costs no setsockopt. */
 void stream_peer_options(const struct weir_pipeline *p,
+                         const struct weir_address *a,
                          struct weir_endpoint_options *o);
 
 /* xforms.c. The pipeline's transforms on this half, fed by rs: the

@@ -93,7 +93,9 @@ void relay_start(struct half *h)
     };
     int fd, rc;
 
-    stream_peer_options(p, &o);
+    /* The source listens, so no TCP options: both fds are dups of
+     * connections tuned already (the upstream by its sink). */
+    stream_peer_options(p, p->source, &o);
     if (h->rfd_up < 0 || h->rfd_cli < 0) {
         rc = -EMFILE;
         goto fail;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf/address.h"
 #include "stream/stream.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -127,9 +128,11 @@ void stream_tcp_options(const struct weir_pipeline *p,
 }
 
 void stream_peer_options(const struct weir_pipeline *p,
+                         const struct weir_address *a,
                          struct weir_endpoint_options *o)
 {
-    stream_tcp_options(p, &o->tcp);
+    if (!addr_kind_listens(a->kind))
+        stream_tcp_options(p, &o->tcp);
     o->send_timeout_ns = p->send_timeout_ms * 1000 * 1000;
 }
 
@@ -147,10 +150,8 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
     struct weir_tls_session *t;
     int fd, rc;
 
-    stream_peer_options(p, &o);
+    stream_peer_options(p, a, &o);
     if (s->sp->client_sink) {
-        /* It inherited its listener's TCP options (serve/listener.c). */
-        o.tcp = (struct weir_tcp_options){0};
         fd = s->sink_fd;
         s->sink_fd = -1;
         o.linger_ns = STREAM_LINGER_NS;

@@ -163,6 +163,10 @@ static int opt_backlog(struct weir_address *a, const char *v, char *err,
 static int opt_notsent_lowat(struct weir_address *a, const char *v, char *err,
                              size_t errlen)
 {
+    if (strcmp(v, "auto") == 0) {
+        a->notsent_lowat = CONF_NOTSENT_AUTO;
+        return 0;
+    }
     return value_size(v, 0, CONF_MAX_NOTSENT, &a->notsent_lowat, err, errlen);
 }
 
@@ -780,7 +784,7 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     a->role = role;
     a->loc = *loc;
     a->backlog = CONF_DEFAULT_BACKLOG;
-    a->notsent_lowat = CONF_DEFAULT_NOTSENT;
+    a->notsent_lowat = CONF_NOTSENT_AUTO;
     a->verify = true;
     a->handshake_timeout_ms = CONF_DEFAULT_HANDSHAKE_MS;
     a->text = strdup(text);

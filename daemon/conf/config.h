@@ -40,8 +40,12 @@
 #define CONF_MAX_DRAIN_MS      (3600 * 1000)
 #define CONF_DEFAULT_BACKLOG   4096
 #define CONF_MAX_BACKLOG       65535
-/* Unsent bytes a served client's socket may queue (TCP_NOTSENT_LOWAT). */
-#define CONF_DEFAULT_NOTSENT      (128u << 10)
+/* Unsent bytes a served client's socket may queue (TCP_NOTSENT_LOWAT):
+ * by default chosen from the congestion control of the listening socket
+ * (listener.c), 128 KiB under bbr and 1 MiB under the others. */
+#define CONF_NOTSENT_AUTO         UINT64_MAX
+#define CONF_NOTSENT_PACED        (128u << 10)
+#define CONF_NOTSENT_UNPACED      (1u << 20)
 #define CONF_MAX_NOTSENT          (1ull << 30)
 #define CONF_MAX_CLIENTS          1000000
 #define CONF_MAX_NAME             64
@@ -129,7 +133,8 @@ struct weir_address {
     uint64_t high_water_mark; /* sinks; 0 until resolved */
     unsigned max_clients;     /* listen kinds; 0 = no limit */
     unsigned backlog;         /* listen kinds */
-    uint64_t notsent_lowat;   /* tcp-listen; 0: the kernel's (no bound) */
+    uint64_t notsent_lowat;   /* tcp-listen; 0: the kernel's (no bound);
+                               * CONF_NOTSENT_AUTO: by congestion control */
     /* tls: and tls-listen: are tcp and tcp-listen with tls set. */
     bool tls;
     char *cert, *key, *ca, *sni, *alpn, *ciphers; /* NULL: not given */

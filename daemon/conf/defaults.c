@@ -72,7 +72,10 @@ int config_print_defaults(FILE *f)
                 file->append_set ? (file->append ? "yes" : "no") : "yes");
         fprintf(f, "on_full=%s\n", on_full_name(listen->on_full));
         fprintf(f, "backlog=%u\n", listen->backlog);
-        fprintf(f, "notsent_lowat=%" PRIu64 "\n", listen->notsent_lowat);
+        if (listen->notsent_lowat == CONF_NOTSENT_AUTO)
+            fprintf(f, "notsent_lowat=auto\n");
+        else
+            fprintf(f, "notsent_lowat=%" PRIu64 "\n", listen->notsent_lowat);
         if (listen->max_clients == 0)
             fprintf(f, "max_clients=none\n");
         else

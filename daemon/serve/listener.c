@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "conf/sockaddr.h"
+#include "conf/value.h"
 #include "sys/clock.h"
 #include "sys/log.h"
 
@@ -44,13 +45,22 @@ static void log_listening(const struct listener *l)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    char name[128];
+    char name[128], lowat[32];
 
     if (getsockname(l->fd, (struct sockaddr *)&ss, &len) != 0)
         return;
     sockaddr_format((struct sockaddr *)&ss, len, name, sizeof(name));
-    log_info("pipeline %s: listening on %s%s", l->name, name,
-             l->systemd ? " (from systemd)" : "");
+    if (l->addr->kind != ADDR_TCP_LISTEN) {
+        log_info("pipeline %s: listening on %s%s", l->name, name,
+                 l->systemd ? " (from systemd)" : "");
+        return;
+    }
+    if (l->notsent_lowat == 0)
+        strcpy(lowat, "none");
+    else
+        value_size_format(l->notsent_lowat, lowat, sizeof(lowat));
+    log_info("pipeline %s: listening on %s%s (%s, notsent_lowat %s)", l->name,
+             name, l->systemd ? " (from systemd)" : "", l->congestion, lowat);
 }
 
 static int bind_socket(struct listener *l)
@@ -84,6 +94,24 @@ static int bind_socket(struct listener *l)
 }
 
 /*
+ * notsent_lowat=auto: the bound by the congestion control the accepted
+ * connections will have, which is the listening socket's (its own, or the
+ * system's default). A pacing control (bbr) sends at its own rate, not as
+ * fast as the window allows, so unsent bytes wait longer in each socket:
+ * with a thousand readers at 1 MiB they passed tcp_mem's pressure mark and
+ * the kernel dropped and resent (6-7 GB/s against 18-22 at 128 KiB). Under
+ * a control that sends what the window allows they drain at once, and a
+ * larger bound saves sendfile rounds: 1 MiB served 1,000 clients of a
+ * 1 MiB file 1.07-1.48x nginx where 128 KiB made 0.88-1.14x
+ * (bench/results/serve.md).
+ */
+static int auto_lowat(const char *cc)
+{
+    return strncmp(cc, "bbr", 3) == 0 ? CONF_NOTSENT_PACED
+                                      : CONF_NOTSENT_UNPACED;
+}
+
+/*
  * The options of every connection the socket accepts, set once on the
  * socket: accepted connections inherit its keepalive, TCP_USER_TIMEOUT,
  * congestion control and TCP_NOTSENT_LOWAT, so a client costs no call of
@@ -98,17 +126,28 @@ static int bind_socket(struct listener *l)
  * every socket of the machine is throttled, the healthy ones too
  * (bench/results/robustness.md, `weir-bench hostile`).
  */
-static void tune_socket(const struct listener *l)
+static void tune_socket(struct listener *l)
 {
-    int lowat = (int)l->addr->notsent_lowat, rc;
+    socklen_t len;
+    int lowat, rc;
 
     if (l->addr->kind != ADDR_TCP_LISTEN)
         return;
+    /* The congestion control first, then read back: the system's when
+     * the config names none. */
     rc = weir_tcp_apply(l->fd, &l->tcp);
+    len = sizeof(l->congestion) - 1;
+    memset(l->congestion, 0, sizeof(l->congestion));
+    if (getsockopt(l->fd, IPPROTO_TCP, TCP_CONGESTION, l->congestion, &len))
+        strcpy(l->congestion, "unknown");
+    lowat = l->addr->notsent_lowat == CONF_NOTSENT_AUTO
+                ? auto_lowat(l->congestion)
+                : (int)l->addr->notsent_lowat;
     if (setsockopt(l->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat,
                    sizeof(lowat)) != 0 &&
         rc == 0)
         rc = -errno;
+    l->notsent_lowat = (unsigned)lowat;
     /* Best effort: a kernel without one of them still serves. */
     if (rc)
         log_warnx("pipeline %s: %s: cannot set every TCP option of its "

@@ -44,6 +44,10 @@ struct listener {
     /* Set on a TCP listening socket, and so on every connection it
      * accepts, which inherits them (with addr's notsent_lowat). */
     struct weir_tcp_options tcp;
+    /* What they got: the congestion control read back, and the
+     * notsent_lowat set (the config's, or chosen by that control). */
+    char congestion[16];
+    unsigned notsent_lowat;
     struct weir_op op;
     struct sockaddr_storage peer;
     socklen_t peerlen;

@@ -827,7 +827,7 @@ static void test_dump_defaults(void **state)
     assert_non_null(strstr(r->out, "\nchunk_size=262144\n"));
     assert_non_null(strstr(r->out, "\nhigh_water_mark=1048576\n"));
     assert_non_null(strstr(r->out, "\nbacklog=4096\n"));
-    assert_non_null(strstr(r->out, "\nnotsent_lowat=131072\n"));
+    assert_non_null(strstr(r->out, "\nnotsent_lowat=auto\n"));
     assert_non_null(strstr(r->out, "\ndrain_timeout=5000ms\n"));
     assert_int_equal(strncmp(r->out, "workers=auto\n", 13), 0);
     free(r);

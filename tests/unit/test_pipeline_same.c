@@ -49,7 +49,7 @@ static void test_written_differently(void **state)
     assert_true(same_as_base("; moved down\n\n[pipeline p]\n"
                              "source=file:/etc/passwd\n"
                              "sink = tcp-listen:127.0.0.1:7000,backlog=4096,"
-                             "notsent_lowat=128KiB\n"
+                             "notsent_lowat=auto\n"
                              "sink = file:/tmp/weir-same-copy\n"
                              "high_water_mark = 1024KiB\n"
                              "chunk_size = 262144\n"));

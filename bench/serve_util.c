@@ -54,8 +54,8 @@ const struct e2e_sender serve_servers[] = {
     WEIR_SERVER("weir-epoll", NO_ACCESS_LOG, "", "WEIR_ENGINE=epoll"),
     WEIR_SERVER("weir-b128", NO_ACCESS_LOG, ",backlog=128", ""),
     WEIR_SERVER("weir-b511", NO_ACCESS_LOG, ",backlog=511", ""),
-    /* notsent_lowat other than its default (128 KiB); 0: the kernel's
-     * send buffers, unbounded. */
+    /* notsent_lowat other than its default (auto: 128 KiB under bbr,
+     * 1 MiB otherwise); 0: the kernel's send buffers, unbounded. */
     WEIR_SERVER("weir-lowat0", NO_ACCESS_LOG, ",notsent_lowat=0", ""),
     WEIR_SERVER("weir-lowat128k", NO_ACCESS_LOG, ",notsent_lowat=128KiB", ""),
     WEIR_SERVER("weir-lowat256k", NO_ACCESS_LOG, ",notsent_lowat=256KiB", ""),
@@ -307,7 +307,8 @@ int serve_setup(struct e2e_env *env, uint64_t size, char *path, size_t len)
     return e2e_make_file(path, size);
 }
 
-#define CC_PATH "/proc/sys/net/ipv4/tcp_congestion_control"
+#define CC_PATH      "/proc/sys/net/ipv4/tcp_congestion_control"
+#define ALLOWED_PATH "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -345,12 +346,46 @@ static int own_netns(void)
     return rc;
 }
 
+/*
+ * A namespace other than the first may only default to a congestion
+ * control in net.ipv4.tcp_allowed_congestion_control (the kernel's
+ * "non-restricted" ones; EPERM otherwise). That list is the machine's,
+ * shared by every namespace: cc is added to it, before the namespace is
+ * made, and the bench says so.
+ */
+static int allow_congestion(const char *cc)
+{
+    char list[256] = "", want[300], *tok, *save, copy[256];
+    FILE *f;
+
+    if (read_line(ALLOWED_PATH, list, sizeof(list)) != 0)
+        return -1;
+    memcpy(copy, list, sizeof(copy));
+    for (tok = strtok_r(copy, " ", &save); tok;
+         tok = strtok_r(NULL, " ", &save))
+        if (strcmp(tok, cc) == 0)
+            return 0;
+    snprintf(want, sizeof(want), "%s %s", list, cc);
+    f = fopen(ALLOWED_PATH, "w");
+    if (!f || fprintf(f, "%s\n", want) < 0 || fclose(f) != 0)
+        return -1;
+    printf("serve: added %s to the machine's "
+           "net.ipv4.tcp_allowed_congestion_control (was: %s)\n",
+           cc, list);
+    return 0;
+}
+
 int serve_congestion(const char *cc)
 {
     char now[64] = "?";
     FILE *f;
 
     if (cc) {
+        if (allow_congestion(cc) != 0) {
+            fprintf(stderr, "serve: cannot allow congestion control %s: %s\n",
+                    cc, strerror(errno));
+            return -1;
+        }
         if (own_netns() != 0) {
             fprintf(stderr,
                     "serve: cc=%s needs a network namespace of its own, "

@@ -32,10 +32,16 @@ static void test_accepts_pause_when_fds_run_out(void **state)
     (void)state;
     h_path(file, sizeof(file), "served.bin");
     h_make_file(file, FILE_SIZE, 7, hex);
+    /* The holders are read one after another, so the last of those
+     * accepted first waits with a closed window for as long as the others
+     * take (20 s and more under TSan): no timeout may end it meanwhile
+     * (TCP_USER_TIMEOUT aborts a window closed past it). */
     h_start_conf(&w, "pressure", H_CONF_VERBOSE | H_CONF_FRESH_LOG,
                  "[pipeline files]\n"
                  "source = file:%s\n"
-                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 "sink = tcp-listen:127.0.0.1:%u\n"
+                 "tcp_user_timeout = 0\n"
+                 "send_timeout = 0\n",
                  file, port);
     h_expect_log(&w, "listening on", WAIT);
 

@@ -98,12 +98,10 @@ static int bind_socket(struct listener *l)
  * connections will have, which is the listening socket's (its own, or the
  * system's default). A pacing control (bbr) sends at its own rate, not as
  * fast as the window allows, so unsent bytes wait longer in each socket:
- * with a thousand readers at 1 MiB they passed tcp_mem's pressure mark and
- * the kernel dropped and resent (6-7 GB/s against 18-22 at 128 KiB). Under
- * a control that sends what the window allows they drain at once, and a
- * larger bound saves sendfile rounds: 1 MiB served 1,000 clients of a
- * 1 MiB file 1.07-1.48x nginx where 128 KiB made 0.88-1.14x
- * (bench/results/serve.md).
+ * a thousand readers at 1 MiB pushed the machine past tcp_mem's pressure
+ * mark, and the kernel dropped and resent. Under a control that sends what
+ * the window allows the queues drain at once, and the larger bound saves
+ * sendfile rounds (bench/results/serve.md has both).
  */
 static int auto_lowat(const char *cc)
 {

@@ -42,10 +42,10 @@ struct listener {
     void *owner;
     int fd;
     /* Set on a TCP listening socket, and so on every connection it
-     * accepts, which inherits them (with addr's notsent_lowat). */
+     * accepts, which inherits them (with notsent_lowat below). */
     struct weir_tcp_options tcp;
     /* What they got: the congestion control read back, and the
-     * notsent_lowat set (the config's, or chosen by that control). */
+     * notsent_lowat set (addr's, or chosen by that control). */
     char congestion[16];
     unsigned notsent_lowat;
     struct weir_op op;

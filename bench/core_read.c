@@ -108,16 +108,15 @@ struct buffered {
 
 static int buf_fill(struct weir_readable *rs, struct buffered *b, uint32_t k)
 {
-    for (uint32_t i = 0; i < k; i++) {
+    bool last = (b->enqueued += k) >= READ_N;
+
+    for (; k > 0; k--) {
         int rc = weir_readable_enqueue(rs, one_chunk);
 
         if (rc)
             return rc;
     }
-    b->enqueued += k;
-    if (b->enqueued >= READ_N)
-        return weir_readable_close(rs);
-    return 0;
+    return last ? weir_readable_close(rs) : 0;
 }
 
 static int buf_start(struct weir_readable *rs, void *ctx)

@@ -120,12 +120,14 @@ async function readBuffered(n, size) {
   let enqueued = 0;
   const rs = new ReadableStream({
     start(controller) {
-      for (let i = 0; i < size; i++, enqueued++)
+      enqueued += size;
+      for (let i = 0; i < size; i++)
         controller.enqueue('a');
     },
     pull(controller) {
       const k = Math.min(size, n - enqueued);
-      for (let i = 0; i < k; i++, enqueued++)
+      enqueued += k;
+      for (let i = 0; i < k; i++)
         controller.enqueue('a');
       if (enqueued >= n)
         controller.close();

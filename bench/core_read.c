@@ -101,7 +101,8 @@ static uint64_t read_byob(void *arg)
 
 /* readable-read-buffered: hwm B; start enqueues B chunks, each pull
  * enqueues up to B more, the source closes after n. The loops are the
- * Node peer's: the count for a pull is worked out once, before it. */
+ * Node peer's: the count for a pull is worked out and added once, before
+ * its enqueues. */
 struct buffered {
     uint32_t size, enqueued;
 };

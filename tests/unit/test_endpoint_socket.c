@@ -346,16 +346,21 @@ static void test_cut_during_lookup(void **state)
 
 /* A port bound but not listening refuses; the sink backs off and retries
  * until it is cut. */
-/* A sink reconnecting to a port bound but not listening, until `fails`
- * connects were refused; then task t, and the stream ends with want. */
-static void refused_until(int fails, struct weir_task *t, int want)
+/* A sink reconnecting to a port bound but not listening, backing off
+ * from `backoff_ns` (doubling up to four times that) after each refusal,
+ * until `fails` connects were refused; then task t, and the stream ends
+ * with want. */
+static void refused_until(int fails, uint64_t backoff_ns, struct weir_task *t,
+                          int want)
 {
     struct sockaddr_in sa;
     int hold = tcp_socket(false, &sa);
 
     run_begin(4096);
     set_addr(&sa);
-    fast_backoff();
+    r.so.reconnect = true;
+    r.so.backoff_min_ns = backoff_ns;
+    r.so.backoff_max_ns = 4 * backoff_ns;
     run_go();
     wait_for(WEIR_EP_CONNECT_FAIL, fails);
     weir_workers_post(r.w, 0, t);
@@ -367,7 +372,7 @@ static void refused_until(int fails, struct weir_task *t, int want)
 static void test_refused_retry_cut(void **state)
 {
     (void)state;
-    refused_until(3, &r.cut, -ECANCELED);
+    refused_until(3, 1000 * 1000, &r.cut, -ECANCELED);
 }
 
 /* Without reconnect a refused connect fails the stream. */
@@ -837,11 +842,13 @@ static void test_resume_member_over_bound(void **state)
 }
 
 /* Stopped while backing off from a refused port: no more retries, and
- * the write it holds fails with -ENOTCONN. */
+ * the write it holds fails with -ENOTCONN. The backoff is long, so that
+ * the stop cannot land during the next connect instead (which ends the
+ * stream with that connect's own refusal). */
 static void test_stop_in_backoff(void **state)
 {
     (void)state;
-    refused_until(2, &r.stop, -ENOTCONN);
+    refused_until(1, 10ull * 1000 * 1000 * 1000, &r.stop, -ENOTCONN);
 }
 
 /* A listener whose backlog is full never answers the sink's SYN: the

@@ -23,6 +23,15 @@ static void count_alloc(size_t size)
     atomic_fetch_add_explicit(&n_bytes, size, memory_order_relaxed);
 }
 
+void *weir_core_alloc(size_t size)
+{
+    void *p = malloc(size);
+
+    if (p)
+        count_alloc(size);
+    return p;
+}
+
 void *weir_core_zalloc(size_t size)
 {
     void *p = calloc(1, size);

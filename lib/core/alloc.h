@@ -8,6 +8,9 @@
 
 #include <stddef.h>
 
+/* Uninitialised, for storage whose every byte is written before it is
+ * read (queue slots). */
+void *weir_core_alloc(size_t size);
 void *weir_core_zalloc(size_t size);
 void *weir_core_realloc(void *p, size_t size);
 void weir_core_free(void *p);

@@ -22,7 +22,12 @@ int weir_q_grow(struct weir_q *q, size_t esz, uint32_t first)
         while ((cap < first || cap <= q->cap) && cap < (UINT32_C(1) << 16))
             cap <<= 1;
     }
-    slots = weir_core_zalloc((size_t)cap * esz);
+    /* Not zeroed: every entry is written whole before it is read. A
+     * zeroed allocation costs more than the memset it seems to be: for a
+     * large block jemalloc gives recycled pages back to the kernel to get
+     * zeroes, so a stream whose queue grows past a few pages faults them
+     * all in again each time (see bench/results/core-speed.md). */
+    slots = weir_core_alloc((size_t)cap * esz);
     if (!slots)
         return -ENOMEM;
     /* Unwrap the live entries to the start of the new storage, so the

@@ -336,7 +336,7 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
 }
 
 /* The out-of-line halves of the inline fast paths in weir/readable.h. */
-/* The rest of a pull that weir_readable_pull_now_ started inline (and
+/* The rest of a pull that weir_readable_pull_inline_ started (and
  * held the stream for): rc is that pull's result. */
 void weir_readable_pulled_(struct weir_readable *rs, int rc)
 {
@@ -359,6 +359,13 @@ void weir_readable_pulled_0_(struct weir_readable *rs)
 {
     rs->pull_word_ += RS_PULL_RUNNING;
     weir_readable_pulled_(rs, 0);
+}
+
+/* The pull an inline enqueue asks for when no pull is running (a source
+ * that pushes outside its pull, below the mark). */
+void weir_readable_enqueue_pull_(struct weir_readable *rs)
+{
+    weir_readable_pull_inline_(rs);
 }
 
 int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
@@ -709,7 +716,7 @@ int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
 
 /*
  * A BYOB read handed straight to the source: the request is the
- * synchronous one, and the pull runs here as weir_readable_pull_now_
+ * synchronous one, and the pull runs here as weir_readable_pull_inline_
  * runs it, so a source that responds at once costs one call. Anything
  * else (pending, pull-again, short of min, an error) continues as the
  * general path does.

@@ -337,9 +337,45 @@ void weir_readable_pulled_(struct weir_readable *rs, int rc);
 void weir_readable_pulled_0_(struct weir_readable *rs);
 int weir_readable_enqueue_slow_(struct weir_readable *rs, struct weir_buf *buf,
                                 uint8_t *data, uint32_t len);
+void weir_readable_enqueue_pull_(struct weir_readable *rs);
 int weir_reader_read_empty_(struct weir_readable *rs, struct weir_chunk *out,
                             weir_read_cb cb, void *ctx);
 void weir_readable_read_below_(struct weir_readable *rs);
+
+/*
+ * The inline fast paths below reach their out-of-line halves through
+ * these cold wrappers. A call marked cold puts its path out of the way,
+ * and lets GCC keep the caller's values in call-clobbered registers,
+ * saved around the rare call, rather than in callee-saved ones that a
+ * caller's function saves and restores on every entry (a source whose
+ * pull loops over enqueues pays that once per pull). The halves
+ * themselves stay ordinary functions: for some callers they are the
+ * common path.
+ */
+static inline __attribute__((cold)) void
+weir_readable_pulled_cold_(struct weir_readable *rs, int rc)
+{
+    weir_readable_pulled_(rs, rc);
+}
+
+static inline __attribute__((cold)) void
+weir_readable_pulled_0_cold_(struct weir_readable *rs)
+{
+    weir_readable_pulled_0_(rs);
+}
+
+static inline __attribute__((cold)) int
+weir_readable_enqueue_slow_cold_(struct weir_readable *rs, struct weir_buf *buf,
+                                 uint8_t *data, uint32_t len)
+{
+    return weir_readable_enqueue_slow_(rs, buf, data, len);
+}
+
+static inline __attribute__((cold)) void
+weir_readable_enqueue_pull_cold_(struct weir_readable *rs)
+{
+    weir_readable_enqueue_pull_(rs);
+}
 
 /* The queue's total weight. */
 static inline size_t weir_readable_size_(const struct weir_readable *rs)
@@ -416,21 +452,9 @@ static inline void weir_readable_pull_inline_(struct weir_readable *rs)
      * exactly when nothing changed; otherwise weir_readable_pulled_0_
      * adds it back. */
     if (rc != 0)
-        weir_readable_pulled_(rs, rc);
+        weir_readable_pulled_cold_(rs, rc);
     else if ((rs->pull_word_ -= running) != 0)
-        weir_readable_pulled_0_(rs);
-}
-
-/* The source should be asked (can_pull, and the queue below its mark, as
- * weir_readable_below_ found): pull, or ask the running pull to pull
- * again (the spec's CallPullIfNeeded, for the case where no read
- * waits). */
-static inline void weir_readable_pull_now_(struct weir_readable *rs)
-{
-    if (rs->pull_flags == 0)
-        weir_readable_pull_inline_(rs);
-    else
-        rs->pull_again = true;
+        weir_readable_pulled_0_cold_(rs);
 }
 
 /*
@@ -459,14 +483,22 @@ static inline int weir_readable_enqueue(struct weir_readable *rs,
         slot->buf = chunk.buf;
         slot->data = chunk.data;
         slot->len = chunk.len;
-        /* Not closing and readable, so pull_below is hwm or 0. */
+        /* Not closing and readable, so pull_below is hwm or 0. Below
+         * the mark the source should be asked (the spec's
+         * CallPullIfNeeded with no read waiting): inside a pull, that
+         * is the pull-again flag; otherwise a pull, out of line. */
         if ((int64_t)n < rs->enq_below &&
             (!rs->weigh_bytes ||
-             (rs->queued_bytes += chunk.len) < rs->pull_below))
-            weir_readable_pull_now_(rs);
+             (rs->queued_bytes += chunk.len) < rs->pull_below)) {
+            if (rs->pull_flags != 0)
+                rs->pull_again = true;
+            else
+                weir_readable_enqueue_pull_cold_(rs);
+        }
         return 0;
     }
-    return weir_readable_enqueue_slow_(rs, chunk.buf, chunk.data, chunk.len);
+    return weir_readable_enqueue_slow_cold_(rs, chunk.buf, chunk.data,
+                                            chunk.len);
 }
 
 /* weir_reader_read's body; `whole` copies the chunk as one block, for a

@@ -61,6 +61,18 @@
 #else
 #define RSS_SLACK_MIB 192u
 #endif
+/* The coverage build's daemon runs slower, so more of the 200 device
+ * clients hold their chunks at the same moment: its peaks measured
+ * 184-235 MB against 95-113 MB for the plain build on the same machine,
+ * at this commit and before it. That build (WEIR_COVERAGE=true, set by
+ * meson) gets twice the bound. */
+static long rss_slack_kib(void)
+{
+    const char *cov = getenv("WEIR_COVERAGE");
+
+    return (cov && strcmp(cov, "true") == 0 ? 2L : 1L) * RSS_SLACK_MIB * 1024L;
+}
+
 /* CPU seconds the idle daemon may use while the test looks for it. */
 #define IDLE_CPU 0.3
 
@@ -189,8 +201,8 @@ static void figures_end(struct figures *f, const struct h_weir *w,
            name, f->rss_before, f->rss_peak, f->rss_after, f->idle_cpu);
     assert_true(c0 >= 0 && c1 >= 0);
     assert_true(f->idle_cpu < IDLE_CPU);
-    assert_true(f->rss_peak < f->rss_before + RSS_SLACK_MIB * 1024L);
-    assert_true(f->rss_after < f->rss_before + RSS_SLACK_MIB * 1024L);
+    assert_true(f->rss_peak < f->rss_before + rss_slack_kib());
+    assert_true(f->rss_after < f->rss_before + rss_slack_kib());
     h_expect_clean(w);
 }
 

@@ -62,10 +62,9 @@
 #define RSS_SLACK_MIB 192u
 #endif
 /* The coverage build's daemon runs slower, so more of the 200 device
- * clients hold their chunks at the same moment: its peaks measured
- * 184-235 MB against 95-113 MB for the plain build on the same machine,
- * at this commit and before it. That build (WEIR_COVERAGE=true, set by
- * meson) gets twice the bound. */
+ * clients hold their chunks at the same moment (its peaks run about twice
+ * the plain build's); that build (WEIR_COVERAGE=true, set by meson) gets
+ * twice the bound. */
 static long rss_slack_kib(void)
 {
     const char *cov = getenv("WEIR_COVERAGE");

@@ -106,7 +106,7 @@ static bool try_splice(struct half *h)
     struct stream *s = h->s;
     struct pipe_ctx *pc = stream_pipe_ctx(s, 0);
     const struct weir_address *sink = s->sp->p->sinks[0];
-    struct weir_splice_options o = {
+    struct weir_file_send_options o = {
         .length = UINT64_MAX,
         .counter = &s->bytes_out,
         .send_timeout_ns = s->sp->p->send_timeout_ms * 1000 * 1000,
@@ -131,8 +131,8 @@ static bool try_splice(struct half *h)
     pc->h = h;
     pc->idx = 0;
     half_hold(h);
-    rc = weir_splice_start(&h->splice, h->loop, s->src_fd, sock, &o,
-                           splice_done, pc);
+    rc = weir_file_send_start(&h->splice, h->loop, s->src_fd, sock, &o,
+                              splice_done, pc);
     if (rc == 0) {
         /* Kept fds stay the stream's: a shared file's, or its own. */
         if (!o.keep_fds)
@@ -197,7 +197,7 @@ static void build_source_side(struct half *h)
     } else if (s->sp->tail) {
         s->sp->tail->build(h, rs);
     } else if (s->split) {
-        rc = weir_chan_tx_open(h->tx, &ws);
+        rc = weir_channel_tx_open(h->tx, &ws);
         if (rc)
             s->src_rc = rc;
         else
@@ -218,7 +218,7 @@ void half_build(struct half *h)
     if (h == &s->h[0]) {
         build_source_side(h);
     } else {
-        rc = weir_chan_rx_open(h->rx, &rs);
+        rc = weir_channel_rx_open(h->rx, &rs);
         if (rc) {
             s->sink_rc[0] = rc;
         } else {

@@ -50,8 +50,8 @@ void half_teardown(struct half *h)
         weir_tee_destroy(h->tee);
     }
     if (h->splice) {
-        s->sink_bytes[0] = weir_splice_bytes(h->splice);
-        weir_splice_destroy(h->splice);
+        s->sink_bytes[0] = weir_file_send_bytes(h->splice);
+        weir_file_send_destroy(h->splice);
         h->splice = NULL;
     }
     for (unsigned i = 0; h->sinks && i < s->sp->nsinks; i++) {
@@ -68,9 +68,9 @@ void half_teardown(struct half *h)
     if (h->src)
         weir_endpoint_destroy(h->src);
     if (h->tx)
-        weir_chan_tx_destroy(h->tx);
+        weir_channel_tx_destroy(h->tx);
     if (h->rx)
-        weir_chan_rx_destroy(h->rx);
+        weir_channel_rx_destroy(h->rx);
     h->tee = NULL;
     h->src = NULL;
     h->tx = NULL;

@@ -19,7 +19,7 @@
 #include "weir/endpoint.h"
 #include "weir/loop.h"
 #include "weir/pipe.h"
-#include "weir/splice.h"
+#include "weir/file_send.h"
 #include "weir/tee.h"
 #include "weir/xform.h"
 
@@ -50,10 +50,10 @@ struct half {
     struct weir_task stop;
     struct weir_task cut, cut_ack; /* stream_cut, and its answer */
     struct weir_endpoint *src;     /* the source half only */
-    struct weir_chan_tx *tx;       /* the source half of a split stream */
-    struct weir_chan_rx *rx;       /* the sink half of a split stream */
+    struct weir_channel_tx *tx;    /* the source half of a split stream */
+    struct weir_channel_rx *rx;    /* the sink half of a split stream */
     struct weir_tee *tee;          /* several sinks */
-    struct weir_splice *splice;    /* the zero-copy stage instead */
+    struct weir_file_send *splice; /* the zero-copy stage instead */
     struct weir_endpoint **sinks;  /* the sink half (or the whole stream) */
     struct weir_xform **xf;        /* the transform stages, when here */
     unsigned nxf;

@@ -349,8 +349,8 @@ void stream_start(struct stream *s, int worker)
         return;
     }
     if (s->split) {
-        rc = weir_chan_pair(&s->h[0].tx, &s->h[1].rx, s->h[0].loop,
-                            s->h[1].loop, s->sp->p->high_water_mark);
+        rc = weir_channel_pair(&s->h[0].tx, &s->h[1].rx, s->h[0].loop,
+                               s->h[1].loop, s->sp->p->high_water_mark);
         if (rc) {
             s->split = false;
             /* Relaxed: before the post below, which publishes it. */

@@ -22,7 +22,7 @@
 #define RX_BATCH 32u
 #define RX_HWM   (128u * 1024u)
 
-struct weir_chan_tx {
+struct weir_channel_tx {
     struct weir_channel *ch;
     struct weir_loop *loop;
     struct weir_writable *ws;
@@ -33,7 +33,7 @@ struct weir_chan_tx {
     bool destroyed;
 };
 
-struct weir_chan_rx {
+struct weir_channel_rx {
     struct weir_channel *ch;
     struct weir_loop *loop;
     struct weir_readable *rs;
@@ -44,7 +44,7 @@ struct weir_chan_rx {
 
 /* ---- producer ---- */
 
-static void tx_drop_held(struct weir_chan_tx *tx)
+static void tx_drop_held(struct weir_channel_tx *tx)
 {
     unsigned slot = weir_loop_slot(tx->loop);
 
@@ -55,7 +55,7 @@ static void tx_drop_held(struct weir_chan_tx *tx)
 
 /* Pushes what is held. 0: all in and credit left; WEIR_PENDING: wait for
  * on_writable; -ECANCELED. */
-static int tx_flush(struct weir_chan_tx *tx)
+static int tx_flush(struct weir_channel_tx *tx)
 {
     while (tx->held_at < tx->nheld) {
         int n = weir_channel_push(tx->ch, tx->held + tx->held_at,
@@ -87,7 +87,7 @@ static int tx_flush(struct weir_chan_tx *tx)
 static int tx_writev(struct weir_writable *ws, void *ctx,
                      const struct weir_chunk *c, unsigned n)
 {
-    struct weir_chan_tx *tx = ctx;
+    struct weir_channel_tx *tx = ctx;
     int rc;
 
     (void)ws;
@@ -107,7 +107,7 @@ static int tx_write(struct weir_writable *ws, void *ctx, struct weir_chunk c)
 
 static int tx_close(struct weir_writable *ws, void *ctx)
 {
-    struct weir_chan_tx *tx = ctx;
+    struct weir_channel_tx *tx = ctx;
 
     (void)ws;
     tx->closed = true;
@@ -117,7 +117,7 @@ static int tx_close(struct weir_writable *ws, void *ctx)
 
 static int tx_abort(struct weir_writable *ws, void *ctx, int reason)
 {
-    struct weir_chan_tx *tx = ctx;
+    struct weir_channel_tx *tx = ctx;
 
     (void)ws;
     tx_drop_held(tx);
@@ -130,7 +130,7 @@ static int tx_abort(struct weir_writable *ws, void *ctx, int reason)
 
 static void tx_on_writable(struct weir_channel *ch, void *arg)
 {
-    struct weir_chan_tx *tx = arg;
+    struct weir_channel_tx *tx = arg;
     int rc;
 
     (void)ch;
@@ -157,7 +157,7 @@ static const struct weir_sink_ops tx_ops = {
     .abort = tx_abort,
 };
 
-int weir_chan_tx_open(struct weir_chan_tx *tx, struct weir_writable **out)
+int weir_channel_tx_open(struct weir_channel_tx *tx, struct weir_writable **out)
 {
     struct weir_writable_options wo = {
         .strategy = {.hwm = 1, .bytes = true},
@@ -170,7 +170,7 @@ int weir_chan_tx_open(struct weir_chan_tx *tx, struct weir_writable **out)
     return rc;
 }
 
-void weir_chan_tx_destroy(struct weir_chan_tx *tx)
+void weir_channel_tx_destroy(struct weir_channel_tx *tx)
 {
     if (tx->ws)
         weir_writable_destroy(tx->ws);
@@ -183,7 +183,7 @@ void weir_chan_tx_destroy(struct weir_chan_tx *tx)
 
 /* ---- consumer ---- */
 
-static void rx_fill(struct weir_chan_rx *rx)
+static void rx_fill(struct weir_channel_rx *rx)
 {
     struct weir_chunk batch[RX_BATCH];
 
@@ -223,7 +223,7 @@ static int rx_pull(struct weir_readable *rs, void *ctx)
 
 static int rx_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
-    struct weir_chan_rx *rx = ctx;
+    struct weir_channel_rx *rx = ctx;
 
     (void)rs;
     (void)reason;
@@ -245,7 +245,7 @@ static const struct weir_source_ops rx_ops = {
     .cancel = rx_cancel,
 };
 
-int weir_chan_rx_open(struct weir_chan_rx *rx, struct weir_readable **out)
+int weir_channel_rx_open(struct weir_channel_rx *rx, struct weir_readable **out)
 {
     struct weir_readable_options ro = {
         .strategy = {.hwm = RX_HWM, .bytes = true},
@@ -258,7 +258,7 @@ int weir_chan_rx_open(struct weir_chan_rx *rx, struct weir_readable **out)
     return rc;
 }
 
-void weir_chan_rx_destroy(struct weir_chan_rx *rx)
+void weir_channel_rx_destroy(struct weir_channel_rx *rx)
 {
     struct weir_readable *rs = rx->rs;
 
@@ -277,12 +277,12 @@ void weir_chan_rx_destroy(struct weir_chan_rx *rx)
         free(rx);
 }
 
-int weir_chan_pair(struct weir_chan_tx **txp, struct weir_chan_rx **rxp,
-                   struct weir_loop *producer, struct weir_loop *consumer,
-                   uint64_t hwm)
+int weir_channel_pair(struct weir_channel_tx **txp,
+                      struct weir_channel_rx **rxp, struct weir_loop *producer,
+                      struct weir_loop *consumer, uint64_t hwm)
 {
-    struct weir_chan_tx *tx = calloc(1, sizeof(*tx));
-    struct weir_chan_rx *rx = calloc(1, sizeof(*rx));
+    struct weir_channel_tx *tx = calloc(1, sizeof(*tx));
+    struct weir_channel_rx *rx = calloc(1, sizeof(*rx));
     struct weir_channel_options co = {
         .hwm = hwm,
         .on_readable = rx_on_readable,

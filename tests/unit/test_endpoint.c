@@ -35,8 +35,8 @@ struct run {
     uint32_t chunk;
     /* worker side */
     struct weir_endpoint *src, *sink;
-    struct weir_chan_tx *tx;
-    struct weir_chan_rx *rx;
+    struct weir_channel_tx *tx;
+    struct weir_channel_rx *rx;
     struct weir_task start_src, start_sink, stop;
     int src_rc, sink_rc;
     int pipes;
@@ -60,7 +60,7 @@ static void src_pipe_done(void *ctx, int rc)
 
     r->src_rc = rc;
     weir_endpoint_destroy(r->src);
-    weir_chan_tx_destroy(r->tx);
+    weir_channel_tx_destroy(r->tx);
     side_done(r);
 }
 
@@ -71,7 +71,7 @@ static void sink_pipe_done(void *ctx, int rc)
     r->sink_rc = rc;
     weir_endpoint_destroy(r->sink);
     if (r->split)
-        weir_chan_rx_destroy(r->rx);
+        weir_channel_rx_destroy(r->rx);
     else
         weir_endpoint_destroy(r->src);
     side_done(r);
@@ -114,7 +114,7 @@ static void start_src(struct weir_task *t)
         make_sink(r, weir_endpoint_readable(r->src));
         return;
     }
-    assert_int_equal(weir_chan_tx_open(r->tx, &ws), 0);
+    assert_int_equal(weir_channel_tx_open(r->tx, &ws), 0);
     rc = weir_pipe_to(weir_endpoint_readable(r->src), ws, NULL, src_pipe_done,
                       r);
     if (rc != WEIR_PENDING)
@@ -127,7 +127,7 @@ static void start_sink(struct weir_task *t)
         (struct run *)(void *)((char *)t - offsetof(struct run, start_sink));
     struct weir_readable *rs;
 
-    assert_int_equal(weir_chan_rx_open(r->rx, &rs), 0);
+    assert_int_equal(weir_channel_rx_open(r->rx, &rs), 0);
     make_sink(r, rs);
 }
 
@@ -203,9 +203,10 @@ static void run_copy(bool split, uint32_t pool_buffers, size_t size,
     weir_task_init(&r.start_src, start_src);
     weir_task_init(&r.start_sink, start_sink);
     if (split)
-        assert_int_equal(weir_chan_pair(&r.tx, &r.rx, weir_workers_loop(r.w, 0),
-                                        weir_workers_loop(r.w, 1), 128 * 1024),
-                         0);
+        assert_int_equal(
+            weir_channel_pair(&r.tx, &r.rx, weir_workers_loop(r.w, 0),
+                              weir_workers_loop(r.w, 1), 128 * 1024),
+            0);
     weir_workers_post(r.w, 0, &r.start_src);
     if (split)
         weir_workers_post(r.w, 1, &r.start_sink);

@@ -3,7 +3,7 @@
  * on the producer's loop and a readable on the consumer's, so a pipeline
  * that spans two workers is two core pipes joined by a channel.
  *
- * weir_chan_pair runs on any thread and makes the channel and both ends;
+ * weir_channel_pair runs on any thread and makes the channel and both ends;
  * each end is then opened, used and destroyed on its own loop's thread
  * only (hand it over with weir_loop_post). Closing or aborting the
  * writable closes the channel (aborting with the reason as the error);
@@ -23,28 +23,30 @@
 extern "C" {
 #endif
 
-struct weir_chan_tx;
-struct weir_chan_rx;
+struct weir_channel_tx;
+struct weir_channel_rx;
 
 /* Any thread. hwm: the channel's high-water mark in bytes (0: 1 MiB).
  * Returns 0, -EINVAL, -ENOMEM. */
-int weir_chan_pair(struct weir_chan_tx **tx, struct weir_chan_rx **rx,
-                   struct weir_loop *producer, struct weir_loop *consumer,
-                   uint64_t hwm);
+int weir_channel_pair(struct weir_channel_tx **tx, struct weir_channel_rx **rx,
+                      struct weir_loop *producer, struct weir_loop *consumer,
+                      uint64_t hwm);
 
 /* Producer. Creates the writable end (once). 0 or -ENOMEM. */
-int weir_chan_tx_open(struct weir_chan_tx *tx, struct weir_writable **out);
+int weir_channel_tx_open(struct weir_channel_tx *tx,
+                         struct weir_writable **out);
 
 /* Consumer. Creates the readable end (once). 0 or -ENOMEM. */
-int weir_chan_rx_open(struct weir_chan_rx *rx, struct weir_readable **out);
+int weir_channel_rx_open(struct weir_channel_rx *rx,
+                         struct weir_readable **out);
 
 /* Producer. Destroys the writable (not locked by a pipe any more) and,
  * unless it closed or aborted, closes the channel with -ECANCELED. */
-void weir_chan_tx_destroy(struct weir_chan_tx *tx);
+void weir_channel_tx_destroy(struct weir_channel_tx *tx);
 
 /* Consumer. Destroys the readable (not locked any more) and cancels the
  * channel, its last call. */
-void weir_chan_rx_destroy(struct weir_chan_rx *rx);
+void weir_channel_rx_destroy(struct weir_channel_rx *rx);
 
 #ifdef __cplusplus
 }

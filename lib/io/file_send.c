@@ -1,5 +1,6 @@
 /*
- * splice.c - file -> pipe -> socket with linked SPLICE pairs.
+ * file_send.c - a file range into a socket: linked SPLICE pairs through a
+ * pipe, or sendfile(2) when the socket is writable.
  *
  * A round queues SPLICE(file -> pipe, n) linked to SPLICE(pipe -> socket,
  * n), where n is at most the pipe's size, so the pipe never holds more
@@ -39,12 +40,12 @@
 #include <unistd.h>
 
 #include "sock_util.h"
-#include "weir/splice.h"
+#include "weir/file_send.h"
 
-struct weir_splice {
+struct weir_file_send {
     struct weir_loop *loop;
     int file_fd, sock_fd, pipe_rd, pipe_wr;
-    struct weir_splice_options o;
+    struct weir_file_send_options o;
     uint64_t off, end;
     uint64_t sent;
     uint32_t in_pipe;
@@ -66,14 +67,15 @@ struct weir_splice {
 };
 
 #define SP_OF(ptr, member)                                                     \
-    ((struct weir_splice *)(void *)((char *)(ptr)-offsetof(struct weir_splice, \
-                                                           member)))
+    ((struct weir_file_send *)(void *)((char *)(ptr)-offsetof(                 \
+        struct weir_file_send, member)))
 
 static void sp_free(struct weir_reap *r)
 {
-    struct weir_splice *sp =
-        (struct weir_splice *)(void *)((char *)r -
-                                       offsetof(struct weir_splice, reap));
+    struct weir_file_send *sp =
+        (struct weir_file_send *)(void *)((char *)r -
+                                          offsetof(struct weir_file_send,
+                                                   reap));
 
     if (sp->pipe_rd >= 0) {
         close(sp->pipe_rd);
@@ -90,12 +92,12 @@ static void sp_free(struct weir_reap *r)
 /* pending counts the ops a round waits for; the stall timer (see the
  * top) is apart, so that a round's end is still pending == 0, but it
  * must be back too before the stage goes. */
-static bool sp_idle(const struct weir_splice *sp)
+static bool sp_idle(const struct weir_file_send *sp)
 {
     return sp->pending == 0 && !sp->stall.op.pending;
 }
 
-static void sp_maybe_reap(struct weir_splice *sp)
+static void sp_maybe_reap(struct weir_file_send *sp)
 {
     if (sp->destroyed && sp_idle(sp) && !sp->reaping) {
         sp->reaping = true;
@@ -112,7 +114,7 @@ static _Thread_local uint8_t linger_scratch[16384];
 
 /* done runs once the linger's ops are back, so that the stage the
  * caller then destroys holds nothing in the kernel and goes at once. */
-static void sp_linger_settle(struct weir_splice *sp)
+static void sp_linger_settle(struct weir_file_send *sp)
 {
     if (sp->linger_done && sp_idle(sp) && !sp->destroyed) {
         sp->linger_done = false;
@@ -120,7 +122,7 @@ static void sp_linger_settle(struct weir_splice *sp)
     }
 }
 
-static void sp_linger_end(struct weir_splice *sp)
+static void sp_linger_end(struct weir_file_send *sp)
 {
     if (!sp->lingering)
         return;
@@ -133,11 +135,11 @@ static void sp_linger_end(struct weir_splice *sp)
     sp_linger_settle(sp);
 }
 
-static int sp_linger_recv(struct weir_splice *sp);
+static int sp_linger_recv(struct weir_file_send *sp);
 
 static void sp_linger_read(struct weir_op *op, int res, uint32_t flags)
 {
-    struct weir_splice *sp = SP_OF(op, in_op);
+    struct weir_file_send *sp = SP_OF(op, in_op);
 
     (void)flags;
     sp->pending--;
@@ -155,7 +157,7 @@ static void sp_linger_read(struct weir_op *op, int res, uint32_t flags)
     sp_linger_end(sp);
 }
 
-static int sp_linger_recv(struct weir_splice *sp)
+static int sp_linger_recv(struct weir_file_send *sp)
 {
     int rc;
 
@@ -169,7 +171,7 @@ static int sp_linger_recv(struct weir_splice *sp)
 
 static void sp_linger_timeout(struct weir_op *op, int res, uint32_t flags)
 {
-    struct weir_splice *sp = SP_OF(op, linger.op);
+    struct weir_file_send *sp = SP_OF(op, linger.op);
 
     (void)flags;
     sp->pending--;
@@ -184,7 +186,7 @@ static void sp_linger_timeout(struct weir_op *op, int res, uint32_t flags)
 
 static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags);
 
-static void sp_stall_arm(struct weir_splice *sp, uint64_t ns)
+static void sp_stall_arm(struct weir_file_send *sp, uint64_t ns)
 {
     sp->stall.op.fn = sp_stall_fired;
     /* No timer: no bound, as without the option. */
@@ -192,7 +194,7 @@ static void sp_stall_arm(struct weir_splice *sp, uint64_t ns)
 }
 
 /* The bound, running from now (unless it runs already). */
-static void sp_stall_start(struct weir_splice *sp)
+static void sp_stall_start(struct weir_file_send *sp)
 {
     if (!sp->o.send_timeout_ns || sp->stall.op.pending)
         return;
@@ -206,7 +208,7 @@ static void sp_stall_start(struct weir_splice *sp)
  * stage with -ETIMEDOUT. */
 static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags)
 {
-    struct weir_splice *sp = SP_OF(op, stall.op);
+    struct weir_file_send *sp = SP_OF(op, stall.op);
     int64_t idle;
 
     (void)flags;
@@ -230,7 +232,7 @@ static void sp_stall_fired(struct weir_op *op, int res, uint32_t flags)
     shutdown(sp->sock_fd, SHUT_RDWR);
 }
 
-static void sp_finish(struct weir_splice *sp, int rc)
+static void sp_finish(struct weir_file_send *sp, int rc)
 {
     if (sp->finished)
         return;
@@ -263,10 +265,10 @@ static void sp_finish(struct weir_splice *sp, int rc)
         sp->done(sp->ctx, rc);
 }
 
-static void sp_round(struct weir_splice *sp);
+static void sp_round(struct weir_file_send *sp);
 
 /* An op came back: true when the stage is gone or finished. */
-static bool sp_back(struct weir_splice *sp)
+static bool sp_back(struct weir_file_send *sp)
 {
     sp->pending--;
     if (sp->destroyed) {
@@ -278,7 +280,7 @@ static bool sp_back(struct weir_splice *sp)
 
 static void sp_out_done(struct weir_op *op, int res, uint32_t flags)
 {
-    struct weir_splice *sp = SP_OF(op, out_op);
+    struct weir_file_send *sp = SP_OF(op, out_op);
 
     (void)flags;
     if (sp_back(sp))
@@ -307,7 +309,7 @@ static void sp_out_done(struct weir_op *op, int res, uint32_t flags)
 
 static void sp_in_done(struct weir_op *op, int res, uint32_t flags)
 {
-    struct weir_splice *sp = SP_OF(op, in_op);
+    struct weir_file_send *sp = SP_OF(op, in_op);
 
     (void)flags;
     if (sp_back(sp))
@@ -326,11 +328,11 @@ static void sp_in_done(struct weir_op *op, int res, uint32_t flags)
         sp_round(sp);
 }
 
-static void sf_round(struct weir_splice *sp);
+static void sf_round(struct weir_file_send *sp);
 
 static void sf_ready(struct weir_op *op, int res, uint32_t flags)
 {
-    struct weir_splice *sp = SP_OF(op, out_op);
+    struct weir_file_send *sp = SP_OF(op, out_op);
 
     (void)flags;
     if (sp_back(sp))
@@ -344,7 +346,7 @@ static void sf_ready(struct weir_op *op, int res, uint32_t flags)
 
 /* One sendfile, then a wait for room (or, when it took all it was asked,
  * for the next turn, so that other sockets of the loop get theirs). */
-static void sf_round(struct weir_splice *sp)
+static void sf_round(struct weir_file_send *sp)
 {
     uint64_t left = sp->end - sp->off;
     off_t off = (off_t)sp->off;
@@ -398,7 +400,7 @@ static void sf_round(struct weir_splice *sp)
     sp->pending++;
 }
 
-static void sp_round(struct weir_splice *sp)
+static void sp_round(struct weir_file_send *sp)
 {
     uint32_t n;
     int rc;
@@ -446,7 +448,7 @@ static void sp_round(struct weir_splice *sp)
 
 static void sp_connected(struct weir_op *op, int res, uint32_t flags)
 {
-    struct weir_splice *sp = SP_OF(op, conn_op);
+    struct weir_file_send *sp = SP_OF(op, conn_op);
 
     (void)flags;
     if (sp_back(sp))
@@ -466,12 +468,12 @@ static void close_pipe(const int p[2])
     }
 }
 
-int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
-                      int file_fd, int sock_fd,
-                      const struct weir_splice_options *o, weir_done_cb done,
-                      void *ctx)
+int weir_file_send_start(struct weir_file_send **out, struct weir_loop *loop,
+                         int file_fd, int sock_fd,
+                         const struct weir_file_send_options *o,
+                         weir_done_cb done, void *ctx)
 {
-    struct weir_splice *sp;
+    struct weir_file_send *sp;
     struct stat st;
     int p[2], rc;
 
@@ -551,12 +553,12 @@ fail:
     return rc;
 }
 
-uint64_t weir_splice_bytes(const struct weir_splice *sp)
+uint64_t weir_file_send_bytes(const struct weir_file_send *sp)
 {
     return sp->sent;
 }
 
-void weir_splice_destroy(struct weir_splice *sp)
+void weir_file_send_destroy(struct weir_file_send *sp)
 {
     if (sp->destroyed)
         return;

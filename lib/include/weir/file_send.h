@@ -1,5 +1,5 @@
 /*
- * weir/splice.h - the zero-copy stage: a byte range of a regular file into
+ * weir/file_send.h - the zero-copy stage: a byte range of a regular file into
  * a socket with no buffer of ours in between. Two mechanisms: a pipe with
  * linked io_uring SPLICE pairs (file -> pipe, pipe -> socket), or, with
  * the `sendfile` option, sendfile(2) on the loop's thread each time the
@@ -14,8 +14,8 @@
  *
  * Owner thread of `loop` only.
  */
-#ifndef WEIR_SPLICE_H
-#define WEIR_SPLICE_H
+#ifndef WEIR_FILE_SEND_H
+#define WEIR_FILE_SEND_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -30,9 +30,9 @@
 extern "C" {
 #endif
 
-struct weir_splice;
+struct weir_file_send;
 
-struct weir_splice_options {
+struct weir_file_send_options {
     uint64_t offset;    /* first byte of the file to send */
     uint64_t length;    /* bytes to send; UINT64_MAX: to the end */
     uint32_t pipe_size; /* bytes per splice pair; 0: 1 MiB */
@@ -70,20 +70,20 @@ struct weir_splice_options {
  * the stream path. Both fds are the stage's
  * from a successful start: it closes them, unless keep_fds.
  */
-int weir_splice_start(struct weir_splice **out, struct weir_loop *loop,
-                      int file_fd, int sock_fd,
-                      const struct weir_splice_options *o, weir_done_cb done,
-                      void *ctx);
+int weir_file_send_start(struct weir_file_send **out, struct weir_loop *loop,
+                         int file_fd, int sock_fd,
+                         const struct weir_file_send_options *o,
+                         weir_done_cb done, void *ctx);
 
 /* Bytes the socket took so far. */
-uint64_t weir_splice_bytes(const struct weir_splice *sp);
+uint64_t weir_file_send_bytes(const struct weir_file_send *sp);
 
 /* Stops (if running; done is not called after this) and frees the stage
  * once the kernel has finished with it. Safe inside done. */
-void weir_splice_destroy(struct weir_splice *sp);
+void weir_file_send_destroy(struct weir_file_send *sp);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* WEIR_SPLICE_H */
+#endif /* WEIR_FILE_SEND_H */

@@ -269,13 +269,22 @@ static pid_t holder(uint16_t port, char *name, size_t len)
     return found;
 }
 
+/* Whether port's listener belongs to weir or to systemd (weir.socket),
+ * which a start or reload of this config takes over. The holder's pid and
+ * name go to pid and name. */
+static bool held_by_us(uint16_t port, pid_t *pid, char *name, size_t len)
+{
+    *pid = holder(port, name, len);
+    return *pid && (strcmp(name, "weir") == 0 || strcmp(name, "systemd") == 0);
+}
+
 static void check_listen(struct env *e, const struct weir_address *a,
                          const char *role)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
     char name[64] = "";
-    int fd, one = 1, rc;
+    int fd, one = 1, rc, err = 0;
     pid_t pid;
 
     if (a->kind != ADDR_TCP_LISTEN)
@@ -288,31 +297,34 @@ static void check_listen(struct env *e, const struct weir_address *a,
     }
     if (running_holds(e, a, role))
         return; /* the running weir: a reload hands it over */
-    pid = holder(a->port, name, sizeof(name));
-    if (pid && (strcmp(name, "weir") == 0 || strcmp(name, "systemd") == 0))
-        return; /* another weir's view, or weir.socket */
     if (e->who.service && a->port < 1024) {
+        if (held_by_us(a->port, &pid, name, sizeof(name)))
+            return;
         env_error(e, &a->loc,
                   "%s: port %u needs weir.socket (socket activation): "
                   "weir.service has no capabilities",
                   role, a->port);
         return;
     }
+    /* Bind first: the holder is looked up only for a port in use, since
+     * reading /proc/net/tcp costs far more than a bind. */
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, sl) != 0) {
-        int err = errno;
-
-        if (err == EADDRINUSE && pid)
-            env_error(e, &a->loc, "%s: %s is in use by pid %d (%s)", role,
-                      a->text, (int)pid, name);
-        else
-            env_error(e, &a->loc, "%s: cannot listen on %s: %s", role, a->text,
-                      strerror(err));
-    }
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0)
+        err = errno;
     close(fd);
+    if (!err)
+        return;
+    if (err == EADDRINUSE && held_by_us(a->port, &pid, name, sizeof(name)))
+        return; /* another weir's view, or weir.socket */
+    if (err == EADDRINUSE && pid)
+        env_error(e, &a->loc, "%s: %s is in use by pid %d (%s)", role, a->text,
+                  (int)pid, name);
+    else
+        env_error(e, &a->loc, "%s: cannot listen on %s: %s", role, a->text,
+                  strerror(err));
 }
 
 static void who_init(struct who *w)

@@ -1027,6 +1027,80 @@ static void test_environment(void **state)
     free(r);
 }
 
+/* How many lines of the file at path contain needle. */
+static unsigned count_in_file(const char *path, const char *needle)
+{
+    char line[1024];
+    unsigned n = 0;
+    FILE *f = fopen(path, "r");
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, needle))
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* --check of many listen addresses binds each once and looks for the
+ * holder (through /proc/net/tcp, which costs far more than a bind) only
+ * of a port that is taken: traced with strace, a config of free ports
+ * opens no /proc/net/tcp, and one taken port is looked up and named. */
+static void test_listen_owner_only_when_taken(void **state)
+{
+    char conf[256], trace[256], cmd[1024], *text;
+    uint16_t ports[64], taken;
+    size_t len = 0, cap = 64 * 96 + 256;
+    int fd, rc;
+
+    (void)state;
+    if (system("command -v strace >/dev/null 2>&1") != 0) {
+        print_message("skip: strace is not installed\n");
+        skip();
+    }
+    snprintf(conf, sizeof(conf), "%s/listen.conf", h_dir);
+    snprintf(trace, sizeof(trace), "%s/listen.trace", h_dir);
+    text = malloc(cap);
+    assert_non_null(text);
+    for (size_t i = 0; i < 64; i++) {
+        bool dup;
+
+        do {
+            ports[i] = h_free_port(false);
+            dup = false;
+            for (size_t j = 0; j < i; j++)
+                dup = dup || ports[j] == ports[i];
+        } while (dup);
+        len += (size_t)snprintf(text + len, cap - len,
+                                "[pipeline p%zu]\nsource = file:%s\n"
+                                "sink = tcp-listen:127.0.0.1:%u\n",
+                                i, h_bin(), ports[i]);
+    }
+    write_file(conf, text);
+    snprintf(cmd, sizeof(cmd),
+             "strace -f -qq -e trace=openat -o %s %s --check -c %s "
+             ">/dev/null 2>&1",
+             trace, h_bin(), conf);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 0);
+    assert_int_equal(count_in_file(trace, "/proc/net/tcp"), 0);
+
+    /* The same with one more sink on a port someone listens on. */
+    fd = h_listen_any(&taken);
+    snprintf(text + len, cap - len,
+             "[pipeline taken]\nsource = file:%s\n"
+             "sink = tcp-listen:127.0.0.1:%u\n",
+             h_bin(), taken);
+    write_file(conf, text);
+    rc = system(cmd);
+    close(fd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), EX_CONFIG);
+    assert_true(count_in_file(trace, "/proc/net/tcp") >= 1);
+    free(text);
+}
+
 /* The listen address of a running weir is no error: a reload hands its
  * socket over. The running weir says so on its control socket. */
 static void test_held_by_running(void **state)
@@ -1134,6 +1208,7 @@ int main(void)
         cmocka_unit_test(test_log_formats),
         cmocka_unit_test(test_many_pipelines),
         cmocka_unit_test(test_environment),
+        cmocka_unit_test(test_listen_owner_only_when_taken),
         cmocka_unit_test_teardown(test_start_errors, h_teardown),
         cmocka_unit_test_teardown(test_held_by_running, h_teardown),
         cmocka_unit_test(test_pipe_relative_sink),

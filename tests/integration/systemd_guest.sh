@@ -139,6 +139,21 @@ show
 check "it stays failed" test "$(prop ActiveState)" = failed
 check "it was not restarted" test "$(prop NRestarts)" = 0
 
+# ---- socket activation: weir.socket's queue, and the service it starts ----
+systemctl reset-failed weir.service
+printf '[pipeline s]\nsource = file:/etc/weir/data.txt\nsink = tcp-listen:[::]:7000\n' \
+	>/etc/weir/weir.conf
+systemctl start weir.socket
+# A listening socket's Send-Q is its backlog, capped by somaxconn.
+want=$(($(cat /proc/sys/net/core/somaxconn) < 4096 ? $(cat /proc/sys/net/core/somaxconn) : 4096))
+backlog=$(ss -ltnH 'sport = :7000' | head -n 1 | tr -s ' ' | cut -d ' ' -f 3)
+check "weir.socket listens on :7000 with backlog $want (found '$backlog')" \
+	test "$backlog" = "$want"
+check "a client of weir.socket starts weir.service and is served" \
+	serves 7000 /etc/weir/data.txt
+check "weir.service runs, activated" wait_state active 10
+systemctl stop weir.socket weir.service
+
 if journalctl -u weir.service --no-pager | grep -q -e 'runtime error:' -e 'Sanitizer'; then
 	check "no sanitizer report in the journal" false
 fi

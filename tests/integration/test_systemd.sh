@@ -7,7 +7,8 @@
 # serves its installed files, with no source tree in sight; that a reload
 # with a good config applies it; that a reload with a broken config fails while
 # the old config goes on serving; and that a restart with a broken config
-# ends `failed` (exit 78) and is not restarted.
+# ends `failed` (exit 78) and is not restarted; and that weir.socket
+# listens with the config's default backlog and activates the service.
 #
 # Where this cannot run (not root, no systemd-nspawn, no container
 # support, weir.service unable to start in the container), it says why
@@ -81,6 +82,7 @@ set +e
 nspawn 240 \
 	--bind-ro="$work/dest$WEIR_PREFIX:$WEIR_PREFIX" \
 	--bind-ro="$work/dest$WEIR_UNITDIR/weir.service:/etc/systemd/system/weir.service" \
+	--bind-ro="$work/dest$WEIR_UNITDIR/weir.socket:/etc/systemd/system/weir.socket" \
 	--bind-ro="$work/dropin:/etc/systemd/system/weir.service.d" \
 	--bind-ro="$work/weir-test.service:/etc/systemd/system/weir-test.service" \
 	--bind="$work/etcweir:/etc/weir" \

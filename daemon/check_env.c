@@ -48,7 +48,7 @@ struct who {
 
 struct env {
     struct who who;
-    unsigned errors;
+    struct conf_diag *diag;
     const char *control; /* the config's control socket, or NULL */
     bool asked;
     char *running; /* the running weir's status document, or NULL */
@@ -85,11 +85,7 @@ env_error(struct env *e, const struct conf_loc *loc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (loc->file)
-        log_errx("%s:%u: %s", loc->file, loc->line, msg);
-    else
-        log_errx("argument %u: %s", loc->line, msg);
-    e->errors++;
+    config_error(e->diag, loc, "%s", msg);
 }
 
 static bool in_groups(const struct who *w, gid_t g)
@@ -344,9 +340,9 @@ static void who_init(struct who *w)
     }
 }
 
-unsigned check_env(const struct weir_config *conf)
+void check_env(const struct weir_config *conf, struct conf_diag *diag)
 {
-    struct env e = {.control = conf->daemon.control_socket};
+    struct env e = {.control = conf->daemon.control_socket, .diag = diag};
 
     who_init(&e.who);
     for (size_t i = 0; i < conf->npipelines; i++) {
@@ -364,5 +360,4 @@ unsigned check_env(const struct weir_config *conf)
     if (conf->daemon.metrics)
         check_listen(&e, conf->daemon.metrics, "metrics");
     free(e.running);
-    return e.errors;
 }

@@ -7,7 +7,7 @@
 
 #include "conf/config.h"
 
-/* Every problem as FILE:LINE: message on the log; returns their count. */
-unsigned check_env(const struct weir_config *conf);
+/* Adds every problem to diag as an error at its FILE:LINE. */
+void check_env(const struct weir_config *conf, struct conf_diag *diag);
 
 #endif

@@ -145,7 +145,8 @@ int main(int argc, char *argv[])
         if (r != 0 || conf == NULL)
             return r;
     } else if (conffile != NULL) {
-        conf = config_load_file(conffile, &errors);
+        conf = check ? config_check_file(conffile, &errors)
+                     : config_load_file(conffile, &errors);
     } else {
         conf = config_load_string(weir_demo_conf, WEIR_DEMO_NAME, demo_dir(),
                                   &errors);
@@ -161,14 +162,21 @@ int main(int argc, char *argv[])
         config_free(conf);
         return EX_USAGE;
     }
-    if (check && !syntax_only && (errors = check_env(conf)) > 0) {
-        log_errx("%u error%s in what the configuration names", errors,
-                 errors == 1 ? "" : "s");
-        config_free(conf);
-        return EX_CONFIG;
-    }
     if (check) {
-        (void)sockaddr_check_names(conf);
+        struct conf_diag diag = {0};
+
+        /* What the config names, in the order of its lines. */
+        if (!syntax_only)
+            check_env(conf, &diag);
+        if (pipe_mode)
+            sockaddr_check_names(conf, &diag);
+        config_diag_flush(&diag);
+        if (diag.errors > 0) {
+            log_errx("%u error%s in what the configuration names", diag.errors,
+                     diag.errors == 1 ? "" : "s");
+            config_free(conf);
+            return EX_CONFIG;
+        }
         fprintf(stderr, "%s: configuration OK\n",
                 pipe_mode ? "weir pipe"
                           : (conffile ? conffile : WEIR_DEMO_NAME));

@@ -11,23 +11,112 @@
 
 #include "conf/address.h"
 
+/* Messages past this many are only counted: a config generated wrong can
+ * have an error on every line. */
+#define CONF_MSGS_HELD (CONF_ERRORS_SHOWN * 16)
+
+static unsigned file_index(struct conf_diag *diag, const char *file)
+{
+    const char **files;
+
+    for (unsigned i = 0; i < diag->nfiles; i++)
+        if (strcmp(diag->files[i], file) == 0)
+            return i;
+    files = realloc(diag->files, (diag->nfiles + 1) * sizeof(*files));
+    if (files == NULL)
+        return diag->nfiles; /* sorts after the known ones */
+    diag->files = files;
+    diag->files[diag->nfiles] = file;
+    return diag->nfiles++;
+}
+
+static void hold(struct conf_diag *diag, const struct conf_loc *loc,
+                 bool warning, const char *fmt, va_list ap)
+{
+    char msg[1024], where[600];
+    struct conf_msg *m;
+
+    if (diag->nmsgs == diag->cap) {
+        size_t cap = diag->cap ? diag->cap * 2 : 16;
+        struct conf_msg *msgs;
+
+        if (diag->nmsgs >= CONF_MSGS_HELD ||
+            !(msgs = realloc(diag->msgs, cap * sizeof(*msgs))))
+            return;
+        diag->msgs = msgs;
+        diag->cap = cap;
+    }
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (loc->file != NULL)
+        snprintf(where, sizeof(where), "%s:%u", loc->file, loc->line);
+    else
+        snprintf(where, sizeof(where), "argument %u", loc->line);
+    m = &diag->msgs[diag->nmsgs];
+    *m = (struct conf_msg){
+        .file = loc->file ? file_index(diag, loc->file) : 0,
+        .line = loc->line,
+        .seq = (unsigned)diag->nmsgs,
+        .warning = warning,
+    };
+    if (asprintf(&m->text, "%s: %s%s", where, warning ? "warning: " : "",
+                 msg) >= 0)
+        diag->nmsgs++;
+}
+
 void config_error(struct conf_diag *diag, const struct conf_loc *loc,
                   const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
 
-    /* A config generated wrong can have an error on every line: the
-     * first ones say what is wrong, the count says how much. */
-    if (diag->errors++ >= CONF_ERRORS_SHOWN)
-        return;
+    diag->errors++;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    hold(diag, loc, false, fmt, ap);
     va_end(ap);
-    if (loc->file != NULL)
-        log_errx("%s:%u: %s", loc->file, loc->line, msg);
-    else
-        log_errx("argument %u: %s", loc->line, msg);
+}
+
+void config_warning(struct conf_diag *diag, const struct conf_loc *loc,
+                    const char *fmt, ...)
+{
+    va_list ap;
+
+    diag->warnings++;
+    va_start(ap, fmt);
+    hold(diag, loc, true, fmt, ap);
+    va_end(ap);
+}
+
+static int by_place(const void *pa, const void *pb)
+{
+    const struct conf_msg *a = pa, *b = pb;
+
+    if (a->file != b->file)
+        return a->file < b->file ? -1 : 1;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+void config_diag_flush(struct conf_diag *diag)
+{
+    unsigned shown = 0;
+
+    if (diag->nmsgs > 1)
+        qsort(diag->msgs, diag->nmsgs, sizeof(*diag->msgs), by_place);
+    for (size_t i = 0; i < diag->nmsgs; i++) {
+        struct conf_msg *m = &diag->msgs[i];
+
+        if (m->warning)
+            log_warnx("%s", m->text);
+        else if (shown++ < CONF_ERRORS_SHOWN)
+            log_errx("%s", m->text);
+        free(m->text);
+    }
+    free(diag->msgs);
+    free(diag->files);
+    diag->msgs = NULL;
+    diag->files = NULL;
+    diag->nmsgs = diag->cap = 0;
+    diag->nfiles = 0;
 }
 
 /* systemd names the unit's StateDirectory= in $STATE_DIRECTORY (several,

@@ -82,14 +82,42 @@ static inline bool conf_loc_set(const struct conf_loc *loc)
     return loc->line != 0;
 }
 
-/* The error counter that config_error feeds. */
-struct conf_diag {
-    unsigned errors;
+/* One message of a conf_diag, held until config_diag_flush. */
+struct conf_msg {
+    unsigned file; /* index in conf_diag.files: the order files were met */
+    unsigned line;
+    unsigned seq; /* the order it was said, for messages of one line */
+    bool warning;
+    char *text; /* "FILE:LINE: message", ready to print */
 };
 
-/* Prints "FILE:LINE: message" (or "argument N: message") and counts it. */
+/* The messages about one config and their count. A config is checked in
+ * passes (keys as they are read, then whole pipelines, then what they
+ * name on this machine), so messages are held and printed in the order
+ * of the lines they name, not the order the passes found them. */
+struct conf_diag {
+    unsigned errors;
+    unsigned warnings;
+    struct conf_msg *msgs;
+    size_t nmsgs, cap;
+    const char **files; /* the file names met, each once */
+    unsigned nfiles;
+};
+
+/* Holds "FILE:LINE: message" (or "argument N: message") and counts it as
+ * an error. */
 void config_error(struct conf_diag *diag, const struct conf_loc *loc,
                   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The same, as a warning ("FILE:LINE: warning: message"), not counted as
+ * an error. */
+void config_warning(struct conf_diag *diag, const struct conf_loc *loc,
+                    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Prints the held messages in the order of their files and lines (the
+ * first CONF_ERRORS_SHOWN errors, every warning) and forgets them; the
+ * counts stay. */
+void config_diag_flush(struct conf_diag *diag);
 
 enum addr_kind {
     ADDR_FILE,
@@ -237,6 +265,10 @@ struct weir_config {
  * config when there was none, else NULL with *errors set.
  */
 struct weir_config *config_load_file(const char *path, unsigned *errors);
+
+/* The same for `weir --check`, which also warns, among the errors and in
+ * line order, of each tcp address whose host does not resolve now. */
+struct weir_config *config_check_file(const char *path, unsigned *errors);
 
 /*
  * Reads a config held in memory (the embedded demo), named `name` in

@@ -13,6 +13,7 @@
  * indented line is a line of its own, never a hidden extra value.
  */
 #include "conf/config_parser.h"
+#include "conf/sockaddr.h"
 #include "conf/suggest.h"
 
 #include <ctype.h>
@@ -270,7 +271,8 @@ static int on_key(void *user, const char *section, const char *name,
 }
 
 static struct weir_config *parse_stream(FILE *in, const char *name,
-                                        const char *base_dir, unsigned *errors)
+                                        const char *base_dir, bool names,
+                                        unsigned *errors)
 {
     struct parser p = {.in = in};
     int r;
@@ -297,6 +299,11 @@ static struct weir_config *parse_stream(FILE *in, const char *name,
         p.diag.errors++;
     }
     config_check(p.conf, &p.diag);
+    /* Warnings among the errors, in line order: a name that does not
+     * resolve may be the typo behind an error. */
+    if (names)
+        sockaddr_check_names(p.conf, &p.diag);
+    config_diag_flush(&p.diag);
     if (p.diag.errors > CONF_ERRORS_SHOWN)
         log_errx("%s: and %u more errors", name,
                  p.diag.errors - CONF_ERRORS_SHOWN);
@@ -342,7 +349,8 @@ static FILE *open_config(const char *path)
     return NULL;
 }
 
-struct weir_config *config_load_file(const char *path, unsigned *errors)
+static struct weir_config *load_file(const char *path, bool names,
+                                     unsigned *errors)
 {
     char *copy = strdup(path), *dir, real[PATH_MAX];
     struct weir_config *conf = NULL;
@@ -361,11 +369,21 @@ struct weir_config *config_load_file(const char *path, unsigned *errors)
         log_errx("%s: %s", dir, strerror(errno));
         fclose(in);
     } else {
-        conf = parse_stream(in, path, real, errors);
+        conf = parse_stream(in, path, real, names, errors);
         fclose(in);
     }
     free(copy);
     return conf;
+}
+
+struct weir_config *config_load_file(const char *path, unsigned *errors)
+{
+    return load_file(path, false, errors);
+}
+
+struct weir_config *config_check_file(const char *path, unsigned *errors)
+{
+    return load_file(path, true, errors);
 }
 
 struct weir_config *config_load_string(const char *text, const char *name,
@@ -379,7 +397,7 @@ struct weir_config *config_load_string(const char *text, const char *name,
         *errors = 1;
         return NULL;
     }
-    conf = parse_stream(in, name, base_dir, errors);
+    conf = parse_stream(in, name, base_dir, false, errors);
     fclose(in);
     return conf;
 }

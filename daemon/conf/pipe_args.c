@@ -236,6 +236,7 @@ int pipe_args_parse(int argc, char **argv, int first, struct weir_config **out)
     }
     pp.conf->oneshot = true;
     if (parse_words(&pp, argc, argv, first) == 1) {
+        config_diag_flush(&pp.diag);
         pipe_args_usage(stdout);
         config_free(pp.conf);
         return 0;
@@ -245,10 +246,12 @@ int pipe_args_parse(int argc, char **argv, int first, struct weir_config **out)
     else if (pp.positional == 1)
         usage_error(&pp, "missing SINK after SOURCE%s", "");
     if (pp.usage_errors > 0) {
+        config_diag_flush(&pp.diag);
         config_free(pp.conf);
         return EX_USAGE;
     }
     config_check(pp.conf, &pp.diag);
+    config_diag_flush(&pp.diag);
     if (pp.diag.errors > 0) {
         config_free(pp.conf);
         return EX_CONFIG;

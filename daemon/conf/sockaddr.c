@@ -40,42 +40,37 @@ int sockaddr_resolve(const struct weir_address *a, struct sockaddr_storage *ss,
     return 0;
 }
 
-static unsigned check_name(const struct weir_address *a, const char *what)
+static void check_name(const struct weir_address *a, const char *what,
+                       struct conf_diag *diag)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
-    char port[8], where[300];
+    char port[8];
     int rc;
 
     if (a == NULL || a->kind != ADDR_TCP)
-        return 0;
+        return;
     snprintf(port, sizeof(port), "%u", a->port);
     rc = getaddrinfo(a->host, port, &hints, &res);
     if (rc == 0) {
         freeaddrinfo(res);
-        return 0;
+        return;
     }
-    if (a->loc.file)
-        snprintf(where, sizeof(where), "%s:%u", a->loc.file, a->loc.line);
-    else
-        snprintf(where, sizeof(where), "argument %u", a->loc.line);
-    log_warnx("%s: warning: %s %s: cannot resolve %s now (%s); weir "
-              "retries it at run time",
-              where, what, a->text, a->host, gai_strerror(rc));
-    return 1;
+    config_warning(diag, &a->loc,
+                   "%s %s: cannot resolve %s now (%s); weir retries it at "
+                   "run time",
+                   what, a->text, a->host, gai_strerror(rc));
 }
 
-unsigned sockaddr_check_names(const struct weir_config *conf)
+void sockaddr_check_names(const struct weir_config *conf,
+                          struct conf_diag *diag)
 {
-    unsigned n = 0;
-
     for (size_t i = 0; i < conf->npipelines; i++) {
         const struct weir_pipeline *p = conf->pipelines[i];
 
-        n += check_name(p->source, "source");
+        check_name(p->source, "source", diag);
         for (size_t j = 0; j < p->nsinks; j++)
-            n += check_name(p->sinks[j], "sink");
+            check_name(p->sinks[j], "sink", diag);
     }
-    return n;
 }
 
 void sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf,

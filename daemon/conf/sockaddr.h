@@ -17,8 +17,9 @@ int sockaddr_resolve(const struct weir_address *a, struct sockaddr_storage *ss,
 
 /* --check: every tcp address (source or sink) whose host does not
  * resolve now gets a warning line, FILE:LINE first; a name that does not
- * resolve is an outage at run time, not an error. The number warned. */
-unsigned sockaddr_check_names(const struct weir_config *conf);
+ * resolve is an outage at run time, not an error. Held in diag. */
+void sockaddr_check_names(const struct weir_config *conf,
+                          struct conf_diag *diag);
 
 /* HOST:PORT, [V6]:PORT or unix:PATH. */
 void sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf,

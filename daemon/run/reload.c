@@ -73,6 +73,7 @@ static unsigned check_against_run(const struct run *r,
                          "for it",
                          p->name, (unsigned long long)p->chunk_size, r->bufsz);
     }
+    config_diag_flush(&diag);
     /* The worker threads and their pools stay as they started. */
     if (conf->daemon.workers != r->cref->conf->daemon.workers) {
         if (conf_loc_set(&conf->daemon.workers_loc))

@@ -316,6 +316,31 @@ static bool journal_send(enum log_level level, const char *msg)
  * line of up to PIPE_BUF bytes then reaches a pipe or the journal whole,
  * whichever thread wrote it. Longer messages are cut and end in "...".
  */
+/*
+ * Copies msg into out as one printable line: a newline or carriage
+ * return becomes a space and any other control byte \xNN, so that text
+ * from a config or a peer (an escape sequence, a CR that rewinds the
+ * line) can neither move the terminal's cursor nor forge a second line.
+ * Bytes from 0x80 up pass, as UTF-8 does.
+ */
+static void printable(const char *msg, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    for (const unsigned char *c = (const unsigned char *)msg; *c && n + 5 < cap;
+         c++) {
+        if (*c == '\n' || *c == '\r')
+            out[n++] = ' ';
+        else if (*c < 0x20 && *c != '\t')
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *c);
+        else if (*c == 0x7f)
+            n += (size_t)snprintf(out + n, cap - n, "\\x7f");
+        else
+            out[n++] = (char)*c;
+    }
+    out[n] = '\0';
+}
+
 void log_vmsg(enum log_level level, int errnum, const char *fmt, va_list ap)
 {
     char line[2048];
@@ -325,17 +350,14 @@ void log_vmsg(enum log_level level, int errnum, const char *fmt, va_list ap)
 
     if (level > log_get_level())
         return;
-    if (journal_fd >= 0 || log_style == LOG_STYLE_JSON) {
-        char msg[1536];
+    {
+        char raw[1536], msg[1536];
 
-        r = vsnprintf(msg, sizeof(msg), fmt, ap);
-        if (r >= 0 && errnum != 0 && (size_t)r < sizeof(msg))
-            snprintf(msg + r, sizeof(msg) - (size_t)r, ": %s",
+        r = vsnprintf(raw, sizeof(raw), fmt, ap);
+        if (r >= 0 && errnum != 0 && (size_t)r < sizeof(raw))
+            snprintf(raw + r, sizeof(raw) - (size_t)r, ": %s",
                      strerror(errnum));
-        /* A message is one line, whatever a peer's name held. */
-        for (char *c = msg; *c; c++)
-            if (*c == '\n' || *c == '\r')
-                *c = ' ';
+        printable(raw, msg, sizeof(msg));
         if (journal_fd >= 0 && journal_send(level, msg)) {
             errno = saved;
             return;
@@ -345,39 +367,24 @@ void log_vmsg(enum log_level level, int errnum, const char *fmt, va_list ap)
         } else {
             n = log_format == LOG_FORMAT_JOURNAL
                     ? (size_t)snprintf(line, cap, "%s", journal_prefixes[level])
-                    : format_timestamp(line, cap);
-            if (log_format != LOG_FORMAT_JOURNAL)
+                : log_format == LOG_FORMAT_TIMESTAMP
+                    ? format_timestamp(line, cap)
+                    : 0;
+            if (log_format == LOG_FORMAT_TIMESTAMP)
                 n += (size_t)snprintf(line + n, cap - n,
                                       "%s: ", level_names[level]);
             n += (size_t)snprintf(line + n, cap - n, "%s", msg);
-            if (n >= cap)
+            if (n >= cap) {
                 n = cap - 1;
+                memcpy(line + n - 3, "...", 3);
+            }
         }
         line[n++] = '\n';
+        /* Nothing useful can be done when stderr itself fails. */
         if (write(STDERR_FILENO, line, n) < 0) {
         }
         errno = saved;
-        return;
     }
-    if (log_format == LOG_FORMAT_JOURNAL) {
-        n = (size_t)snprintf(line, cap, "%s", journal_prefixes[level]);
-    } else if (log_format == LOG_FORMAT_TIMESTAMP) {
-        n = format_timestamp(line, cap);
-        n += (size_t)snprintf(line + n, cap - n, "%s: ", level_names[level]);
-    }
-    r = vsnprintf(line + n, cap - n, fmt, ap);
-    n = r < 0 ? n : n + (size_t)r;
-    if (errnum != 0 && n < cap)
-        n += (size_t)snprintf(line + n, cap - n, ": %s", strerror(errnum));
-    if (n >= cap) {
-        n = cap - 1;
-        memcpy(line + n - 3, "...", 3);
-    }
-    line[n++] = '\n';
-    /* Nothing useful can be done when stderr itself fails. */
-    if (write(STDERR_FILENO, line, n) < 0) {
-    }
-    errno = saved;
 }
 
 #define LOG_BODY(level, errnum)                                                \

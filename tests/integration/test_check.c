@@ -1101,6 +1101,79 @@ static void test_listen_owner_only_when_taken(void **state)
     free(text);
 }
 
+/* Where `needle` starts in out, failing the test when it is not there. */
+static const char *must_find(const char *out, const char *needle)
+{
+    const char *at = strstr(out, needle);
+
+    if (at == NULL)
+        fail_msg("no '%s' in:\n%s", needle, out);
+    return at;
+}
+
+/* --check reports in the order of the lines, whichever pass found the
+ * problem (a key as it is read, a whole pipeline after, what the config
+ * names on this machine last), keeps the warnings of names that do not
+ * resolve beside the errors, and shows control bytes of the file as
+ * \xNN instead of sending them to the terminal. */
+static void test_messages_in_line_order(void **state)
+{
+    char path[256], text[1024], want[320],
+        *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+    uint16_t mport, sport;
+    int mfd, sfd;
+
+    (void)state;
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/order.conf", h_dir);
+    write_file(path, "[pipeline a]\n"                       /* 1 */
+                     "source = file:/etc/hostname\n"        /* 2 */
+                     "sink = tcp:weir-check.invalid:9000\n" /* 3 */
+                     "[pipeline b]\n"                       /* 4 */
+                     "source = file:/etc/hostname\n"        /* 5 */
+                     "[pipeline c]\n"                       /* 6 */
+                     "source = file:/etc/hostname\n"        /* 7 */
+                     "sink = null\n"                        /* 8 */
+                     "b\x1b[2Jog\rus = 1\n");               /* 9 */
+    run_weir(argv, r);
+    expect_exit(r, EX_CONFIG);
+    snprintf(want, sizeof(want), "%s:3: warning: sink tcp:weir-check.invalid",
+             path);
+    const char *l3 = must_find(r->out, want);
+    snprintf(want, sizeof(want), "%s:4: pipeline 'b' has no sink", path);
+    const char *l4 = must_find(r->out, want);
+    snprintf(want, sizeof(want), "%s:9: unknown key 'b\\x1b[2Jog us'", path);
+    const char *l9 = must_find(r->out, want);
+    assert_true(l3 < l4 && l4 < l9);
+    assert_null(strchr(r->out, '\x1b'));
+    assert_null(strchr(r->out, '\r'));
+
+    /* What the config names: the metrics address of [daemon] (line 2)
+     * before the sink of the pipeline below it (line 5), though the
+     * pipelines are looked at first. */
+    mfd = h_listen_any(&mport);
+    sfd = h_listen_any(&sport);
+    snprintf(text, sizeof(text),
+             "[daemon]\n"                        /* 1 */
+             "metrics = 127.0.0.1:%u\n"          /* 2 */
+             "[pipeline a]\n"                    /* 3 */
+             "source = file:/etc/hostname\n"     /* 4 */
+             "sink = tcp-listen:127.0.0.1:%u\n", /* 5 */
+             mport, sport);
+    write_file(path, text);
+    run_weir(argv, r);
+    close(mfd);
+    close(sfd);
+    expect_exit(r, EX_CONFIG);
+    snprintf(want, sizeof(want), "%s:2: metrics:", path);
+    l3 = must_find(r->out, want);
+    snprintf(want, sizeof(want), "%s:5: sink:", path);
+    l4 = must_find(r->out, want);
+    assert_true(l3 < l4);
+    free(r);
+}
+
 /* The listen address of a running weir is no error: a reload hands its
  * socket over. The running weir says so on its control socket. */
 static void test_held_by_running(void **state)
@@ -1209,6 +1282,7 @@ int main(void)
         cmocka_unit_test(test_many_pipelines),
         cmocka_unit_test(test_environment),
         cmocka_unit_test(test_listen_owner_only_when_taken),
+        cmocka_unit_test(test_messages_in_line_order),
         cmocka_unit_test_teardown(test_start_errors, h_teardown),
         cmocka_unit_test_teardown(test_held_by_running, h_teardown),
         cmocka_unit_test(test_pipe_relative_sink),

@@ -14,6 +14,21 @@
 # WEIR_VERSION; WEIR_SOURCE_ROOT is the source tree.
 set -eu
 
+# The demo listens on the fixed ports 127.0.0.1:7000 and :7001, which
+# anything else on the machine may hold (the README's own demo, running in
+# another terminal). Where a network namespace can be made, the test runs
+# in one of its own, whose loopback has every port free.
+if [ -z "${WEIR_TEST_NETNS:-}" ]; then
+	for how in "unshare -n" "unshare -rn"; do
+		if $how true 2>/dev/null; then
+			WEIR_TEST_NETNS=1 exec $how sh -c \
+				'ip link set lo up 2>/dev/null || ifconfig lo up; exec "$0" "$@"' \
+				"$0" "$@"
+		fi
+	done
+	echo "note: no network namespace here; the demo needs 127.0.0.1:7000 and :7001 free"
+fi
+
 build=${1:?usage: test_install.sh BUILD_DIR}
 dest=$(mktemp -d /tmp/weir-install-XXXXXX)
 weir_pid=

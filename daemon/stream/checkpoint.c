@@ -1,13 +1,7 @@
 /*
  * checkpoint.c - see checkpoint.h.
  *
- * The file, dir/pipeline-NAME.ckpt, is text:
- *   weir checkpoint 1
- *   path /var/log/app.log
- *   dev 2049
- *   ino 131090
- *   offset 48213
- *   head 3230...   (hex of the file's first bytes, up to 64)
+ * The file, dir/pipeline-NAME.ckpt, is text (sys/ckpt_text.h).
  * A file is the checkpointed one when its device, inode and first bytes
  * all match: an inode number reused by a new file has other first bytes
  * (or fewer than the offset), and is then read from its start.
@@ -18,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,73 +103,6 @@ static bool rec_same(const struct ckpt_rec *a, const struct ckpt_rec *b)
            memcmp(a->head, b->head, a->head_len) == 0;
 }
 
-/* Text of a checkpoint; its length. */
-static int rec_format(const struct ckpt_rec *r, const char *path, char *buf,
-                      size_t size)
-{
-    int n = snprintf(buf, size,
-                     "weir checkpoint 1\npath %s\ndev %" PRIu64 "\nino %" PRIu64
-                     "\noffset %" PRIu64 "\nhead ",
-                     path, r->dev, r->ino, r->off);
-
-    for (uint32_t i = 0; i < r->head_len && n + 3 < (int)size; i++)
-        n += snprintf(buf + n, size - (size_t)n, "%02x", r->head[i]);
-    if (n + 2 < (int)size)
-        n += snprintf(buf + n, size - (size_t)n, "\n");
-    return n;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* Parses a checkpoint written for path; false when it is not one. */
-static bool rec_parse(char *text, const char *path, struct ckpt_rec *r)
-{
-    char *save = NULL, *line;
-    unsigned seen = 0;
-
-    *r = (struct ckpt_rec){0};
-    line = strtok_r(text, "\n", &save);
-    if (!line || strcmp(line, "weir checkpoint 1") != 0)
-        return false;
-    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
-        if (strncmp(line, "path ", 5) == 0) {
-            if (strcmp(line + 5, path) != 0)
-                return false; /* the pipeline follows another file now */
-            seen |= 1;
-        } else if (sscanf(line, "dev %" SCNu64, &r->dev) == 1) {
-            seen |= 2;
-        } else if (sscanf(line, "ino %" SCNu64, &r->ino) == 1) {
-            seen |= 4;
-        } else if (sscanf(line, "offset %" SCNu64, &r->off) == 1) {
-            seen |= 8;
-        } else if (strncmp(line, "head ", 5) == 0) {
-            const char *h = line + 5;
-            size_t n = strlen(h);
-
-            if (n % 2 || n / 2 > sizeof(r->head))
-                return false;
-            for (size_t i = 0; i < n / 2; i++) {
-                int a = hexval(h[2 * i]), b = hexval(h[2 * i + 1]);
-
-                if (a < 0 || b < 0)
-                    return false;
-                r->head[i] = (uint8_t)(a << 4 | b);
-            }
-            r->head_len = (uint32_t)(n / 2);
-            seen |= 16;
-        }
-    }
-    r->valid = seen == 31;
-    return r->valid;
-}
-
 /* pipeline-NAME.ckpt, with NAME's bytes outside [A-Za-z0-9._-] as %XX. */
 static void state_name(const char *pipeline, char *out, size_t size)
 {
@@ -191,13 +119,55 @@ static void state_name(const char *pipeline, char *out, size_t size)
     snprintf(out + n, size - n, ".ckpt");
 }
 
+/* The text a checkpoint file may hold: its path escaped, and the rest. */
+#define CKPT_READ_MAX CKPT_TEXT_MAX(PATH_MAX)
+
+/* Reads the pipeline's checkpoint into ck->saved; what is not a usable
+ * one is said and left alone. */
+static void load(struct ckpt *ck)
+{
+    const char *dir = ck->dir, *name = ck->p->name;
+    char *text = malloc(CKPT_READ_MAX), *other = NULL;
+    int n;
+
+    if (!text) {
+        log_warnx("pipeline %s: out of memory reading its checkpoint", name);
+        return;
+    }
+    n = statefile_read(dir, ck->name, text, CKPT_READ_MAX);
+    if (n == -EFTYPE_STATE) {
+        log_warnx("pipeline %s: %s/%s is not a regular file; not used, and "
+                  "checkpoints will not be written until it is removed",
+                  name, dir, ck->name);
+    } else if (n < 0 && n != -ENOENT) {
+        log_warnx("pipeline %s: cannot read the checkpoint %s/%s: %s", name,
+                  dir, ck->name, strerror(-n));
+    } else if (n >= 0) {
+        switch (
+            ckpt_text_parse(text, ck->p->source->path, &ck->saved, &other)) {
+        case CKPT_TEXT_OK:
+            break;
+        case CKPT_TEXT_OTHER:
+            log_info("pipeline %s: the checkpoint in %s/%s is for %s, not "
+                     "for %s; not used",
+                     name, dir, ck->name, other, ck->p->source->path);
+            break;
+        case CKPT_TEXT_BAD:
+            log_warnx("pipeline %s: %s/%s is not a checkpoint weir wrote; "
+                      "ignoring it",
+                      name, dir, ck->name);
+            break;
+        }
+    }
+    free(other);
+    free(text);
+}
+
 struct ckpt *ckpt_new(struct weir_loop *main, struct alive *hold,
                       const struct weir_pipeline *p, const char *dir,
                       uint64_t interval_ms, const struct stream_sink_res *res)
 {
     struct ckpt *ck = calloc(1, sizeof(*ck));
-    char text[512];
-    int n;
 
     if (!ck || !(ck->dir = strdup(dir))) {
         free(ck);
@@ -209,21 +179,7 @@ struct ckpt *ckpt_new(struct weir_loop *main, struct alive *hold,
     ck->res = res;
     ck->interval_ns = interval_ms * 1000000ull;
     state_name(p->name, ck->name, sizeof(ck->name));
-    n = statefile_read(dir, ck->name, text, sizeof(text));
-    if (n >= 0 && !rec_parse(text, p->source->path, &ck->saved)) {
-        if (strstr(text, "weir checkpoint 1\npath ") == text)
-            log_info("pipeline %s: the checkpoint in %s/%s is for another "
-                     "file; not used",
-                     p->name, dir, ck->name);
-        else
-            log_warnx("pipeline %s: %s/%s is not a checkpoint weir wrote; "
-                      "ignoring it",
-                      p->name, dir, ck->name);
-        ck->saved = (struct ckpt_rec){0};
-    } else if (n < 0 && n != -ENOENT) {
-        log_warnx("pipeline %s: cannot read the checkpoint %s/%s: %s", p->name,
-                  dir, ck->name, strerror(-n));
-    }
+    load(ck);
     ck->rec = ck->saved;
     return ck;
 }
@@ -331,15 +287,20 @@ static int sync_sinks(struct ckpt *ck)
 
 static void save(struct ckpt *ck)
 {
-    char text[512];
-    int n, rc;
+    const char *path = ck->p->source->path;
+    size_t size = CKPT_TEXT_MAX(strlen(path)), n;
+    char *text;
+    int rc;
 
     if (!ck->rec.valid || rec_same(&ck->rec, &ck->saved))
         return;
     rc = sync_sinks(ck);
+    if (rc == 0 && (text = malloc(size)) == NULL)
+        rc = -ENOMEM;
     if (rc == 0) {
-        n = rec_format(&ck->rec, ck->p->source->path, text, sizeof(text));
-        rc = statefile_write(ck->dir, ck->name, text, (size_t)n);
+        n = ckpt_text_format(&ck->rec, path, text, size);
+        rc = statefile_write(ck->dir, ck->name, text, n);
+        free(text);
     }
     if (rc == 0) {
         ck->saved = ck->rec;
@@ -354,7 +315,10 @@ static void save(struct ckpt *ck)
                   "shipping goes on, but a restart resends what was sent "
                   "since the last checkpoint written (one line when it "
                   "works again)",
-                  ck->p->name, ck->dir, strerror(-rc));
+                  ck->p->name, ck->dir,
+                  rc == -EFTYPE_STATE ? "something other than a regular "
+                                        "file is at its name"
+                                      : strerror(-rc));
     ck->failing = true;
 }
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "sys/alive.h"
+#include "sys/ckpt_text.h"
 #include "weir/endpoint.h"
 #include "weir/loop.h"
 
@@ -33,14 +34,6 @@ struct stream;
 struct half;
 struct stream_sink_res;
 struct weir_pipeline;
-
-/* A checkpoint: the file and the offset reached in it. */
-struct ckpt_rec {
-    bool valid;
-    uint64_t dev, ino, off;
-    uint32_t head_len;
-    uint8_t head[64];
-};
 
 #define CKPT_WORDS 12 /* dev, ino, off, head_len, the head as 8 words */
 

@@ -5,7 +5,6 @@
  */
 #include "sys/statefile.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -26,21 +25,45 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
+/* 0 when nothing, or a regular file, is at dfd/name. */
+static int regular_or_none(int dfd, const char *name)
+{
+    struct stat st;
+
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : -errno;
+    return S_ISREG(st.st_mode) ? 0 : -EFTYPE_STATE;
+}
+
+static int open_dir(const char *dir, int create)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (dfd < 0 && errno == ENOENT && create && mkdir(dir, 0750) == 0)
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return dfd < 0 ? -errno : dfd;
+}
+
 int statefile_write(const char *dir, const char *name, const char *text,
                     size_t len)
 {
-    char tmp[4096], dst[4096];
+    char tmp[512];
     int fd, dfd, rc;
 
-    if (snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp))
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
-    snprintf(dst, sizeof(dst), "%s/%s", dir, name);
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 && errno == ENOENT && mkdir(dir, 0750) == 0)
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -errno;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if ((dfd = open_dir(dir, 1)) < 0)
+        return dfd;
+    /* The rename would replace whatever is at the name: refuse what weir
+     * did not write. A stale temporary file of a crash goes first, and
+     * O_EXCL then makes sure the one written is a new regular file. */
+    if ((rc = regular_or_none(dfd, name)) != 0 ||
+        (rc = regular_or_none(dfd, tmp)) != 0) {
+        close(dfd);
+        return rc;
+    }
+    unlinkat(dfd, tmp, 0);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (fd < 0) {
         rc = -errno;
         close(dfd);
@@ -51,38 +74,50 @@ int statefile_write(const char *dir, const char *name, const char *text,
         rc = -errno;
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
-    if (rc == 0 && rename(tmp, dst) != 0)
+    if (rc == 0 && renameat(dfd, tmp, dfd, name) != 0)
         rc = -errno;
     if (rc == 0 && fsync(dfd) != 0)
         rc = -errno;
     if (rc != 0)
-        unlink(tmp);
+        unlinkat(dfd, tmp, 0);
     close(dfd);
     return rc;
 }
 
 int statefile_read(const char *dir, const char *name, char *buf, size_t size)
 {
-    char path[4096];
+    struct stat st;
     size_t got = 0;
-    int fd, rc = 0;
+    int fd, dfd, rc = 0;
 
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    while (got + 1 < size) {
+    if ((dfd = open_dir(dir, 0)) < 0)
+        return dfd;
+    /* O_NONBLOCK: a FIFO at the name must not hold the start up; it is
+     * refused by the fstat below. */
+    fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    rc = fd < 0 ? -errno : 0;
+    close(dfd);
+    if (rc == -ELOOP)
+        return -EFTYPE_STATE; /* a symbolic link */
+    if (rc != 0)
+        return rc;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EFTYPE_STATE;
+    }
+    while (rc == 0) {
         ssize_t n = read(fd, buf + got, size - 1 - got);
 
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0) {
+        if (n < 0)
             rc = -errno;
+        else if (n == 0)
             break;
-        }
-        if (n == 0)
+        else if ((got += (size_t)n) == size - 1)
+            rc = read(fd, &(char){0}, 1) > 0 ? -EFBIG : 0;
+        if (got == size - 1)
             break;
-        got += (size_t)n;
     }
     close(fd);
     buf[got] = '\0';

@@ -11,6 +11,7 @@
  * (EX_CONFIG) for any config error; what daemon_run returns otherwise.
  */
 #include <getopt.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "conf/config.h"
 #include "demo.h"
 #include "sys/log.h"
+#include "sys/statelock.h"
 #include "conf/pipe_args.h"
 #include "check_env.h"
 #include "ctl.h"
@@ -68,6 +70,45 @@ static void demo_hints(const struct weir_config *conf)
                      s->host, s->port, p->source->path);
         }
     }
+}
+
+/*
+ * A daemon whose pipelines follow files keeps their checkpoints in the
+ * state directory, which is its alone while it runs (sys/statelock.h);
+ * the lock's fd stays open until exit. False when another weir holds
+ * it. A directory that cannot be written is not an error here: the
+ * pipelines ship without checkpoints, as the config check warned.
+ */
+static bool lock_state_dir(const struct weir_config *conf)
+{
+    const char *dir = conf->daemon.state_directory;
+    bool follows = false;
+    pid_t holder;
+    int fd;
+
+    for (size_t i = 0; i < conf->npipelines; i++) {
+        const struct weir_pipeline *p = conf->pipelines[i];
+
+        follows = follows || (p->source && p->source->kind == ADDR_FILE &&
+                              (p->follow || p->source->follow));
+    }
+    if (!follows || dir == NULL)
+        return true;
+    fd = statelock_take(dir, &holder);
+    if (fd == -EWOULDBLOCK) {
+        char pid[48] = "";
+
+        if (holder > 0)
+            snprintf(pid, sizeof(pid), " (pid %ld)", (long)holder);
+        log_errx("state_directory %s is in use by another weir%s: two daemons "
+                 "sharing it would overwrite each other's checkpoints; give "
+                 "this one a state_directory of its own",
+                 dir, pid);
+        return false;
+    }
+    if (fd < 0)
+        log_debug("state_directory %s: no lock taken: %s", dir, strerror(-fd));
+    return true;
 }
 
 int main(int argc, char *argv[])
@@ -190,5 +231,9 @@ int main(int argc, char *argv[])
         log_warnx("log_target = journal: %s; logging to stderr", strerror(-r));
     if (!pipe_mode && conffile == NULL)
         demo_hints(conf);
+    if (!pipe_mode && !lock_state_dir(conf)) {
+        config_free(conf);
+        return 1;
+    }
     return daemon_run(conf, pipe_mode ? NULL : conffile, verbose);
 }

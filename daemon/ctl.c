@@ -6,7 +6,9 @@
  * prints one frame after the other.
  *
  * The socket: --socket PATH, else the control_socket of the config -c
- * names, else the default (/run/weir/control).
+ * names, else the default, found the way the daemon makes it
+ * (config_default_control: the unit's RuntimeDirectory, /run/weir for
+ * root, $XDG_RUNTIME_DIR/weir for another user).
  */
 #include "ctl.h"
 
@@ -119,6 +121,8 @@ int ctl_ask(const char *path, const char *req, char **out)
 
 static void usage(FILE *f)
 {
+    char *dflt = config_default_control();
+
     fprintf(f,
             "usage: weir [-c FILE] status [--json] [-s PATH]\n"
             "       weir [-c FILE] top [-n FRAMES] [-s PATH]\n"
@@ -128,7 +132,8 @@ static void usage(FILE *f)
             "  -s, --socket PATH   the control socket (default: -c FILE's\n"
             "                      control_socket, else %s)\n"
             "  -c, --config FILE   take the socket from FILE's [daemon]\n",
-            CONF_DEFAULT_CONTROL);
+            dflt ? dflt : CONF_DEFAULT_CONTROL);
+    free(dflt);
 }
 
 /* The socket: -s, else the config's, else the default. NULL: the config
@@ -142,7 +147,7 @@ static char *socket_path(const char *opt, const char *conffile)
     if (opt)
         return strdup(opt);
     if (!conffile)
-        return strdup(CONF_DEFAULT_CONTROL);
+        return config_default_control();
     conf = config_load_file(conffile, &errors);
     if (!conf) {
         fprintf(stderr, "weir: %u error%s in %s\n", errors,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf/address.h"
 
@@ -132,6 +133,27 @@ char *config_default_state_dir(void)
     return strndup(e, n);
 }
 
+/* The control socket when the config names none: in the unit's
+ * RuntimeDirectory under systemd ($RUNTIME_DIRECTORY); /run/weir for
+ * root; $XDG_RUNTIME_DIR/weir for another user, whose session has one. A
+ * path too long for a unix socket falls back to CONF_DEFAULT_CONTROL. */
+char *config_default_control(void)
+{
+    const char *rt = getenv("RUNTIME_DIRECTORY");
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    char path[CONF_MAX_CONTROL + 1];
+    int n = -1;
+
+    if (rt && rt[0] == '/')
+        n = snprintf(path, sizeof(path), "%.*s/control", (int)strcspn(rt, ":"),
+                     rt);
+    else if (geteuid() != 0 && xdg && xdg[0] == '/')
+        n = snprintf(path, sizeof(path), "%s/weir/control", xdg);
+    if (n < 0 || n >= (int)sizeof(path))
+        return strdup(CONF_DEFAULT_CONTROL);
+    return strdup(path);
+}
+
 struct weir_config *config_new(const char *file, const char *base_dir)
 {
     struct weir_config *conf = calloc(1, sizeof(*conf));
@@ -141,7 +163,7 @@ struct weir_config *config_new(const char *file, const char *base_dir)
     conf->daemon.log_level = LOG_LEVEL_INFO;
     conf->daemon.drain_timeout_ms = CONF_DEFAULT_DRAIN_MS;
     conf->daemon.access_log = true;
-    conf->daemon.control_socket = strdup(CONF_DEFAULT_CONTROL);
+    conf->daemon.control_socket = config_default_control();
     if (conf->daemon.control_socket == NULL)
         goto fail;
     conf->daemon.pool_size = CONF_DEFAULT_POOL;

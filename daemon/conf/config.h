@@ -58,6 +58,9 @@
 
 /* The control socket, in the unit's RuntimeDirectory. */
 #define CONF_DEFAULT_CONTROL "/run/weir/control"
+/* A control socket's path fits a unix socket's address, with room for
+ * the temporary name it is bound under first. */
+#define CONF_MAX_CONTROL 90
 /* Dead and stalled peers (config/weir.conf.md says why these values). */
 #define CONF_DEFAULT_KEEPALIVE_IDLE_MS   (30 * 1000)
 #define CONF_DEFAULT_TCP_USER_TIMEOUT_MS (30 * 1000)
@@ -283,6 +286,9 @@ void config_check(struct weir_config *conf, struct conf_diag *diag);
 /* The state directory when the config names none: $STATE_DIRECTORY's
  * first, else CONF_DEFAULT_STATE_DIR. NULL when out of memory. */
 char *config_default_state_dir(void);
+/* The control socket when the config names none (config.c says where).
+ * NULL when out of memory. */
+char *config_default_control(void);
 
 /* Model helpers shared by the INI and the command-line front ends. */
 struct weir_config *config_new(const char *file, const char *base_dir);

@@ -375,8 +375,9 @@ static void key_control_socket(struct parser *p, const char *value)
         return;
     }
     /* sun_path's room, less the temporary name's suffix (run/control.c). */
-    if (strlen(path) > 90) {
-        PARSE_ERROR(p, "control_socket: '%s' is longer than 90 bytes", path);
+    if (strlen(path) > CONF_MAX_CONTROL) {
+        PARSE_ERROR(p, "control_socket: '%s' is longer than %d bytes", path,
+                    CONF_MAX_CONTROL);
         free(path);
         return;
     }

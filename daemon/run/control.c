@@ -8,9 +8,15 @@
  * read on the thread that owns the run. Its mode is 0600 and its owner
  * the user weir runs as; the socket is bound under a temporary name,
  * given its mode, then renamed into place, so no one else can connect
- * in between (and a stale socket of an earlier run is replaced). Bounds:
- * CONN_MAX connections at once (the rest wait in the backlog), a
- * request of CTLREQ_MAX bytes, CONN_TIMEOUT_NS for the whole exchange.
+ * in between (and a stale socket of an earlier run is replaced; a file
+ * that is not a socket is never replaced: a control_socket that names
+ * the config by mistake must not destroy it).
+ *
+ * Bounds: CONN_MAX connections at once (the rest wait in a backlog of
+ * SOMAXCONN), a request of CTLREQ_MAX bytes, CONN_TIMEOUT_NS for the
+ * whole exchange. Local clients that connect and say nothing cannot
+ * lock `weir status` out: when every slot is taken, the oldest client
+ * still silent is cut to make room.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,8 +30,8 @@
 #include "run/run_impl.h"
 #include "sys/ctlreq.h"
 
-#define CONN_MAX        8
-#define CONN_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+#define CONN_MAX        64
+#define CONN_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 
 struct control;
 
@@ -33,6 +39,7 @@ struct conn {
     struct control *c;
     bool used, ending;
     int fd;
+    uint64_t serial; /* the order of accepts: the lowest is the oldest */
     char req[CTLREQ_MAX];
     size_t got;
     char *reply;
@@ -49,6 +56,7 @@ struct control {
     struct weir_op accept_op;
     struct conn conns[CONN_MAX];
     unsigned nconns;
+    uint64_t accepts;
 };
 
 static void accept_arm(struct control *c);
@@ -181,6 +189,27 @@ static void timed_out(struct weir_op *op, int res, uint32_t flags)
     conn_end(k);
 }
 
+/* Every slot is taken: the oldest client that has not sent its request
+ * goes, so that the next one in the backlog is served. */
+static void push_out_idle(struct control *c)
+{
+    struct conn *old = NULL;
+
+    for (unsigned i = 0; i < CONN_MAX; i++) {
+        struct conn *k = &c->conns[i];
+
+        if (k->used && !k->ending && !k->reply &&
+            (!old || k->serial < old->serial))
+            old = k;
+    }
+    if (old) {
+        log_debug("control: %u clients at once; closing the oldest silent "
+                  "one",
+                  CONN_MAX);
+        conn_end(old);
+    }
+}
+
 static void conn_start(struct control *c, int fd)
 {
     struct conn *k = NULL;
@@ -192,11 +221,13 @@ static void conn_start(struct control *c, int fd)
         close(fd);
         return;
     }
-    *k = (struct conn){.c = c, .used = true, .fd = fd};
+    *k = (struct conn){.c = c, .used = true, .fd = fd, .serial = c->accepts++};
     c->nconns++;
     k->timer.op.fn = timed_out;
     weir_loop_timer_start(c->r->main, &k->timer, CONN_TIMEOUT_NS);
     recv_more(k);
+    if (c->nconns == CONN_MAX)
+        push_out_idle(c);
 }
 
 static void accepted(struct weir_op *op, int res, uint32_t flags)
@@ -235,8 +266,19 @@ static bool in_use(const struct sockaddr_un *un)
     return yes;
 }
 
+/* 0 when nothing, or a socket, is at path: what the rename may replace. */
+static int replaceable(const char *path)
+{
+    struct stat st;
+
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -errno;
+    return S_ISSOCK(st.st_mode) ? 0 : -EEXIST;
+}
+
 /* The listening socket at path, 0600 from its first moment there.
- * Returns the fd or -errno. */
+ * Returns the fd or -errno (-EEXIST: a file that is not a socket is
+ * there). */
 static int listen_at(const char *path)
 {
     struct sockaddr_un un = {.sun_family = AF_UNIX}, tmp = un;
@@ -249,6 +291,8 @@ static int listen_at(const char *path)
     memcpy(un.sun_path, path, strlen(path) + 1);
     if (in_use(&un))
         return -EADDRINUSE;
+    if ((rc = replaceable(path)) != 0)
+        return rc;
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -258,14 +302,40 @@ static int listen_at(const char *path)
         close(fd);
         return rc;
     }
-    if (chmod(tmp.sun_path, 0600) != 0 || listen(fd, 16) != 0 ||
-        rename(tmp.sun_path, path) != 0) {
-        rc = -errno;
+    if (chmod(tmp.sun_path, 0600) != 0 || listen(fd, SOMAXCONN) != 0 ||
+        (rc = replaceable(path)) != 0 || rename(tmp.sun_path, path) != 0) {
+        rc = rc ? rc : -errno;
         unlink(tmp.sun_path);
         close(fd);
         return rc;
     }
     return fd;
+}
+
+/* Why path cannot be the control socket, for the log. */
+static const char *why_not(int err)
+{
+    if (err == -EADDRINUSE)
+        return "another weir answers there";
+    if (err == -EEXIST)
+        return "a file that is not a socket is there; it is left as it is";
+    return strerror(-err);
+}
+
+/* The default socket's directory (/run/weir, $XDG_RUNTIME_DIR/weir) is
+ * made when missing: under systemd the unit's RuntimeDirectory is, but
+ * run by hand it is not, and `weir status` looks there. */
+static void make_parent(const char *path)
+{
+    char dir[CONF_MAX_CONTROL + 1];
+    const char *slash = strrchr(path, '/');
+
+    if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir))
+        return;
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = '\0';
+    if (mkdir(dir, geteuid() == 0 ? 0755 : 0700) == 0)
+        log_debug("control socket: made %s", dir);
 }
 
 int control_start(struct run *r)
@@ -277,20 +347,18 @@ int control_start(struct run *r)
 
     if (!path)
         return 0;
+    if (!asked)
+        make_parent(path);
     fd = listen_at(path);
     if (fd < 0) {
         if (asked) {
-            log_errx("control socket %s: %s", path,
-                     fd == -EADDRINUSE ? "another weir answers there"
-                                       : strerror(-fd));
+            log_errx("control socket %s: %s", path, why_not(fd));
             return fd;
         }
-        /* The default outside the unit's RuntimeDirectory: go on. */
+        /* The default, where it cannot be made: go on without. */
         log_info("control socket %s: %s; weir status needs "
                  "[daemon] control_socket",
-                 path,
-                 fd == -EADDRINUSE ? "another weir answers there"
-                                   : strerror(-fd));
+                 path, why_not(fd));
         return 0;
     }
     c = calloc(1, sizeof(*c));

@@ -136,6 +136,9 @@ int h_begin(const char *tag)
      * suite's own, never the machine's. */
     snprintf(state, sizeof(state), "%s/state", h_dir);
     setenv("STATE_DIRECTORY", state, 1);
+    /* And its default control socket, made at start when missing. */
+    snprintf(state, sizeof(state), "%s/run", h_dir);
+    setenv("RUNTIME_DIRECTORY", state, 1);
     if (getenv("TEST_FILTER"))
         cmocka_set_test_filter(getenv("TEST_FILTER"));
     return 0;

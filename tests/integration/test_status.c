@@ -452,6 +452,124 @@ static void test_access_log(void **state)
     free(log);
 }
 
+/* A control_socket that names a file which is not a socket (the config
+ * itself, by mistake): the start fails, says why, and the file is as it
+ * was. */
+static void test_control_socket_spares_files(void **state)
+{
+    char conf[300], before[65], after[65];
+    struct h_weir w;
+
+    (void)state;
+    h_path(conf, sizeof(conf), "spare.conf");
+    h_start_conf(&w, "spare", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 1\ncontrol_socket = %s\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 conf, data, h_free_port(false));
+    h_expect_exit(&w, 1, false, WAIT);
+    h_expect_log(&w, "a file that is not a socket is there; it is left", WAIT);
+    /* h_start_conf wrote the config before the start: it is still whole. */
+    assert_true(h_file_sha(conf, after, &(uint64_t){0}));
+    {
+        char *text = h_slurp(conf);
+
+        assert_non_null(strstr(text, "[pipeline files]"));
+        h_sha_hex(text, strlen(text), before);
+        free(text);
+    }
+    assert_string_equal(before, after);
+}
+
+/* Many clients at once, and clients that connect and say nothing: none
+ * is refused at connect, and `weir status` is answered all the same. */
+static void test_control_many_clients(void **state)
+{
+    enum { IDLE = 100, BUSY = 200 };
+    int idle[IDLE], busy[BUSY];
+    unsigned answered = 0;
+    struct h_weir w;
+    char *out;
+
+    (void)state;
+    h_start_conf(&w, "many", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 1\ncontrol_socket = %s\n\n"
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 sock, data, h_free_port(false));
+    h_expect_log(&w, "pipeline files: listening on", WAIT);
+    for (int i = 0; i < IDLE; i++) {
+        idle[i] = h_connect(false, 0, sock, WAIT);
+        assert_true(idle[i] >= 0);
+    }
+    /* With every idle client still connected, status is answered. */
+    assert_int_equal(run_weir(&out, "status", "-s", sock, NULL), 0);
+    assert_non_null(strstr(out, "files"));
+    free(out);
+    for (int i = 0; i < BUSY; i++) {
+        struct sockaddr_un un = {.sun_family = AF_UNIX};
+
+        /* Non-blocking, as a client with a deadline connects: a full
+         * backlog refuses it at once (EAGAIN) instead of queueing it. */
+        busy[i] =
+            socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        assert_true(strlen(sock) < sizeof(un.sun_path));
+        memcpy(un.sun_path, sock, strlen(sock) + 1);
+        if (connect(busy[i], (struct sockaddr *)&un, sizeof(un)) != 0)
+            fail_msg("client %d of %d refused at connect: %s", i + 1, BUSY,
+                     strerror(errno));
+        assert_true(h_write_all(busy[i], "status\n", 7));
+    }
+    for (int i = 0; i < BUSY; i++) {
+        char buf[4096];
+        ssize_t n, total = 0;
+        struct pollfd p = {.fd = busy[i], .events = POLLIN};
+
+        while (poll(&p, 1, (int)WAIT) == 1 &&
+               (n = read(busy[i], buf, sizeof(buf))) > 0)
+            total += n;
+        answered += total > 0;
+        close(busy[i]);
+    }
+    assert_int_equal(answered, BUSY);
+    for (int i = 0; i < IDLE; i++)
+        close(idle[i]);
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
+/* Without control_socket, the daemon makes its socket where `weir
+ * status` looks: in $RUNTIME_DIRECTORY (made when missing). */
+static void test_control_default_place(void **state)
+{
+    char rt[300], conf[300], where[340], *out;
+    uint16_t port = h_free_port(false);
+    struct h_weir w;
+    struct stat st;
+
+    (void)state;
+    h_path(rt, sizeof(rt), "rt-default");
+    h_rm_tree(rt);
+    setenv("RUNTIME_DIRECTORY", rt, 1);
+    h_start_conf(&w, "dflt", H_CONF_FRESH_LOG,
+                 "[pipeline files]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 data, port);
+    h_expect_log(&w, "pipeline files: listening on", WAIT);
+    snprintf(where, sizeof(where), "%s/control", rt);
+    assert_int_equal(lstat(where, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+    h_path(conf, sizeof(conf), "dflt.conf");
+    assert_int_equal(run_weir(&out, "-c", conf, "status", NULL), 0);
+    assert_non_null(strstr(out, "files"));
+    free(out);
+    assert_int_equal(run_weir(&out, "status", NULL), 0);
+    assert_non_null(strstr(out, "files"));
+    free(out);
+    h_expect_exit(&w, 0, true, WAIT);
+    h_path(rt, sizeof(rt), "run");
+    setenv("RUNTIME_DIRECTORY", rt, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -461,6 +579,9 @@ int main(void)
         cmocka_unit_test_teardown(test_top_tmux, h_teardown),
         cmocka_unit_test_teardown(test_access_log, h_teardown),
         cmocka_unit_test_teardown(test_reload_shows_once, h_teardown),
+        cmocka_unit_test_teardown(test_control_socket_spares_files, h_teardown),
+        cmocka_unit_test_teardown(test_control_many_clients, h_teardown),
+        cmocka_unit_test_teardown(test_control_default_place, h_teardown),
     };
     int rc;
 

@@ -336,9 +336,16 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
     if (s->peer[0]) {
         client_line(r, pl, s, err, out);
     } else if (err && r->cutting) {
+        /* A stop the operator asked for is not an error (exit 0); what
+         * was cut is said, and the next start resumes from the
+         * checkpoint. */
         log_warnx("pipeline %s: cut at the drain timeout after %llu bytes",
                   pl->p->name, out);
-        r->failures++;
+    } else if (err == -ENOTCONN && r->stopping) {
+        /* A sink still waiting to reconnect when the stop came. */
+        log_warnx("pipeline %s: cut at the stop after %llu bytes: a sink "
+                  "was not connected",
+                  pl->p->name, out);
     } else if (err) {
         log_warnx("pipeline %s: failed: %s after %llu bytes", pl->p->name,
                   stream_error_text(s, err, text, sizeof(text)), out);

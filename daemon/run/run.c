@@ -132,8 +132,10 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
         run_cut(r);
         return;
     }
-    log_info("%s: stopping (no new connections; running streams finish)",
-             signals_name(r->siginfo));
+    if (!r->mode->signal_cuts)
+        log_info("%s: stopping (no new connections; running streams "
+                 "finish)",
+                 signals_name(r->siginfo));
     if (r->mode->notifies)
         notify_stopping();
     r->stop_signal = signals_number(r->siginfo);
@@ -141,6 +143,8 @@ static void sig_read(struct weir_op *op, int res, uint32_t flags)
     r->exit_status = r->mode->signal_status ? 128 + r->stop_signal : 0;
     sig_arm(r);
     run_stop(r);
+    if (r->mode->signal_cuts)
+        run_cut(r);
     status_update(r);
 }
 
@@ -355,7 +359,26 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
     }
 }
 
-/* weir pipe runs its one stream, prints the summary, and is done. */
+/* The stream failed only because stdout was closed: the reader had
+ * enough (`weir pipe ... - | head`), which is how a filter ends. */
+static bool stdout_closed(const struct stream *s, int err)
+{
+    const struct weir_pipeline *p = s->sp->p;
+
+    if (err != -EPIPE)
+        return false;
+    for (unsigned i = 0; i < s->sp->nsinks; i++)
+        if (s->sink_rc[i] == -EPIPE && p->sinks[i]->kind == ADDR_STDOUT)
+            return true;
+    return false;
+}
+
+/*
+ * weir pipe runs its one stream and is done. Like any filter it says
+ * nothing when all went well, unless asked (-v) or on a terminal (where
+ * the progress line was); a failure, a cut or an interruption is always
+ * said, with what reached each sink.
+ */
 static void pipe_stream_ended(struct run *r, struct pipeline *pl,
                               struct stream *s)
 {
@@ -363,7 +386,12 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
     uint64_t cut = source_shrank(r, s);
     char text[128];
 
-    progress_summary(r);
+    if (stdout_closed(s, err))
+        err = 0;
+    r->summary_quiet =
+        !r->verbose && !r->tty && !err && !cut && !r->stop_signal;
+    if (!r->summary_quiet)
+        progress_summary(r);
     if (cut) {
         fprintf(stderr,
                 "weir pipe: warning: %s shrank by %llu bytes while it was "
@@ -371,11 +399,11 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
                 pl->p->source->text, (unsigned long long)cut);
         r->exit_status = 1;
     }
-    if (err) {
+    /* After an interruption the cut is ours: its error is no news. */
+    if (err && !r->stop_signal) {
         fprintf(stderr, "weir pipe: failed: %s\n",
                 stream_error_text(s, err, text, sizeof(text)));
-        if (!r->stop_signal)
-            r->exit_status = 1;
+        r->exit_status = 1;
     }
     /* The exit status is 128 + the signal already (sig_read). */
     if (r->stop_signal)
@@ -388,8 +416,10 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
 
 static void pipe_report_line(const struct stream *s, const char *line)
 {
-    (void)s;
-    fprintf(stderr, "weir pipe: %s\n", line);
+    const struct run *r = weir_container_of(s->cx, struct run, cx);
+
+    if (!r->summary_quiet)
+        fprintf(stderr, "weir pipe: %s\n", line);
 }
 
 const struct run_mode run_mode_daemon = {
@@ -411,6 +441,7 @@ const struct run_mode run_mode_pipe = {
     .stream_ended = pipe_stream_ended,
     .report_line = pipe_report_line,
     .signal_status = true,
+    .signal_cuts = true,
     .serve_once = true,
     .splice_connects = true,
 };
@@ -732,9 +763,11 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         return uring_unavailable(rc) ? EX_UNAVAILABLE : 1;
     }
     r.t_start_ns = clock_now_ns();
-    /* Which engine runs and why (a fallback names what refused io_uring). */
-    log_info("engine: %s (%s)", weir_engine_name(weir_loop_engine(r.main)),
-             weir_loop_engine_reason(r.main));
+    /* Which engine runs and why (a fallback names what refused io_uring);
+     * weir pipe says it only when asked (-v). */
+    (r.mode->announces ? log_info : log_debug)(
+        "engine: %s (%s)", weir_engine_name(weir_loop_engine(r.main)),
+        weir_loop_engine_reason(r.main));
     if (r.mode->announces)
         log_info("weir %s: %u worker%s, engine %s, fd limit %llu, "
                  "config %s",

@@ -47,6 +47,9 @@ struct run_mode {
     /* A stop by a signal exits 128 + its number (a shell's Ctrl-C: 130),
      * not 0: the transfer did not finish (weir pipe). */
     bool signal_status;
+    /* A stop by a signal cuts at once, without the drain: a person
+     * pressed Ctrl-C and waits for the prompt (weir pipe). */
+    bool signal_cuts;
 };
 
 struct run {
@@ -88,6 +91,7 @@ struct run {
     /* weir pipe (progress.c). */
     struct weir_timer progress;
     bool tty;
+    bool summary_quiet; /* weir pipe: a success nobody asked to hear of */
     int64_t t_start_ns;
     uint64_t total;     /* source size when known, else 0 */
     struct stream *one; /* the oneshot stream, kept for the summary */

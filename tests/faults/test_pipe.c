@@ -3,8 +3,13 @@
  *
  *   Ctrl-C (SIGINT): exit 130, and the summary names how much reached
  *   each sink, which is what each one really holds;
+ *   Ctrl-C with a sink that takes nothing: the same, at once (not after
+ *   the daemon's drain timeout), without a failure of its own;
  *   a source file that shrinks while it is sent: a warning naming the
- *   bytes cut, exit 1, and the sink got the file as it is now, whole.
+ *   bytes cut, exit 1, and the sink got the file as it is now, whole;
+ *   stdout closed by its reader (`| head -c 10`): the reader had enough,
+ *   exit 0 and not a word; a transfer that went well says nothing
+ *   either, unless -v asks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -131,7 +136,7 @@ static void test_shrinking_source_warns_and_fails(void **state)
     port = ntohs(a.sin_port);
     snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port);
     snprintf(source, sizeof(source), "file:%s", src);
-    h_spawn(&w, (char *const[]){"weir", "pipe", source, sink, NULL}, log);
+    h_spawn(&w, (char *const[]){"weir", "-v", "pipe", source, sink, NULL}, log);
     cfd = h_accept(lfd, WAIT);
     if (cfd < 0)
         h_show_log(&w);
@@ -160,6 +165,120 @@ static void test_shrinking_source_warns_and_fails(void **state)
     close(lfd);
 }
 
+/* Ctrl-C while the only sink takes nothing: weir stops at once. Before,
+ * it waited out the daemon's drain timeout ("still running after the
+ * drain timeout") and then printed the cut as a failure. */
+static void test_ctrl_c_with_a_stalled_sink(void **state)
+{
+    char src[256], log[256], sink[64], source[300], hex[65], *t;
+    uint16_t port;
+    int lfd = h_listen_any(&port), cfd;
+    struct h_weir w;
+
+    (void)state;
+    h_path(src, sizeof(src), "stall.bin");
+    h_path(log, sizeof(log), "stall.log");
+    unlink(log);
+    h_make_file(src, 64u << 20, 6, hex);
+    snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port);
+    snprintf(source, sizeof(source), "file:%s", src);
+    h_spawn(&w, (char *const[]){"weir", "pipe", source, sink, NULL}, log);
+    cfd = h_accept(lfd, WAIT);
+    assert_true(cfd >= 0);
+    h_sleep_ms(200); /* the socket buffers fill; weir waits on the sink */
+    kill(w.pid, SIGINT);
+    h_expect_exit(&w, 130, false, WAIT);
+    h_expect_log(&w, "interrupted by SIGINT", WAIT);
+    t = h_slurp(log);
+    assert_non_null(t);
+    assert_null(strstr(t, "drain timeout"));
+    assert_null(strstr(t, "failed:"));
+    assert_null(strstr(t, "stopping (no new connections"));
+    free(t);
+    close(cfd);
+    close(lfd);
+}
+
+/* `weir pipe FILE - | head -c 10`: the reader closes the pipe after 10
+ * bytes; weir ends with 0 and says nothing. */
+static void test_closed_stdout_is_success(void **state)
+{
+    char src[256], log[256], source[300], fifo[256], hex[65], buf[10], *t;
+    struct h_weir w;
+    int fd;
+
+    (void)state;
+    h_path(src, sizeof(src), "head.bin");
+    h_path(log, sizeof(log), "head.log");
+    h_path(fifo, sizeof(fifo), "head.fifo");
+    unlink(log);
+    unlink(fifo);
+    h_make_file(src, 64u << 20, 7, hex);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(source, sizeof(source), "file:%s", src);
+    /* The read end first, so that weir's open of its stdout finds it. */
+    fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    assert_true(fd >= 0);
+    h_spawn_io(&w, (char *const[]){"weir", "pipe", source, "-", NULL}, log,
+               NULL, fifo);
+    assert_int_equal(fcntl(fd, F_SETFL, 0), 0);
+    for (size_t got = 0; got < sizeof(buf);) {
+        ssize_t n = read(fd, buf + got, sizeof(buf) - got);
+
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    close(fd);
+    h_expect_exit(&w, 0, false, WAIT);
+    t = h_slurp(log);
+    assert_non_null(t);
+    if (t[0] != '\0')
+        fail_msg("weir pipe said, on a success:\n%s", t);
+    free(t);
+}
+
+/* A transfer that went well is silent on a pipe or file; -v tells the
+ * engine and what reached each sink. */
+static void test_quiet_unless_asked(void **state)
+{
+    char src[256], dst[256], log[256], source[300], sink[300];
+    char hex[65], got_hex[65], *t;
+    uint64_t size;
+    struct h_weir w;
+
+    (void)state;
+    h_path(src, sizeof(src), "quiet.bin");
+    h_path(dst, sizeof(dst), "quiet.out");
+    h_path(log, sizeof(log), "quiet.log");
+    h_make_file(src, 1u << 20, 8, hex);
+    snprintf(source, sizeof(source), "file:%s", src);
+    snprintf(sink, sizeof(sink), "file:%s", dst);
+    for (int verbose = 0; verbose < 2; verbose++) {
+        unlink(dst);
+        unlink(log);
+        if (verbose)
+            h_spawn(&w,
+                    (char *const[]){"weir", "-v", "pipe", source, sink, NULL},
+                    log);
+        else
+            h_spawn(&w, (char *const[]){"weir", "pipe", source, sink, NULL},
+                    log);
+        h_expect_exit(&w, 0, false, WAIT);
+        assert_true(h_file_sha(dst, got_hex, &size));
+        assert_int_equal(size, 1u << 20);
+        assert_string_equal(got_hex, hex);
+        t = h_slurp(log);
+        assert_non_null(t);
+        if (!verbose && t[0] != '\0')
+            fail_msg("weir pipe said, on a success:\n%s", t);
+        if (verbose) {
+            assert_non_null(strstr(t, "engine: "));
+            assert_non_null(strstr(t, "1048576 bytes delivered"));
+        }
+        free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +286,9 @@ int main(void)
                                   h_teardown),
         cmocka_unit_test_teardown(test_shrinking_source_warns_and_fails,
                                   h_teardown),
+        cmocka_unit_test_teardown(test_ctrl_c_with_a_stalled_sink, h_teardown),
+        cmocka_unit_test_teardown(test_closed_stdout_is_success, h_teardown),
+        cmocka_unit_test_teardown(test_quiet_unless_asked, h_teardown),
     };
     int rc;
 

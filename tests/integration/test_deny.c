@@ -72,7 +72,7 @@ static void test_pipe_on_epoll(void **state)
     unsetenv("WEIR_ENGINE");
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(dst, sizeof(dst), "tcp:127.0.0.1:%u", port);
-    spawn_denied(&w, "pipe", (char *const[]){"pipe", src, dst, NULL});
+    spawn_denied(&w, "pipe", (char *const[]){"-v", "pipe", src, dst, NULL});
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
@@ -157,7 +157,7 @@ static void test_pipe_tcp_to_file_on_epoll(void **state)
     snprintf(out, sizeof(out), "%s/received.bin", dir);
     snprintf(src, sizeof(src), "tcp-listen:127.0.0.1:%u", port);
     snprintf(sink, sizeof(sink), "file:%s", out);
-    spawn_denied(&w, "pipe_in", (char *const[]){"pipe", src, sink, NULL});
+    spawn_denied(&w, "pipe_in", (char *const[]){"-v", "pipe", src, sink, NULL});
     fd = h_connect(false, port, NULL, WAIT);
     assert_true(fd >= 0);
     assert_true(h_send_file(fd, big));
@@ -178,7 +178,7 @@ static void test_io_uring_asked_for(void **state)
     (void)state;
     setenv("WEIR_ENGINE", "io_uring", 1);
     snprintf(src, sizeof(src), "file:%s", small);
-    spawn_denied(&w, "asked", (char *const[]){"pipe", src, "null", NULL});
+    spawn_denied(&w, "asked", (char *const[]){"-v", "pipe", src, "null", NULL});
     unsetenv("WEIR_ENGINE");
     expect_exit(&w, 69, false);
     h_expect_log(&w, "seccomp", WAIT);
@@ -214,9 +214,9 @@ static void test_engine_chosen(void **state)
     expect_exit(&w, 0, true);
 
     snprintf(src, sizeof(src), "file:%s", small);
-    spawn_denied(
-        &w, "pipe_asked",
-        (char *const[]){"pipe", "--engine", "io_uring", src, "null", NULL});
+    spawn_denied(&w, "pipe_asked",
+                 (char *const[]){"-v", "pipe", "--engine", "io_uring", src,
+                                 "null", NULL});
     expect_exit(&w, 69, false);
 }
 

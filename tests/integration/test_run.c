@@ -465,7 +465,7 @@ static void test_pipe_file_to_tcp(void **state)
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port);
     h_path(log, sizeof(log), "pipe_out.log");
-    h_spawn(&w, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
+    h_spawn(&w, (char *const[]){"weir", "-v", "pipe", src, sink, NULL}, log);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);
@@ -489,7 +489,7 @@ static void test_pipe_tcp_to_file(void **state)
     h_path(log, sizeof(log), "pipe_in.log");
     snprintf(src, sizeof(src), "tcp-listen:127.0.0.1:%u", port);
     snprintf(sink, sizeof(sink), "file:%s", out);
-    h_spawn(&w, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
+    h_spawn(&w, (char *const[]){"weir", "-v", "pipe", src, sink, NULL}, log);
     fd = h_connect(false, port, NULL, WAIT);
     assert_true(fd >= 0);
     assert_true(h_send_file(fd, small));
@@ -511,7 +511,7 @@ static void test_pipe_fails(void **state)
     h_path(log, sizeof(log), "pipe_fail.log");
     snprintf(src, sizeof(src), "file:%s", small);
     snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port);
-    h_spawn(&w, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
+    h_spawn(&w, (char *const[]){"weir", "-v", "pipe", src, sink, NULL}, log);
     h_expect_exit(&w, 1, false, WAIT);
     h_expect_log(&w, "weir pipe: failed: Connection refused", WAIT);
 }
@@ -537,7 +537,7 @@ static void test_splice_stage(void **state)
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(sink, sizeof(sink), "tcp:127.0.0.1:%u", port2);
     h_path(log, sizeof(log), "splice_pipe.log");
-    h_spawn(&p, (char *const[]){"weir", "pipe", src, sink, NULL}, log);
+    h_spawn(&p, (char *const[]){"weir", "-v", "pipe", src, sink, NULL}, log);
     unsetenv("WEIR_SENDPATH");
     for (int i = 0; i < N; i++) {
         c[i] = (struct h_client){.port = port};
@@ -569,7 +569,8 @@ static void test_pipe_stdio(void **state)
     (void)state;
     h_path(out, sizeof(out), "stdout.bin");
     h_path(log, sizeof(log), "stdio.log");
-    h_spawn_io(&w, (char *const[]){"weir", "pipe", "stdin", "stdout", NULL},
+    h_spawn_io(&w,
+               (char *const[]){"weir", "-v", "pipe", "stdin", "stdout", NULL},
                log, small, out);
     h_expect_exit(&w, 0, false, WAIT);
     assert_true(h_file_sha(out, hex, &size));

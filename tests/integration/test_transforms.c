@@ -62,10 +62,10 @@ static void make_text(const char *p, size_t size)
 /* weir pipe ARGS... (NULL-terminated), logging to name.log; its status. */
 static int weir_pipe(struct h_weir *w, const char *name, ...)
 {
-    char *argv[32] = {"weir", "pipe"};
+    char *argv[32] = {"weir", "-v", "pipe"};
     char log[600];
     va_list ap;
-    int n = 2, rc;
+    int n = 3, rc;
 
     va_start(ap, name);
     while (n < 31 && (argv[n] = va_arg(ap, char *)) != NULL)
@@ -454,7 +454,8 @@ static void drop_case(const char *policy, int status)
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(tcp, sizeof(tcp), "tcp:127.0.0.1:%u,on_full=%s", port, policy);
     snprintf(dout, sizeof(dout), "file:%s", out);
-    h_spawn(&w, (char *const[]){"weir", "pipe", src, tcp, dout, NULL}, log);
+    h_spawn(&w, (char *const[]){"weir", "-v", "pipe", src, tcp, dout, NULL},
+            log);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     end = h_now_ms() + WAIT;
@@ -519,7 +520,8 @@ static void test_block_never_drops(void **state)
     snprintf(src, sizeof(src), "file:%s", big);
     snprintf(tcp, sizeof(tcp), "tcp:127.0.0.1:%u", port);
     snprintf(dout, sizeof(dout), "file:%s", out);
-    h_spawn(&w, (char *const[]){"weir", "pipe", src, tcp, dout, NULL}, log);
+    h_spawn(&w, (char *const[]){"weir", "-v", "pipe", src, tcp, dout, NULL},
+            log);
     fd = h_accept(lfd, WAIT);
     assert_true(fd >= 0);
     assert_int_equal(h_drain(fd, hex, UINT64_MAX, WAIT), BIG);

@@ -111,8 +111,7 @@ static inline void weir_buf_ref(struct weir_buf *b)
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
 }
 
-/* Implementation of the last-reference path of weir_buf_unref. */
-void weir_pool_free_(struct weir_buf *b, unsigned self);
+#include "weir/internal/pool.h"
 
 /*
  * Any thread holding a reference; `self` is the caller's thread slot.

@@ -989,7 +989,7 @@ static void epl_exit(struct weir_loop *loop)
 
     /* A read on an I/O thread writes into its record and posts to this
      * loop: wait for them (reads of regular files end soon). Acquire pairs
-     * with the release decrement in pool_main. */
+     * with the release decrement in pool_main (io_pool.c). */
     while (atomic_load_explicit(&e->pool_jobs, memory_order_acquire))
         usleep(100);
     close(e->epfd);

@@ -51,7 +51,8 @@ static void *pool_main(void *arg)
         loop = r->loop;
         /* The post publishes r->res to the owner (its release pairs with
          * run_inbox's acquire); after the count drops, r and the loop may
-         * be gone. Release pairs with the acquire load in epl_exit. */
+         * be gone. Release pairs with the acquire load in epl_exit
+         * (epoll.c). */
         weir_loop_post(loop, &r->task);
         atomic_fetch_sub_explicit(&loop->e.pool_jobs, 1, memory_order_release);
     }

@@ -229,6 +229,8 @@ int weir_iter_next(struct weir_iter *it, struct weir_chunk *out,
  */
 int weir_iter_return(struct weir_iter *it, int reason);
 
+/* The layout and the helpers of the inline fast paths below; not API.
+ * Here, after the types they use. */
 #include "weir/internal/readable.h"
 
 /*

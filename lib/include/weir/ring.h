@@ -43,6 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weir/internal/ring.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -244,8 +246,6 @@ static inline int weir_ring_init(struct weir_ring *r, void **slots,
     r->owns_slots = false;
     return weir_spsc_init(&r->idx, capacity);
 }
-
-#include "weir/internal/ring.h"
 
 /* Producer. Enqueues one pointer. Returns 0, or -ENOBUFS when full. */
 static inline int weir_ring_push(struct weir_ring *r, void *item)

@@ -17,6 +17,7 @@
 #ifndef WEIR_WRITABLE_H
 #define WEIR_WRITABLE_H
 
+#include "weir/internal/writable.h"
 #include "weir/stream_types.h"
 
 #ifdef __cplusplus
@@ -148,8 +149,6 @@ int weir_writer_abort(struct weir_writer *w, int reason, weir_done_cb cb,
 
 /* The stream's desired size (see weir_writable_desired_size). */
 int64_t weir_writer_desired_size(const struct weir_writer *w);
-
-#include "weir/internal/writable.h"
 
 /*
  * Writes `chunk` (the stream's now). 0 when the sink already finished it;

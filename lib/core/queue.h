@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "weir/stream_types.h" /* struct weir_q */
+#include "weir/internal/stream_types.h" /* struct weir_q */
 
 /* Makes room for at least one more entry: first storage (`first` entries,
  * rounded up to a power of two) or a doubling. Returns 0 or -ENOMEM. */

@@ -27,21 +27,21 @@
  * Regular files cannot be added to epoll (EPERM): they are always ready.
  * A read tries RWF_NOWAIT first (page-cache hits, the common case for a
  * file being served, cost nothing more), and what would wait for the disk
- * goes to a small pool of I/O threads shared by the process, which posts
- * the result back as a task, so a cold read never holds the loop and the
- * other streams on it. Writes to regular files block on the loop's thread
- * (page-cache writes, rarely long).
+ * goes to a small pool of I/O threads shared by the process (io_pool.c),
+ * which posts the result back as a task, so a cold read never holds the
+ * loop and the other streams on it. Writes to regular files block on the
+ * loop's thread (page-cache writes, rarely long).
  *
  * Linked requests (weir_loop_link): the second waits until the first
  * completes; a first that fails or transfers less than asked for completes
  * the second with -ECANCELED, as io_uring does. Timers are a min-heap of
- * deadlines on CLOCK_MONOTONIC, waited for with epoll_pwait2's nanosecond
- * timeout. The doorbell is the loop's eventfd in the epoll set.
+ * deadlines on CLOCK_MONOTONIC (timer_heap.c), waited for with
+ * epoll_pwait2's nanosecond timeout. The doorbell is the loop's eventfd in
+ * the epoll set.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -51,88 +51,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "epoll_impl.h"
+#include "io_pool.h"
 #include "loop_impl.h"
-
-enum epl_kind {
-    K_NOP,
-    K_READ,
-    K_WRITE,
-    K_READV,
-    K_WRITEV,
-    K_RECV,
-    K_SEND,
-    K_SENDMSG,
-    K_ACCEPT,
-    K_ACCEPT_MS,
-    K_CONNECT,
-    K_SPLICE,
-    K_POLL,
-    K_CLOSE,
-    K_TIMER,
-};
-
-enum epl_state {
-    R_FREE,
-    R_DONE,   /* has its result, on the done list */
-    R_WAIT,   /* on an fd's wait list */
-    R_LINKED, /* waits for the request before it */
-    R_TIMER,  /* in the timer heap */
-    R_POOL,   /* with the I/O threads */
-};
-
-/* The wait lists of an fd. */
-enum { DIR_IN, DIR_OUT, DIR_POLL, NDIRS };
-
-struct epl_req {
-    struct weir_op *op;
-    struct epl_req *next, *prev; /* done list, wait list or free list */
-    struct epl_req *link;        /* the request linked after this one */
-    struct epl_req *pred;        /* R_LINKED: the one it waits for */
-    uint8_t kind, state, dir;
-    bool link_next; /* weir_loop_link was called after starting it */
-    bool no_nowait; /* the fd refused RWF_NOWAIT */
-    int fd;         /* the fd of the call */
-    int wfd;        /* the fd it waits on */
-    int res;
-    uint32_t want;          /* bytes asked for: less breaks a link */
-    uint32_t partial;       /* a file read's bytes read before it had to wait */
-    struct weir_loop *loop; /* R_POOL: the loop to post the result to */
-    struct weir_task task;  /* R_POOL: how it comes back */
-    struct epl_req *pool_next;
-    union {
-        struct {
-            const struct iovec *iov;
-            struct iovec one;
-            unsigned n;
-            int64_t off;
-        } rw;
-        struct {
-            void *buf;
-            const struct msghdr *msg;
-            uint32_t len;
-            int flags;
-        } sock;
-        struct {
-            struct sockaddr *addr;
-            socklen_t *addrlen;
-            int flags;
-        } acc;
-        struct {
-            const struct sockaddr *addr;
-            socklen_t len;
-        } conn;
-        struct {
-            int fd_out;
-            int64_t off_in, off_out;
-            unsigned flags;
-        } spl;
-        unsigned mask;
-        struct {
-            uint64_t deadline;
-            unsigned idx;
-        } tm;
-    } a;
-};
+#include "timer_heap.h"
 
 struct epl_fd {
     struct epl_req *head[NDIRS], *tail[NDIRS];
@@ -185,19 +107,6 @@ static void req_put(struct weir_loop *loop, struct epl_req *r)
     r->state = R_FREE;
     r->next = loop->e.free_reqs;
     loop->e.free_reqs = r;
-}
-
-static void done_push(struct weir_loop *loop, struct epl_req *r, int res)
-{
-    /* A file read finished off the fast path: what the first part read
-     * counts, and an error after it is the next read's to report. */
-    if (r->partial)
-        res = res > 0 ? res + (int)r->partial : (int)r->partial;
-    r->res = res;
-    r->state = R_DONE;
-    r->next = NULL;
-    *loop->e.done_tail = r;
-    loop->e.done_tail = &r->next;
 }
 
 /* ---- fds and their wait lists ---- */
@@ -288,83 +197,7 @@ static void wait_del(struct weir_loop *loop, struct epl_req *r)
     loop->e.nwait--;
 }
 
-/* ---- timers: a min-heap of requests by deadline ---- */
-
-static bool heap_less(struct epl_req *a, struct epl_req *b)
-{
-    return a->a.tm.deadline < b->a.tm.deadline;
-}
-
-static void heap_set(struct loop_epoll *e, unsigned i, struct epl_req *r)
-{
-    e->timers[i] = r;
-    r->a.tm.idx = i;
-}
-
-static void heap_up(struct loop_epoll *e, unsigned i)
-{
-    struct epl_req *r = e->timers[i];
-
-    while (i > 0 && heap_less(r, e->timers[(i - 1) / 2])) {
-        heap_set(e, i, e->timers[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    heap_set(e, i, r);
-}
-
-static void heap_down(struct loop_epoll *e, unsigned i)
-{
-    struct epl_req *r = e->timers[i];
-
-    for (;;) {
-        unsigned c = 2 * i + 1;
-
-        if (c >= e->ntimers)
-            break;
-        if (c + 1 < e->ntimers && heap_less(e->timers[c + 1], e->timers[c]))
-            c++;
-        if (!heap_less(e->timers[c], r))
-            break;
-        heap_set(e, i, e->timers[c]);
-        i = c;
-    }
-    heap_set(e, i, r);
-}
-
-static int heap_push(struct loop_epoll *e, struct epl_req *r)
-{
-    if (e->ntimers == e->timers_cap) {
-        unsigned cap = e->timers_cap ? 2 * e->timers_cap : 16;
-        struct epl_req **t = realloc(e->timers, cap * sizeof(*t));
-
-        if (!t)
-            return -ENOMEM;
-        e->timers = t;
-        e->timers_cap = cap;
-    }
-    e->timers[e->ntimers] = r;
-    heap_up(e, e->ntimers++);
-    return 0;
-}
-
-static void heap_remove(struct loop_epoll *e, struct epl_req *r)
-{
-    unsigned i = r->a.tm.idx;
-    struct epl_req *last = e->timers[--e->ntimers];
-
-    if (i == e->ntimers)
-        return;
-    heap_set(e, i, last);
-    heap_up(e, i);
-    heap_down(e, last->a.tm.idx);
-}
-
 /* ---- the calls ---- */
-
-static int neg_errno(ssize_t n)
-{
-    return n < 0 ? -errno : (int)n;
-}
 
 /* Runs `fd` in non-blocking mode from now on (a no-op for regular files). */
 static void set_nonblock(int fd)
@@ -373,21 +206,6 @@ static void set_nonblock(int fd)
 
     if (fl >= 0 && !(fl & O_NONBLOCK))
         (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-static int rw_call(struct epl_req *r, int rwf)
-{
-    bool wr = r->kind == K_WRITE || r->kind == K_WRITEV;
-    ssize_t n;
-
-    n = wr ? pwritev2(r->fd, r->a.rw.iov, (int)r->a.rw.n, r->a.rw.off, rwf)
-           : preadv2(r->fd, r->a.rw.iov, (int)r->a.rw.n, r->a.rw.off, rwf);
-    if (n < 0 && errno == ESPIPE && r->a.rw.off != -1) {
-        /* A pipe or socket with an offset: io_uring ignores it there. */
-        r->a.rw.off = -1;
-        return rw_call(r, rwf);
-    }
-    return neg_errno(n);
 }
 
 /* A read or write that must not block. */
@@ -553,92 +371,6 @@ static bool link_breaks(const struct epl_req *r, int res)
     }
 }
 
-/* ---- I/O threads for reads of regular files ---- */
-
-#define POOL_THREADS 4
-
-static struct {
-    pthread_once_t once;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct epl_req *head, **tail;
-    unsigned threads;
-} pool = {.once = PTHREAD_ONCE_INIT,
-          .lock = PTHREAD_MUTEX_INITIALIZER,
-          .cond = PTHREAD_COND_INITIALIZER};
-
-static void pool_done(struct weir_task *t)
-{
-    struct epl_req *r =
-        (struct epl_req *)(void *)((char *)t - offsetof(struct epl_req, task));
-
-    done_push(r->loop, r, r->res);
-}
-
-static void *pool_main(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        struct epl_req *r;
-        struct weir_loop *loop;
-
-        pthread_mutex_lock(&pool.lock);
-        while (!pool.head)
-            pthread_cond_wait(&pool.cond, &pool.lock);
-        r = pool.head;
-        pool.head = r->pool_next;
-        if (!pool.head)
-            pool.tail = &pool.head;
-        pthread_mutex_unlock(&pool.lock);
-        r->res = rw_call(r, 0);
-        loop = r->loop;
-        /* The post publishes r->res to the owner (its release pairs with
-         * run_inbox's acquire); after the count drops, r and the loop may
-         * be gone. Release pairs with the acquire load in epl_exit. */
-        weir_loop_post(loop, &r->task);
-        atomic_fetch_sub_explicit(&loop->e.pool_jobs, 1, memory_order_release);
-    }
-    return NULL;
-}
-
-static void pool_start(void)
-{
-    pthread_attr_t attr;
-
-    pool.tail = &pool.head;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* A read and a post: no deep stacks (sanitizers need more). */
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    for (unsigned i = 0; i < POOL_THREADS; i++) {
-        pthread_t th;
-
-        if (pthread_create(&th, &attr, pool_main, NULL) == 0)
-            pool.threads++;
-    }
-    pthread_attr_destroy(&attr);
-}
-
-/* Hands a read to the threads; false when there are none. */
-static bool pool_submit(struct weir_loop *loop, struct epl_req *r)
-{
-    if (pool.threads == 0)
-        return false;
-    r->loop = loop;
-    r->state = R_POOL;
-    weir_task_init(&r->task, pool_done);
-    /* Relaxed: the owner reads the count only at exit, after the acquire
-     * that pairs with each job's release decrement. */
-    atomic_fetch_add_explicit(&loop->e.pool_jobs, 1, memory_order_relaxed);
-    pthread_mutex_lock(&pool.lock);
-    r->pool_next = NULL;
-    *pool.tail = r;
-    pool.tail = &r->pool_next;
-    pthread_cond_signal(&pool.cond);
-    pthread_mutex_unlock(&pool.lock);
-    return true;
-}
-
 static bool is_file_read(const struct epl_req *r)
 {
     struct stat st;
@@ -681,7 +413,7 @@ static void req_run(struct weir_loop *loop, struct epl_req *r)
          loop->e.file_reads == WEIR_LOOP_FILE_READS_BLOCK) &&
         is_file_read(r)) {
         if (loop->e.file_reads == WEIR_LOOP_FILE_READS_BLOCK ||
-            !pool_submit(loop, r))
+            !weir__io_pool_submit(loop, r))
             done_push(loop, r, rw_call(r, 0));
         return;
     }
@@ -758,7 +490,8 @@ static void req_run(struct weir_loop *loop, struct epl_req *r)
         /* Always ready as far as epoll knows: a regular file whose pages
          * are not cached. */
         if (loop->e.file_reads == WEIR_LOOP_FILE_READS_NOWAIT_THREADS &&
-            (r->kind == K_READ || r->kind == K_READV) && pool_submit(loop, r))
+            (r->kind == K_READ || r->kind == K_READV) &&
+            weir__io_pool_submit(loop, r))
             return;
         err = req_block(r);
     }
@@ -1008,7 +741,7 @@ static int epl_cancel(struct weir_loop *loop, struct weir_op *op)
         done_push(loop, r, -ECANCELED);
         break;
     case R_TIMER:
-        heap_remove(&loop->e, r);
+        weir__timer_heap_remove(&loop->e, r);
         done_push(loop, r, -ECANCELED);
         break;
     default:
@@ -1025,7 +758,7 @@ static int epl_timer_start(struct weir_loop *loop, struct weir_timer *t,
 
     NEW_REQ(loop, r, &t->op, K_TIMER, -1);
     r->a.tm.deadline = now_ns() + ns;
-    if (heap_push(&loop->e, r) != 0) {
+    if (weir__timer_heap_push(&loop->e, r) != 0) {
         req_put(loop, r);
         return -EBUSY;
     }
@@ -1137,7 +870,7 @@ static void run_timers(struct weir_loop *loop)
     while (e->ntimers && e->timers[0]->a.tm.deadline <= now) {
         struct epl_req *r = e->timers[0];
 
-        heap_remove(e, r);
+        weir__timer_heap_remove(e, r);
         req_finish(loop, r, -ETIME);
     }
 }
@@ -1234,7 +967,7 @@ static int epl_init(struct weir_loop *loop,
      * that they belong to the process's base memory from the start. */
     if (e->file_reads == WEIR_LOOP_FILE_READS_NOWAIT_THREADS ||
         e->file_reads == WEIR_LOOP_FILE_READS_THREADS)
-        pthread_once(&pool.once, pool_start);
+        weir__io_pool_start();
     e->done_tail = &e->done_head;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (e->epfd < 0)
@@ -1256,7 +989,7 @@ static void epl_exit(struct weir_loop *loop)
 
     /* A read on an I/O thread writes into its record and posts to this
      * loop: wait for them (reads of regular files end soon). Acquire pairs
-     * with the release decrement in pool_main. */
+     * with the release decrement in pool_main (io_pool.c). */
     while (atomic_load_explicit(&e->pool_jobs, memory_order_acquire))
         usleep(100);
     close(e->epfd);

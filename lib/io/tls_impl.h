@@ -1,6 +1,6 @@
 /*
- * tls_impl.h - what the endpoints ask of a TLS session (tls.c). Private to
- * lib/io. Owner thread of the session's loop only.
+ * tls_impl.h - what the endpoints ask of a TLS session (tls_session.c).
+ * Private to lib/io. Owner thread of the session's loop only.
  *
  * Each request (ready, write, read, shutdown) is at most one at a time of
  * its kind, and its callback always runs later, from the loop, never from

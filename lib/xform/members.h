@@ -1,7 +1,8 @@
 /*
- * members.h - the member engine's insides, shared by the compressing side
- * (members.c) and the decoding side (members_decode.c): the slots members
- * wait in, in order, and what the stream's thread and the helper share.
+ * members.h - the member engine's insides (members_engine.c), shared by
+ * the compressing side (members.c) and the decoding side
+ * (members_decode.c): the slots members wait in, in order, and what the
+ * stream's thread and the helper share.
  */
 #ifndef WEIR_XFORM_MEMBERS_H
 #define WEIR_XFORM_MEMBERS_H
@@ -86,15 +87,20 @@ static inline struct xm_slot *xm_slot_at(struct xm_state *g, unsigned k)
     return &g->sh->slot[(g->head + k) % g->nslots];
 }
 
+/* The engine (members_engine.c). */
 int weir__xm_state(struct weir_xform *x, struct xm_state **out);
 struct xm_slot *weir__xm_filling(struct xm_state *g);
 unsigned weir__xm_sealed(struct xm_state *g);
 bool weir__xm_helper_free(struct xm_state *g);
 int weir__xm_claim(struct xm_state *g, struct xm_slot **out);
+int weir__xm_make_here(struct xm_state *g, struct xm_slot *s,
+                       const uint8_t *src, size_t n);
+void weir__xm_send(struct weir_xform *x, struct xm_state *g, struct xm_slot *s);
 /* Makes the member in the slot: on the helper when it has room, else
  * here (then 0 or make's error). */
 int weir__xm_seal(struct weir_xform *x, struct xm_state *g, struct xm_slot *s);
 int weir__xm_drain(struct weir_xform *x, struct xm_state *g);
+void weir__xm_shared_drop(struct weir_xform *x, struct xm_state *g);
 
 /* The decoding side's step, finish and sync (members_decode.c). */
 int weir__xm_decode_step(struct weir_xform *x, struct xm_state *g);

@@ -25,12 +25,12 @@
 #define XF_STALL_AWAY (-EINPROGRESS)
 
 /*
- * A codec of independent members, for the member engine (members.c): each
- * call of make turns one whole member's input into its output, so members
- * made on two threads concatenate into one valid stream. A compressor
- * makes a member (a gzip member, a zstd frame) of n input bytes; a
- * decoder (cut set) decodes one member it was handed whole. Each thread
- * has its own codec state (open).
+ * A codec of independent members, for the member engine
+ * (members_engine.c): each call of make turns one whole member's input
+ * into its output, so members made on two threads concatenate into one
+ * valid stream. A compressor makes a member (a gzip member, a zstd frame)
+ * of n input bytes; a decoder (cut set) decodes one member it was handed
+ * whole. Each thread has its own codec state (open).
  */
 struct xf_cut {
     size_t in;  /* XF_CUT_MORE: input bytes wanted; WHOLE: the member's */
@@ -74,7 +74,7 @@ struct xf_codec {
 struct xf_kind {
     const char *name;
     int min_level, max_level, def_level; /* max_level 0: takes no level */
-    /* Kinds made of independent members: their codec (members.c). */
+    /* Kinds made of independent members: their codec (members_engine.c). */
     const struct xf_codec *codec;
     /* Input bytes per member when the options say 0 (0: the library's
      * WEIR_XFORM_MEMBER_DEFAULT). */

@@ -63,6 +63,7 @@ for f in \
 	"$WEIR_INCLUDEDIR/weir/ring.h" \
 	"$WEIR_INCLUDEDIR/weir/pool.h" \
 	"$WEIR_INCLUDEDIR/weir/stream.h" \
+	"$WEIR_INCLUDEDIR/weir/internal/readable.h" \
 	"$WEIR_LIBDIR/pkgconfig/weir.pc"; do
 	[ -f "$dest$f" ] || fail "not installed: $f"
 done

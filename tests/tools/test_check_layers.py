@@ -3,7 +3,10 @@
 a downward reference passes and an upward one is reported, as are a
 sibling called against the folder's order, a layer used outside a
 `uses` list, a global defined twice in one library and a library
-export without weir_ (weir__ passes, and --no-prefix skips the check).
+export without weir_ (weir__ passes, and --no-prefix skips the check);
+in a layer marked nocycles, files that use each other round a ring fail
+with the files named while a chain passes, and a ring in a layer without
+the mark is only listed, with --all-cycles.
 
     test_check_layers.py CHECK_LAYERS   (CC names the compiler; default cc)
 """
@@ -36,6 +39,23 @@ SOURCES = {
 
 # Each case: extra sources on top of SOURCES, and what the output must
 # and must not hold.
+# Three lib/core files using each other round a ring, and two lib/xform
+# files using each other both ways.
+RING = {
+    "lib/core/c1.c": "int weir_c2(void);\n"
+                     "int weir_c1(void) { return weir_c2(); }\n",
+    "lib/core/c2.c": "int weir_c3(void);\n"
+                     "int weir_c2(void) { return weir_c3(); }\n",
+    "lib/core/c3.c": "int weir_c1(void);\n"
+                     "int weir_c3(int n) { return n ? weir_c1() : 0; }\n",
+}
+BOTH_WAYS = {
+    "lib/xform/m1.c": "int weir_m2(void);\n"
+                      "int weir_m1(void) { return weir_m2(); }\n",
+    "lib/xform/m2.c": "int weir_m1(void);\n"
+                      "int weir_m2(int n) { return n ? weir_m1() : 0; }\n",
+}
+
 CASES = [
     ("downward only", {}, ["--no-prefix"], 0,
      ["layers: ok", "unassigned, in daemon: 1 files: daemon/extra.c"],
@@ -67,11 +87,33 @@ CASES = [
      ["core_helper (T) lacks weir_", "without weir_",
       "layers: FAILED, 1 problems"],
      ["weir__internal", "weir_a (T)"]),
+    ("acyclic folder", {"lib/core/x.c": "int weir_a(void);\n"
+                                        "int weir_x(void) { return weir_a(); }\n",
+                        "lib/core/y.c": "int weir_x(void);\n"
+                                        "int weir_y(void) { return weir_x(); }\n"},
+     ["--no-prefix", "--all-cycles"], 0,
+     ["layers: ok"],
+     ["call cycle"]),
+    ("cycle", RING, ["--no-prefix"], 1,
+     ["call cycle in lib/core between 3 files: lib/core/c1.c "
+      "lib/core/c2.c lib/core/c3.c (c1.c -> weir_c2 -> c2.c -> weir_c3 "
+      "-> c3.c -> weir_c1 -> c1.c)",
+      "layers: FAILED, 1 problems"],
+     ["lib/core/a.c", "listed only"]),
+    ("cycle outside nocycles", BOTH_WAYS, ["--no-prefix"], 0,
+     ["layers: ok"],
+     ["call cycle"]),
+    ("all cycles listed", BOTH_WAYS, ["--no-prefix", "--all-cycles"], 0,
+     ["call cycle in lib/xform between 2 files: lib/xform/m1.c "
+      "lib/xform/m2.c (m1.c -> weir_m2 -> m2.c -> weir_m1 -> m1.c), "
+      "listed only: lib/xform is not nocycles",
+      "layers: ok"],
+     []),
 ]
 
 LAYERS = """\
 # lowest first
-lib/core
+lib/core nocycles
 lib/io
     b.c
     b2.c

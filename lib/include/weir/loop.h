@@ -3,8 +3,8 @@
  *
  * A loop belongs to one thread, its owner: the thread that created it with
  * weir_loop_create and later calls weir_loop_run. Everything here is
- * owner-only unless it says "any thread". The kernel ring behind the loop
- * (io_uring today; an epoll backend could sit beside it) is not visible in
+ * owner-only unless it says "any thread". The kernel interface behind the
+ * loop (io_uring, or the epoll engine: see Engines below) is not visible in
  * this interface: callers start operations, and a callback they embedded in
  * their own object runs when the operation completes.
  *

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weir/internal/pool.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -110,9 +112,6 @@ static inline void weir_buf_ref(struct weir_buf *b)
      * hands the new reference to another thread. */
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
 }
-
-/* Implementation of the last-reference path of weir_buf_unref. */
-void weir_pool_free_(struct weir_buf *b, unsigned self);
 
 /*
  * Any thread holding a reference; `self` is the caller's thread slot.

@@ -43,6 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weir/internal/ring.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -243,35 +245,6 @@ static inline int weir_ring_init(struct weir_ring *r, void **slots,
     r->slots = slots;
     r->owns_slots = false;
     return weir_spsc_init(&r->idx, capacity);
-}
-
-/*
- * Copies n pointers between a caller's array and a contiguous run of slots.
- * Open-coded four at a time so it stays inline: a burst of tens of
- * pointers is a handful of moves, and the masked per-item loop this
- * replaces cost 20-30% of the rate at 64 items per burst (weir-bench
- * ring).
- */
-static inline void weir_ring_copy_(void **dst, void *const *src, uint32_t n)
-{
-    uint32_t i = 0;
-
-    for (; i + 4 <= n; i += 4) {
-        dst[i] = src[i];
-        dst[i + 1] = src[i + 1];
-        dst[i + 2] = src[i + 2];
-        dst[i + 3] = src[i + 3];
-    }
-    switch (n - i) {
-    case 3:
-        dst[i + 2] = src[i + 2];
-        /* fall through */
-    case 2:
-        dst[i + 1] = src[i + 1];
-        /* fall through */
-    case 1:
-        dst[i] = src[i];
-    }
 }
 
 /* Producer. Enqueues one pointer. Returns 0, or -ENOBUFS when full. */

@@ -126,28 +126,6 @@ struct weir_core_alloc_stats {
 
 void weir_core_alloc_stats(struct weir_core_alloc_stats *st);
 
-/*
- * Layout details. The types below appear in the public headers only so
- * that the hottest operations can be inlined into the caller (the way
- * liburing exposes its rings); their fields are not API and must not be
- * touched.
- */
-
-/* A growable FIFO of fixed-size entries (lib/core/queue.h). */
-struct weir_q {
-    uint8_t *slots; /* cap entries, NULL until first use */
-    uint32_t head;  /* next entry to take */
-    uint32_t tail;  /* next free slot */
-    uint32_t cap;   /* 0 or a power of two */
-    bool borrowed;  /* slots is storage inside the owner, not ours to free */
-};
-
-/* An internal listener of a stream's state changes (pipe). */
-struct weir_watch {
-    void (*fn)(void *ctx);
-    void *ctx;
-};
-
 #ifdef __cplusplus
 }
 #endif

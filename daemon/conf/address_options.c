@@ -1,0 +1,372 @@
+/*
+ * address_options.c - the options of an address (kind:address,key=value,
+ * ...): which kinds and roles each applies to, their values, and the
+ * sentences for an option unknown, misplaced, repeated, or spelt as socat
+ * spells it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conf/address.h"
+#include "conf/address_impl.h"
+#include "conf/suggest.h"
+#include "conf/value.h"
+
+static const char *const on_full_names[] = {
+    [ON_FULL_BLOCK] = "block",
+    [ON_FULL_DROP_NEWEST] = "drop-newest",
+    [ON_FULL_DROP_OLDEST] = "drop-oldest",
+    [ON_FULL_DISCONNECT] = "disconnect",
+};
+
+const char *on_full_name(enum on_full policy)
+{
+    return on_full_names[policy];
+}
+
+typedef int (*option_fn)(struct weir_address *a, const char *value, char *err,
+                         size_t errlen);
+
+static int opt_follow(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    a->follow_set = true;
+    return value_bool(v, &a->follow, err, errlen);
+}
+
+static int opt_fifo(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    a->fifo_set = true;
+    return value_bool(v, &a->fifo, err, errlen);
+}
+
+static int opt_append(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    a->append_set = true;
+    return value_bool(v, &a->append, err, errlen);
+}
+
+static int opt_on_full(struct weir_address *a, const char *v, char *err,
+                       size_t errlen)
+{
+    for (size_t i = 0; i < sizeof(on_full_names) / sizeof(on_full_names[0]);
+         i++) {
+        if (strcmp(v, on_full_names[i]) == 0) {
+            a->on_full = (enum on_full)i;
+            a->on_full_set = true;
+            return 0;
+        }
+    }
+    {
+        static const char *const names[] = {"block", "drop-newest",
+                                            "drop-oldest", "disconnect", NULL};
+        const char *near = suggest_word(v, strlen(v), names);
+
+        if (near != NULL)
+            snprintf(err, errlen, "'%s' is not a policy (did you mean '%s'?)",
+                     v, near);
+        else
+            snprintf(err, errlen,
+                     "'%s' is not a policy: use block, drop-newest, "
+                     "drop-oldest or disconnect",
+                     v);
+    }
+    return -EINVAL;
+}
+
+static int opt_hwm(struct weir_address *a, const char *v, char *err,
+                   size_t errlen)
+{
+    return value_size(v, CONF_MIN_HWM, CONF_MAX_HWM, &a->high_water_mark, err,
+                      errlen);
+}
+
+static int opt_max_clients(struct weir_address *a, const char *v, char *err,
+                           size_t errlen)
+{
+    uint64_t n;
+    int r = value_uint(v, 1, CONF_MAX_CLIENTS, &n, err, errlen);
+
+    a->max_clients = (unsigned)n;
+    return r;
+}
+
+static int opt_backlog(struct weir_address *a, const char *v, char *err,
+                       size_t errlen)
+{
+    uint64_t n;
+    int r = value_uint(v, 1, CONF_MAX_BACKLOG, &n, err, errlen);
+
+    a->backlog = (unsigned)n;
+    return r;
+}
+
+static int opt_notsent_lowat(struct weir_address *a, const char *v, char *err,
+                             size_t errlen)
+{
+    if (strcmp(v, "auto") == 0) {
+        a->notsent_lowat = CONF_NOTSENT_AUTO;
+        return 0;
+    }
+    return value_size(v, 0, CONF_MAX_NOTSENT, &a->notsent_lowat, err, errlen);
+}
+
+struct option_def {
+    const char *name;
+    unsigned kinds;
+    unsigned roles;
+    const char *applies_to; /* for the message when misplaced */
+    option_fn parse;
+};
+
+static int opt_str(char **dst, const char *v)
+{
+    free(*dst);
+    *dst = strdup(v);
+    return *dst ? 0 : -ENOMEM;
+}
+
+static int opt_cert(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->cert, v);
+}
+
+static int opt_key(struct weir_address *a, const char *v, char *err,
+                   size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->key, v);
+}
+
+static int opt_ca(struct weir_address *a, const char *v, char *err,
+                  size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->ca, v);
+}
+
+static int opt_sni(struct weir_address *a, const char *v, char *err,
+                   size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->sni, v);
+}
+
+static int opt_alpn(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->alpn, v);
+}
+
+static int opt_ciphers(struct weir_address *a, const char *v, char *err,
+                       size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->ciphers, v);
+}
+
+static int opt_verify(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    return value_bool(v, &a->verify, err, errlen);
+}
+
+static int opt_min_version(struct weir_address *a, const char *v, char *err,
+                           size_t errlen)
+{
+    if (strcasecmp(v, "TLS1.2") == 0 || strcmp(v, "1.2") == 0 ||
+        strcasecmp(v, "TLSv1.2") == 0)
+        a->min_version = WEIR_TLS_1_2;
+    else if (strcasecmp(v, "TLS1.3") == 0 || strcmp(v, "1.3") == 0 ||
+             strcasecmp(v, "TLSv1.3") == 0)
+        a->min_version = WEIR_TLS_1_3;
+    else {
+        snprintf(err, errlen, "'%s' is not a version: use TLS1.2 or TLS1.3", v);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int opt_handshake_timeout(struct weir_address *a, const char *v,
+                                 char *err, size_t errlen)
+{
+    return value_duration_ms(v, 1, CONF_MAX_HANDSHAKE_MS,
+                             &a->handshake_timeout_ms, err, errlen);
+}
+
+static const struct option_def options[] = {
+    {"follow", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_follow},
+    {"append", KIND(ADDR_FILE), ROLE(ADDR_SINK), "a file sink", opt_append},
+    {"fifo", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_fifo},
+    {"on_full", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_on_full},
+    {"high_water_mark", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_hwm},
+    {"max_clients", LISTENERS, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tcp-listen and unix-listen", opt_max_clients},
+    {"backlog", LISTENERS, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tcp-listen and unix-listen", opt_backlog},
+    {"notsent_lowat", KIND(ADDR_TCP_LISTEN),
+     ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tcp-listen", opt_notsent_lowat},
+    {"cert", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_cert},
+    {"key", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
+     opt_key},
+    {"ca", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
+     opt_ca},
+    {"verify", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls", opt_verify},
+    {"sni", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls", opt_sni},
+    {"alpn", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_alpn},
+    {"min_version", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_min_version},
+    {"ciphers", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_ciphers},
+    {"handshake_timeout", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls and tls-listen", opt_handshake_timeout},
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+static bool option_fits(const struct option_def *o,
+                        const struct weir_address *a)
+{
+    return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
+           (!(o->kinds & TLS_ONLY) || a->tls);
+}
+
+/* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */
+static void list_options(const struct weir_address *a, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < NOPTIONS && n < len; i++)
+        if (option_fits(&options[i], a))
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+                                  options[i].name);
+    if (n == 0)
+        snprintf(buf, len, "none");
+}
+
+/* socat options whose job weir does without being asked. */
+static const struct {
+    const char *name, *why;
+} socat_options[] = {
+    {"fork", "a listen address serves every client that connects (limit them "
+             "with max_clients=)"},
+    {"reuseaddr", "weir sets SO_REUSEADDR on every socket it listens on"},
+};
+
+/* socat's OPENSSL options that weir spells its own way. */
+static const struct {
+    const char *name, *why;
+} socat_renamed[] = {
+    {"cafile", "weir's name for it is ca=FILE"},
+    {"capath", "weir takes one PEM file of CAs: ca=FILE"},
+    {"certificate", "weir's name for it is cert=FILE"},
+    {"cipher", "weir's name for it is ciphers=LIST"},
+    {"snihost", "weir's name for it is sni=NAME"},
+    {"commonname", "weir checks the name sni= gives (default: the host)"},
+    {"openssl-min-proto-version", "weir's name for it is min_version="},
+};
+
+static void unknown_option(const struct weir_address *a, const char *key,
+                           const char *known, char *err, size_t errlen)
+{
+    const char *names[NOPTIONS + 1], *near;
+    size_t n = 0;
+
+    for (size_t i = 0; i < sizeof(socat_options) / sizeof(socat_options[0]);
+         i++) {
+        if (strcasecmp(key, socat_options[i].name) == 0) {
+            snprintf(err, errlen, "option '%s' is not needed: %s; leave it out",
+                     key, socat_options[i].why);
+            return;
+        }
+    }
+    for (size_t i = 0; i < sizeof(socat_renamed) / sizeof(socat_renamed[0]);
+         i++) {
+        if (strcasecmp(key, socat_renamed[i].name) == 0) {
+            snprintf(err, errlen, "option '%s' is socat's: %s", key,
+                     socat_renamed[i].why);
+            return;
+        }
+    }
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (option_fits(&options[i], a))
+            names[n++] = options[i].name;
+    names[n] = NULL;
+    near = suggest_word(key, strlen(key), names);
+    if (near != NULL)
+        snprintf(err, errlen,
+                 "unknown option '%s' for a %s %s (did you mean '%s'?)", key,
+                 kind_label(a), role_names[a->role], near);
+    else
+        snprintf(err, errlen, "unknown option '%s' for a %s %s (options: %s)",
+                 key, kind_label(a), role_names[a->role], known);
+}
+
+/* One "key=value" of the option list; key and value are trimmed. */
+int address_parse_option(struct weir_address *a, char *item, unsigned *seen,
+                         char *err, size_t errlen)
+{
+    char *eq = strchr(item, '=');
+    char *key, *value, known[128];
+    const struct option_def *o = NULL;
+
+    if (eq != NULL)
+        *eq = '\0';
+    key = trim(item);
+    value = eq ? trim(eq + 1) : NULL;
+    if (*key == '\0') {
+        snprintf(err, errlen, "empty option in '%s'", a->text);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (strcmp(options[i].name, key) == 0)
+            o = &options[i];
+    list_options(a, known, sizeof(known));
+    if (o == NULL) {
+        unknown_option(a, key, known, err, errlen);
+        return -EINVAL;
+    }
+    if (!option_fits(o, a)) {
+        snprintf(err, errlen,
+                 "option '%s' applies to %s, not to a %s %s (options: %s)", key,
+                 o->applies_to, kind_label(a), role_names[a->role], known);
+        return -EINVAL;
+    }
+    if (value == NULL || *value == '\0') {
+        snprintf(err, errlen, "option '%s' needs a value: %s=VALUE", key, key);
+        return -EINVAL;
+    }
+    if (*seen & (1u << (o - options))) {
+        snprintf(err, errlen, "option '%s' is given twice", key);
+        return -EINVAL;
+    }
+    *seen |= 1u << (o - options);
+    if (o->parse(a, value, err, errlen) == 0)
+        return 0;
+    /* Prefix the value parser's sentence with the option it was about. */
+    {
+        char inner[256];
+        snprintf(inner, sizeof(inner), "%s", err);
+        snprintf(err, errlen, "%s: %s", key, inner);
+    }
+    return -EINVAL;
+}

@@ -61,9 +61,9 @@ extern "C" {
  * line, the two sides never fall in one pair, whatever the struct's
  * 64-byte-aligned address, and neither does whatever follows the struct.
  * The guards are lines rather than alignas(128) so that storage aligned to
- * WEIR_CACHELINE stays enough for a struct holding a ring. In weir-bench
- * ring, runs with the guards moved single items 1.1-1.5x faster in most
- * interleaved runs; bursts were unchanged within the machine's noise.
+ * WEIR_CACHELINE stays enough for a struct holding a ring. The guards
+ * pay off on single items; bursts do not notice them (weir-bench ring,
+ * bench/results/ring.md).
  */
 struct weir_spsc {
     /* Producer's line: written by the producer only. */
@@ -248,9 +248,9 @@ static inline int weir_ring_init(struct weir_ring *r, void **slots,
 /*
  * Copies n pointers between a caller's array and a contiguous run of slots.
  * Open-coded four at a time so it stays inline: a burst of tens of
- * pointers is a handful of moves, and the masked per-item loop this
- * replaces cost 20-30% of the rate at 64 items per burst (weir-bench
- * ring).
+ * pointers is a handful of moves, where the masked per-item loop it
+ * replaces cost a good part of the rate on large bursts (weir-bench ring,
+ * bench/results/ring.md).
  */
 static inline void weir_ring_copy_(void **dst, void *const *src, uint32_t n)
 {

@@ -12,8 +12,8 @@
 #            replaced, its socket taken over, the old one drained).
 #
 # The files live in $BENCH_TMP (default /dev/shm): on ext4, creating a
-# unix socket's inode costs ~3 ms where names were recently deleted, which
-# would be most of what a start measures.
+# unix socket's inode is slow where names were recently deleted, slow
+# enough to be most of what a start measures.
 #
 #   bench/check-scale.sh [WEIR] [COUNTS]   (default: build/daemon/weir,
 #                                           "100 1000 10000")

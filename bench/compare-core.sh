@@ -17,7 +17,7 @@
 # ROUNDS=N (default 3) runs the whole list N times, weir and Node taking
 # turns suite by suite, and keeps each side's best rate per case (for
 # tee-memory, the highest peak): on a shared VM one side's run can come
-# out 2x slower than the next for reasons of its own, and a best of N on
+# out far slower than the next for reasons of its own, and a best of N on
 # both sides, taken over the same minutes, is what the ratio should see.
 #
 # For testing the table without running anything: WEIR_OUTPUT=FILE and/or

@@ -232,9 +232,9 @@ int bench_ring(int argc, char **argv)
 
             for (size_t j = 0; j < NIMPLS; j++) {
                 /* Each round starts one implementation later: the same
-                 * code measured first or last in a round differed by up
-                 * to 20% here, so every implementation takes every
-                 * place in turn. */
+                 * code measured first or last in a round differed by
+                 * more than the implementations did, so every
+                 * implementation takes every place in turn. */
                 size_t i = (j + k) % NIMPLS;
                 double r;
 

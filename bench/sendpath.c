@@ -1,7 +1,7 @@
 /*
  * sendpath.c - suite `sendpath`: which way of moving a file into a TCP
  * socket is fastest on this machine. It decides the file-to-socket path of
- * the endpoints (bench/results/placement.md), so it measures the bare
+ * the endpoints (bench/results/sendpath.md), so it measures the bare
  * mechanisms, one sender thread each, into the same loopback receiver:
  *
  *   sendfile        a plain sendfile(2) loop (the classic zero-copy path)

@@ -53,9 +53,10 @@
  * the pools' working set and the sanitizers' own. Pool pages touched in
  * a burst are not yet given back to the kernel, so "after" has the same
  * bound as the peak. */
-/* ThreadSanitizer maps shadow memory for what the program touches
- * (test_transforms measured ~5x), so its build scales the bound, as
- * test_scale does; the plain and ASan builds check it as written. */
+/* ThreadSanitizer maps shadow memory for what the program touches,
+ * several times its size (test_transforms' SHADOW_FACTOR), so its build
+ * scales the bound, as test_scale does; the plain and ASan builds check
+ * it as written. */
 #if defined(__SANITIZE_THREAD__)
 #define RSS_SLACK_MIB (6u * 192u)
 #else

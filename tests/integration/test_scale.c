@@ -23,9 +23,10 @@
 
 #define WAIT 20000u
 
-/* ThreadSanitizer maps shadow memory for the bytes the program touches
- * (test_transforms measured ~5x), so in its build what weir's stages
- * write is scaled by this; the plain and ASan builds check as written. */
+/* ThreadSanitizer maps shadow memory for the bytes the program touches,
+ * several times their size (test_transforms' SHADOW_FACTOR), so in its
+ * build what weir's stages write is scaled by this; the plain and ASan
+ * builds check as written. */
 #if defined(__SANITIZE_THREAD__)
 #define SHADOW 6
 #else

@@ -653,9 +653,10 @@ static void rss_check(const struct rss_watch *rw)
 #define SLACK_KIB (8 * 1024)
 
 /* ThreadSanitizer maps shadow and meta memory for every byte the program
- * touches: measured here, the gzip stage's ~5 MiB showed as ~26 MiB of
- * RSS in the TSan build. What a stage makes is scaled by this there; the
- * plain and ASan builds check the formula as written. */
+ * touches: in the TSan build the gzip stage's memory shows several times
+ * over in the RSS, a little under this factor. What a stage makes is
+ * scaled by it there; the plain and ASan builds check the formula as
+ * written. */
 #if defined(__SANITIZE_THREAD__)
 #define SHADOW_FACTOR 6
 #else

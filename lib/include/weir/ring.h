@@ -63,9 +63,9 @@ extern "C" {
  * line, the two sides never fall in one pair, whatever the struct's
  * 64-byte-aligned address, and neither does whatever follows the struct.
  * The guards are lines rather than alignas(128) so that storage aligned to
- * WEIR_CACHELINE stays enough for a struct holding a ring. In weir-bench
- * ring, runs with the guards moved single items 1.1-1.5x faster in most
- * interleaved runs; bursts were unchanged within the machine's noise.
+ * WEIR_CACHELINE stays enough for a struct holding a ring. The guards
+ * pay off on single items; bursts do not notice them (weir-bench ring,
+ * bench/results/ring.md).
  */
 struct weir_spsc {
     /* Producer's line: written by the producer only. */

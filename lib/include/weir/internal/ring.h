@@ -14,9 +14,9 @@ extern "C" {
 /*
  * Copies n pointers between a caller's array and a contiguous run of slots.
  * Open-coded four at a time so it stays inline: a burst of tens of
- * pointers is a handful of moves, and the masked per-item loop this
- * replaces cost 20-30% of the rate at 64 items per burst (weir-bench
- * ring).
+ * pointers is a handful of moves, where the masked per-item loop it
+ * replaces cost a good part of the rate on large bursts (weir-bench ring,
+ * bench/results/ring.md).
  */
 static inline void weir_ring_copy_(void **dst, void *const *src, uint32_t n)
 {

@@ -21,7 +21,7 @@
 #include "weir/tls.h"
 
 /* Defaults and limits; config/weir.conf.md quotes them. The chunk size
- * is the fastest measured for file -> tcp (bench/results/placement.md). */
+ * is the fastest measured for file -> tcp (bench/results/sendpath.md). */
 #define CONF_DEFAULT_HWM       (1 * MiB)
 #define CONF_MIN_HWM           UINT64_C(1)
 #define CONF_MAX_HWM           (16 * GiB)

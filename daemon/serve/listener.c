@@ -122,7 +122,7 @@ static int auto_lowat(const char *cc)
  * thousand clients that do not read (their window is closed) hold
  * gigabytes of the kernel's TCP memory: past tcp_mem's pressure mark
  * every socket of the machine is throttled, the healthy ones too
- * (bench/results/robustness.md, `weir-bench hostile`).
+ * (bench/results/hostile.md, `weir-bench hostile`).
  */
 static void tune_socket(struct listener *l)
 {

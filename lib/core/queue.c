@@ -26,7 +26,7 @@ int weir_q_grow(struct weir_q *q, size_t esz, uint32_t first)
      * zeroed allocation costs more than the memset it seems to be: for a
      * large block jemalloc gives recycled pages back to the kernel to get
      * zeroes, so a stream whose queue grows past a few pages faults them
-     * all in again each time (see bench/results/core-speed.md). */
+     * all in again each time (bench/results/core.md). */
     slots = weir_core_alloc((size_t)cap * esz);
     if (!slots)
         return -ENOMEM;

@@ -87,7 +87,7 @@ struct weir_tee {
     struct tee_branch **b;
     /* A fixed tee's branches, in the tee's own allocation: reached with
      * one load less than through b, which the lockstep tee benchmark
-     * shows (~8%). */
+     * shows (bench/results/core.md). */
     struct tee_branch fixed[];
 };
 

@@ -2,10 +2,12 @@
  * tls.c - see tls.h.
  *
  * A failed handshake is logged with the peer, OpenSSL's reason and what to
- * check, at most once a minute per address and peer host: a client that
- * keeps retrying with the wrong CA must not fill the journal. The table of
- * recent lines is small and shared by the workers under a mutex; a
- * handshake costs far more than the lock.
+ * check, at most once a minute per address and reason: a client that keeps
+ * retrying with the wrong CA, or a scanner's hundreds of connections, must
+ * not fill the journal, while a second, different failure is still heard
+ * at once. What a window held back is counted, and said with the next line
+ * of its kind or at exit. The table of recent lines is small and shared by
+ * the workers under a mutex; a handshake costs far more than the lock.
  */
 #include "conf/tls.h"
 
@@ -23,10 +25,11 @@
 #define SEEN_SLOTS  256
 #define SEEN_WINDOW (60ll * 1000 * 1000 * 1000)
 
-static struct {
-    const void *addr;
-    char host[80];
-    int64_t at;
+static struct seen {
+    const struct weir_address *addr;
+    char reason[96];
+    int64_t at;          /* when its last line was logged */
+    uint64_t suppressed; /* failures since that were not */
 } seen[SEEN_SLOTS];
 static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -46,26 +49,57 @@ static void peer_host(const struct sockaddr *sa, socklen_t len, char *buf,
         *colon = '\0';
 }
 
-static bool first_in_window(const void *addr, const char *host)
+/* Whether a failure of addr for reason is to be logged now; if so, how
+ * many of its kind were held back since the last line (*held). */
+static bool first_in_window(const struct weir_address *addr, const char *reason,
+                            uint64_t *held)
 {
     uint64_t h = (uintptr_t)addr;
     int64_t now = clock_now_ns();
+    struct seen *e;
     bool first;
-    unsigned i;
 
-    for (const char *p = host; *p; p++)
+    for (const char *p = reason; *p; p++)
         h = h * 31 + (unsigned char)*p;
-    i = (unsigned)(h % SEEN_SLOTS);
+    e = &seen[h % SEEN_SLOTS];
+    *held = 0;
     pthread_mutex_lock(&seen_mu);
-    first = seen[i].addr != addr || strcmp(seen[i].host, host) != 0 ||
-            now - seen[i].at >= SEEN_WINDOW;
-    if (first) {
-        seen[i].addr = addr;
-        snprintf(seen[i].host, sizeof(seen[i].host), "%s", host);
-        seen[i].at = now;
+    if (e->addr != addr || strncmp(e->reason, reason, sizeof(e->reason) - 1)) {
+        /* A new kind, or another that shared the slot (its count is
+         * lost: a bound, not a ledger). */
+        e->addr = addr;
+        snprintf(e->reason, sizeof(e->reason), "%s", reason);
+        e->suppressed = 0;
+        e->at = now;
+        first = true;
+    } else if (now - e->at >= SEEN_WINDOW) {
+        *held = e->suppressed;
+        e->suppressed = 0;
+        e->at = now;
+        first = true;
+    } else {
+        e->suppressed++;
+        first = false;
     }
     pthread_mutex_unlock(&seen_mu);
     return first;
+}
+
+void conf_tls_flush_suppressed(void)
+{
+    pthread_mutex_lock(&seen_mu);
+    for (unsigned i = 0; i < SEEN_SLOTS; i++) {
+        struct seen *e = &seen[i];
+
+        if (e->addr && e->suppressed)
+            log_warnx("%s: %llu more TLS handshake%s failed (%s) after the "
+                      "last line that said so; not logged, once a minute "
+                      "per address and reason",
+                      e->addr->text, (unsigned long long)e->suppressed,
+                      e->suppressed == 1 ? "" : "s", e->reason);
+        e->suppressed = 0;
+    }
+    pthread_mutex_unlock(&seen_mu);
 }
 
 /* What to check, for the failures people meet. */
@@ -80,9 +114,11 @@ static const char *hint(const struct weir_address *a, const char *reason,
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-        return server ? "the client's certificate must be issued by a CA "
-                        "in ca="
-                      : "set ca= or verify=no";
+        if (server)
+            return "the client's certificate must be issued by a CA in ca=";
+        return a->ca ? "the server's certificate is not issued by a CA in "
+                       "ca=: check the file, and the chain the server sends"
+                     : "set ca= or verify=no";
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
         return "connect by a name the certificate holds, or set sni= to one";
@@ -125,14 +161,18 @@ static void handshake_failed(void *arg, const struct sockaddr *peer,
                              socklen_t peerlen, const char *reason, long verify)
 {
     const struct weir_address *a = arg;
-    char host[80];
+    char host[80], more[96] = "";
+    uint64_t held;
 
-    peer_host(peer, peerlen, host, sizeof(host));
-    if (!first_in_window(a, host))
+    if (!first_in_window(a, reason, &held))
         return;
+    peer_host(peer, peerlen, host, sizeof(host));
+    if (held)
+        snprintf(more, sizeof(more), "; %llu more like it since the last line",
+                 (unsigned long long)held);
     log_warnx("%s: TLS handshake with %s failed: %s; %s (once a minute per "
-              "peer)",
-              a->text, host, reason, hint(a, reason, verify));
+              "address and reason%s)",
+              a->text, host, reason, hint(a, reason, verify), more);
 }
 
 void conf_tls_check(struct weir_address *a, struct conf_diag *diag)

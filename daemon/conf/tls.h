@@ -17,6 +17,9 @@ void conf_tls_check(struct weir_address *a, struct conf_diag *diag);
  * A file that no longer loads is logged and the old one stays. */
 void conf_tls_reload(const struct weir_pipeline *p);
 
+/* Says, for each address and reason, how many failed handshakes the
+ * once-a-minute limit held back since its last line (at exit). */
+void conf_tls_flush_suppressed(void);
 /* One debug line, once per process: kernel TLS or user space. */
 void conf_tls_note_kernel(void);
 

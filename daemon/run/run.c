@@ -17,6 +17,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "conf/tls.h"
 #include "run/run_impl.h"
 #include "sys/clock.h"
 #include "sys/notify.h"
@@ -818,6 +819,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     if (r.failures)
         r.exit_status = 1;
     rc = r.exit_status;
+    conf_tls_flush_suppressed();
     run_free(&r);
     return rc;
 }

@@ -12,6 +12,7 @@ The engine is whatever WEIR_ENGINE says (meson test --setup epoll).
 import base64
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -428,7 +429,27 @@ sink = tls-listen:127.0.0.1:%d,cert=%s,key=%s,ca=%s
     text = w.text()
     assert "peer did not return a certificate" in text, text
     assert text.count("TLS handshake with 127.0.0.1 failed") == 1, text
+    # Another reason from the same peer is said at once: the limit is per
+    # address and reason, not per peer.
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", port), 30) as plain:
+            plain.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            plain.settimeout(30)
+            try:
+                plain.recv(100)
+            except OSError:
+                pass
+    w.wait_log("the peer does not speak TLS on this port")
+    text = w.text()
+    assert text.count("TLS handshake with 127.0.0.1 failed") == 2, text
+    # What the limit held back is counted, and said at exit: one more
+    # without a certificate, two more plain-text ones.
     w.stop()
+    text = w.text()
+    assert re.search(r"1 more TLS handshake failed \([^)]*did not return a "
+                     r"certificate", text), text
+    assert re.search(r"2 more TLS handshakes failed \([^)]*(wrong version|"
+                     r"http request|packet length)", text), text
 
 
 def expect_verify_failure(cert, key, target, needle, hint):
@@ -456,6 +477,11 @@ def test_verify_failures():
     expect_verify_failure("server.pem", "server.key", "tls:127.0.0.1:%d",
                           "certificate verify failed: unable to get local "
                           "issuer certificate", "set ca= or verify=no")
+    # With ca= set, the hint is not to set it: the server's CA is not in it.
+    expect_verify_failure("server.pem", "server.key",
+                          "tls:127.0.0.1:%d,ca=client.pem",
+                          "certificate verify failed: unable to get local "
+                          "issuer certificate", "is not issued by a CA in ca=")
     # verify=no takes what it gets.
     want = sha("verify.in")
     port = free_port()

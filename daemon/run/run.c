@@ -3,8 +3,8 @@
  * into listeners and streams, watch signals, and exit when nothing is
  * left alive or a signal has stopped it.
  *
- * Placement and the send path are chosen once at start (stream/place.h);
- * the measurements behind them are in bench/results/placement.md.
+ * The send path is chosen once at start (stream/sendpath.h); the
+ * measurements behind it are in bench/results/placement.md.
  */
 #include "run/run.h"
 
@@ -159,7 +159,7 @@ static void stream_started(struct pipeline *pl, struct stream *s)
 
     if (!r->one) {
         r->one = s;
-        r->total = s->src_size;
+        r->total = stream_src_size(s);
     }
 }
 
@@ -169,7 +169,7 @@ static void stream_ended(struct pipeline *pl, struct stream *s, bool handled)
 
     /* Relaxed: the workers' last adds were ordered before the end by the
      * post that brought it here; this pairs with nothing else. */
-    r->bytes_done += atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    r->bytes_done += stream_sink_out(s, 0);
     if (r->series)
         series_stream_ended(r->series, s);
     if (!handled)
@@ -251,7 +251,7 @@ static void daemon_started(struct run *r);
  * (the relay reads both), so it stays a warning. */
 static bool client_hung_up(const struct stream *s, int err)
 {
-    return s->sp->client_sink && s->sink_rc[0] == err &&
+    return stream_spec(s)->client_sink && stream_sink_rc(s, 0) == err &&
            (err == -EPIPE || err == -ECONNRESET);
 }
 
@@ -262,34 +262,35 @@ static void client_line(const struct run *r, const struct pipeline *pl,
                         const struct stream *s, int err, unsigned long long out)
 {
     bool on = r->conf->daemon.access_log;
+    const char *peer = stream_peer(s);
     char text[128];
-    double secs = (double)(clock_now_ns() - s->t_start_ns) / 1e9;
+    double secs = (double)(clock_now_ns() - stream_started_ns(s)) / 1e9;
 
     if (err && r->cutting)
         log_info("pipeline %s: client %s cut at the drain timeout after %llu "
                  "bytes in %.3f s",
-                 pl->p->name, s->peer, out, secs);
-    else if (err && s->relay && s->sink_rc[0] == err)
+                 pl->p->name, peer, out, secs);
+    else if (err && stream_relays(s) && stream_sink_rc(s, 0) == err)
         /* The proxy's upstream failed (its connect or a send to it),
          * not the client. */
         log_warnx("pipeline %s: client %s: upstream %s: %s after %llu bytes "
                   "in %.3f s",
-                  pl->p->name, s->peer, pl->p->sinks[0]->text,
+                  pl->p->name, peer, pl->p->sinks[0]->text,
                   stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && !client_hung_up(s, err))
         log_warnx("pipeline %s: client %s: %s after %llu bytes in %.3f s",
-                  pl->p->name, s->peer,
+                  pl->p->name, peer,
                   stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && on)
         log_info("pipeline %s: client %s hung up (%s) after %llu bytes in "
                  "%.3f s",
-                 pl->p->name, s->peer, strerror(-err), out, secs);
+                 pl->p->name, peer, strerror(-err), out, secs);
     else if (on)
         log_info("pipeline %s: client %s done, %llu bytes in %.3f s",
-                 pl->p->name, s->peer, out, secs);
+                 pl->p->name, peer, out, secs);
     else
         log_debug("pipeline %s: client %s %s, %llu bytes in %.3f s",
-                  pl->p->name, s->peer, err ? "hung up" : "done", out, secs);
+                  pl->p->name, peer, err ? "hung up" : "done", out, secs);
 }
 
 /*
@@ -299,41 +300,42 @@ static void client_line(const struct run *r, const struct pipeline *pl,
  */
 static uint64_t source_shrank(const struct run *r, const struct stream *s)
 {
-    /* Relaxed: the worker's adds were ordered before the end's post. */
-    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+    /* The worker's adds were ordered before the end's post. */
+    uint64_t in = stream_bytes_in(s);
+    uint64_t size = stream_src_size(s);
 
     /* The splice stage counts only what it sent, which is what it read. */
-    if (s->sp->p->ntransforms == 0 && s->sink_bytes[0] > in)
-        in = s->sink_bytes[0];
-    if (r->stopping || !s->src_size || in >= s->src_size || stream_error(s))
+    if (stream_spec(s)->p->ntransforms == 0 && stream_sink_bytes(s, 0) > in)
+        in = stream_sink_bytes(s, 0);
+    if (r->stopping || !size || in >= size || stream_error(s))
         return 0;
-    return s->src_size - in;
+    return size - in;
 }
 
 static void daemon_stream_ended(struct run *r, struct pipeline *pl,
                                 struct stream *s)
 {
     uint64_t cut = source_shrank(r, s);
+    const char *peer = stream_peer(s);
 
     if (cut) {
         log_warnx("pipeline %s: %s shrank by %llu bytes while it was read: "
                   "they were not sent%s%s",
                   pl->p->name, pl->p->source->text, (unsigned long long)cut,
-                  s->peer[0] ? " to client " : "", s->peer);
-        if (!s->peer[0])
+                  peer[0] ? " to client " : "", peer);
+        if (!peer[0])
             r->failures++;
     }
     int err = stream_error(s);
-    unsigned long long out =
-        atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    unsigned long long out = stream_sink_out(s, 0);
     char text[128];
 
-    if (s->refused) {
+    if (stream_refused(s)) {
         /* Its worker said so, once a second at most: no line per client. */
         pl->clients.refused++;
         return;
     }
-    if (s->peer[0]) {
+    if (peer[0]) {
         client_line(r, pl, s, err, out);
     } else if (err && r->cutting) {
         log_warnx("pipeline %s: cut at the drain timeout after %llu bytes",
@@ -636,10 +638,14 @@ static int workers_start(struct run *r)
     if (atomic_load(&r->worker_err) != 0)
         weir_loop_post(r->main, &r->fail_task);
     r->cx.nworkers = n;
-    r->cx.member_streams = calloc(n, sizeof(*r->cx.member_streams));
-    placement_choose(&r->cx.place);
+    sendpath_choose(&r->cx.paths);
     r->cx.report_line = r->mode->report_line;
-    return 0;
+    rc = stream_ctx_init(&r->cx);
+    if (rc) {
+        weir_workers_stop(r->cx.workers);
+        r->cx.workers = NULL;
+    }
+    return rc;
 }
 
 static void run_init(struct run *r, struct conf_ref *cref, const char *conffile,
@@ -688,7 +694,7 @@ static void run_free(struct run *r)
     control_free(r);
     board_free(r);
     series_free(r->series);
-    free(r->cx.member_streams);
+    stream_ctx_fini(&r->cx);
     if (r->sigfd >= 0)
         close(r->sigfd);
     listenfds_free(r->lfds);
@@ -734,7 +740,6 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
                  WEIR_VERSION, r.cx.nworkers, r.cx.nworkers == 1 ? "" : "s",
                  weir_engine_name(weir_loop_engine(r.main)), fd_limit,
                  r.conf->file ? r.conf->file : "(none)");
-    log_debug("%s placement", r.cx.place.split ? "split" : "same-worker");
     if (r.mode->announces) {
         r.series = series_new();
         if (!r.series || board_start(&r) != 0 || control_start(&r) != 0 ||

@@ -355,7 +355,7 @@ static void watch_clients(struct bhub *hub, int64_t now)
         held = sink_watch_step(&c->sw, client_full(hub, c),
                                weir_endpoint_bytes(c->ep), now, others,
                                p->chunk_size, &c->blocked_ns);
-        /* Relaxed: a statistic; what the client adds to its sink's
+        /* A statistic: what the client adds to its sink's
          * blocked_ns when it leaves (client_piped), shown meanwhile. */
         if (c->blocked_ns != was)
             stream_sink_blocked(hub->s, c->sink, c->blocked_ns - was);

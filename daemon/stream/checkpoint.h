@@ -9,7 +9,7 @@
  * Sinks with a drop or disconnect policy chose losing bytes over waiting
  * and do not hold it back.
  *
- * Threads. The sinks' worker samples the acknowledged offset at every
+ * Threads. The stream's worker samples the acknowledged offset at every
  * watch (~250 ms) and publishes it in the stream's slot, a seqlock of
  * relaxed atomics; the main loop reads the slot every checkpoint_interval,
  * fdatasyncs the file sinks and writes the file (statefile.h). A worker

@@ -12,7 +12,7 @@
 #include "sys/log.h"
 
 /*
- * The sinks' watch. Every SINK_WATCH_NS the sinks' worker looks at each
+ * The sinks' watch. Every SINK_WATCH_NS the stream's worker looks at each
  * block sink's queue: a full queue is the sink holding the source back,
  * and the interval counts as blocked time. A sink full for WARN_NS on end
  * gets one warning line, again at most every WARN_EVERY_NS while it stays

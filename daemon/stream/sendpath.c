@@ -1,5 +1,7 @@
 /*
- * sendpath.c - the send path policy (sendpath.h), chosen once at start.
+ * sendpath.c - the send path policy, chosen once at start. Reads
+ * WEIR_SENDPATH, an override for measuring: sendpath.h says what each
+ * value selects.
  */
 #include "stream/sendpath.h"
 

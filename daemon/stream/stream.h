@@ -217,9 +217,6 @@ int stream_xf_err(const struct stream *s); /* the first transform error */
 bool stream_refused(const struct stream *s);
 /* The error that ended the stream, the sinks' first, or 0. */
 int stream_error(const struct stream *s);
-/* Whether sink i was cut loose by its own policy: on_full=disconnect, or
- * a dropping or disconnecting sink cut at its send timeout. */
-bool stream_sink_cut(const struct stream *s, unsigned i);
 /* What err (the stream's error) means for an operator: strerror, or what
  * the transform that failed knows better (a zstd frame's window). */
 const char *stream_error_text(const struct stream *s, int err, char *buf,

@@ -2,10 +2,11 @@
  * xform.c - suite `xform`: the workload of Node's
  * bench-filehandle-pull-vs-webstream end to end. A file of repeated
  * 'abcdefghij' is uppercased, gzip-compressed at level 1 and sent to a TCP
- * receiver on 127.0.0.1, by weir pipe (1 worker; 2 workers, one stream per
- * worker as the daemon places it; 2 workers split after the transforms),
- * by the shell pipeline `cat | tr a-z A-Z | gzip -1 | nc`, and by Node's
- * classic streams (peers/node/xform.mjs), interleaved, best of `reps`.
+ * receiver on 127.0.0.1, by weir pipe (1 worker; 2 workers, the stream on
+ * one worker as the daemon places it, its gzip members lent to the other;
+ * the same on the epoll engine), by the shell pipeline
+ * `cat | tr a-z A-Z | gzip -1 | nc`, and by Node's classic streams
+ * (peers/node/xform.mjs), interleaved, best of `reps`.
  * Then the tee: the file into 1, 2 and 4 null sinks.
  *
  *   weir-bench xform [size=1MiB,16MiB,64MiB] [reps=3]
@@ -38,9 +39,6 @@ static const struct e2e_sender senders[] = {
     /* The first is the reference of the ratios. */
     {"weir-2w", {"sh", "-c", WEIR_XF "-w 2" TO_RX}},
     {"weir-1w", {"sh", "-c", WEIR_XF "-w 1" TO_RX}},
-    {"weir-2w-split",
-     {"sh", "-c",
-      "WEIR_PLACEMENT=split WEIR_XFORM_SIDE=source " WEIR_XF "-w 2" TO_RX}},
     /* On the epoll engine, as where io_uring is refused. */
     {"weir-2w-epoll", {"sh", "-c", "WEIR_ENGINE=epoll " WEIR_XF "-w 2" TO_RX}},
     {"shell",

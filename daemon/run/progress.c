@@ -31,10 +31,7 @@ static void human(uint64_t b, char *buf, size_t len)
 
 static uint64_t bytes_now(const struct run *r)
 {
-    /* Relaxed: a statistic; pairs with the relaxed adds of the sink. */
-    return r->one
-               ? atomic_load_explicit(&r->one->bytes_out, memory_order_relaxed)
-               : 0;
+    return r->one ? stream_sink_out(r->one, 0) : 0;
 }
 
 static void progress_tick(struct weir_op *op, int res, uint32_t flags)
@@ -86,10 +83,9 @@ void progress_summary(struct run *r)
             (unsigned long long)b, t, t > 0 ? (double)b / t / 1e6 : 0.0);
     /* With transforms the two ends differ (gzip makes 1 GiB of text a few
      * MB): the rate that says how fast the pipeline went is the input's. */
-    if (r->one && r->one->sp->p->ntransforms) {
-        /* Relaxed: a statistic, as bytes_now. */
-        uint64_t in =
-            atomic_load_explicit(&r->one->bytes_in, memory_order_relaxed);
+    if (r->one && stream_spec(r->one)->p->ntransforms) {
+        /* A statistic, as bytes_now. */
+        uint64_t in = stream_bytes_in(r->one);
 
         fprintf(stderr, "weir pipe: %llu bytes read, %.1f MB/s\n",
                 (unsigned long long)in, t > 0 ? (double)in / t / 1e6 : 0.0);

@@ -1,19 +1,14 @@
 /*
- * run.c - the data path's main thread: start the workers, turn pipelines
- * into listeners and streams, watch signals, and exit when nothing is
- * left alive or a signal has stopped it.
- *
- * Placement and the send path are chosen once at start (stream/place.h);
- * the measurements behind them are in bench/results/placement.md.
+ * run.c - the data path's main thread: start the workers and the
+ * pipelines (start.c), hear the streams' ends, watch signals, and exit
+ * when nothing is left alive or a signal has stopped it.
  */
 #include "run/run.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -164,7 +159,7 @@ static void stream_started(struct pipeline *pl, struct stream *s)
 
     if (!r->one) {
         r->one = s;
-        r->total = s->src_size;
+        r->total = stream_src_size(s);
     }
 }
 
@@ -174,7 +169,7 @@ static void stream_ended(struct pipeline *pl, struct stream *s, bool handled)
 
     /* Relaxed: the workers' last adds were ordered before the end by the
      * post that brought it here; this pairs with nothing else. */
-    r->bytes_done += atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    r->bytes_done += stream_sink_out(s, 0);
     if (r->series)
         series_stream_ended(r->series, s);
     if (!handled)
@@ -248,15 +243,13 @@ static const struct pipeline_hooks run_pipeline_hooks = {
 
 /* The two modes. */
 
-static void daemon_started(struct run *r);
-
 /* A served client left first (its connection reset or closed under a
  * send): the usual end of a download cut short, not the operator's
  * trouble. A proxied client's end is not told apart from its upstream's
  * (the relay reads both), so it stays a warning. */
 static bool client_hung_up(const struct stream *s, int err)
 {
-    return s->sp->client_sink && s->sink_rc[0] == err &&
+    return stream_spec(s)->client_sink && stream_sink_rc(s, 0) == err &&
            (err == -EPIPE || err == -ECONNRESET);
 }
 
@@ -267,34 +260,35 @@ static void client_line(const struct run *r, const struct pipeline *pl,
                         const struct stream *s, int err, unsigned long long out)
 {
     bool on = r->conf->daemon.access_log;
+    const char *peer = stream_peer(s);
     char text[128];
-    double secs = (double)(clock_now_ns() - s->t_start_ns) / 1e9;
+    double secs = (double)(clock_now_ns() - stream_started_ns(s)) / 1e9;
 
     if (err && r->cutting)
         log_info("pipeline %s: client %s cut at the drain timeout after %llu "
                  "bytes in %.3f s",
-                 pl->p->name, s->peer, out, secs);
-    else if (err && s->relay && s->sink_rc[0] == err)
+                 pl->p->name, peer, out, secs);
+    else if (err && stream_relays(s) && stream_sink_rc(s, 0) == err)
         /* The proxy's upstream failed (its connect or a send to it),
          * not the client. */
         log_warnx("pipeline %s: client %s: upstream %s: %s after %llu bytes "
                   "in %.3f s",
-                  pl->p->name, s->peer, pl->p->sinks[0]->text,
+                  pl->p->name, peer, pl->p->sinks[0]->text,
                   stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && !client_hung_up(s, err))
         log_warnx("pipeline %s: client %s: %s after %llu bytes in %.3f s",
-                  pl->p->name, s->peer,
+                  pl->p->name, peer,
                   stream_error_text(s, err, text, sizeof(text)), out, secs);
     else if (err && on)
         log_info("pipeline %s: client %s hung up (%s) after %llu bytes in "
                  "%.3f s",
-                 pl->p->name, s->peer, strerror(-err), out, secs);
+                 pl->p->name, peer, strerror(-err), out, secs);
     else if (on)
         log_info("pipeline %s: client %s done, %llu bytes in %.3f s",
-                 pl->p->name, s->peer, out, secs);
+                 pl->p->name, peer, out, secs);
     else
         log_debug("pipeline %s: client %s %s, %llu bytes in %.3f s",
-                  pl->p->name, s->peer, err ? "hung up" : "done", out, secs);
+                  pl->p->name, peer, err ? "hung up" : "done", out, secs);
 }
 
 /*
@@ -304,41 +298,42 @@ static void client_line(const struct run *r, const struct pipeline *pl,
  */
 static uint64_t source_shrank(const struct run *r, const struct stream *s)
 {
-    /* Relaxed: the worker's adds were ordered before the end's post. */
-    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+    /* The worker's adds were ordered before the end's post. */
+    uint64_t in = stream_bytes_in(s);
+    uint64_t size = stream_src_size(s);
 
     /* The splice stage counts only what it sent, which is what it read. */
-    if (s->sp->p->ntransforms == 0 && s->sink_bytes[0] > in)
-        in = s->sink_bytes[0];
-    if (r->stopping || !s->src_size || in >= s->src_size || stream_error(s))
+    if (stream_spec(s)->p->ntransforms == 0 && stream_sink_bytes(s, 0) > in)
+        in = stream_sink_bytes(s, 0);
+    if (r->stopping || !size || in >= size || stream_error(s))
         return 0;
-    return s->src_size - in;
+    return size - in;
 }
 
 static void daemon_stream_ended(struct run *r, struct pipeline *pl,
                                 struct stream *s)
 {
     uint64_t cut = source_shrank(r, s);
+    const char *peer = stream_peer(s);
 
     if (cut) {
         log_warnx("pipeline %s: %s shrank by %llu bytes while it was read: "
                   "they were not sent%s%s",
                   pl->p->name, pl->p->source->text, (unsigned long long)cut,
-                  s->peer[0] ? " to client " : "", s->peer);
-        if (!s->peer[0])
+                  peer[0] ? " to client " : "", peer);
+        if (!peer[0])
             r->failures++;
     }
     int err = stream_error(s);
-    unsigned long long out =
-        atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+    unsigned long long out = stream_sink_out(s, 0);
     char text[128];
 
-    if (s->refused) {
+    if (stream_refused(s)) {
         /* Its worker said so, once a second at most: no line per client. */
         pl->clients.refused++;
         return;
     }
-    if (s->peer[0]) {
+    if (peer[0]) {
         client_line(r, pl, s, err, out);
     } else if (err && r->cutting) {
         /* A stop the operator asked for is not an error (exit 0); what
@@ -429,7 +424,7 @@ const struct run_mode run_mode_daemon = {
     .notifies = true,
     .activation = true,
     .announces = true,
-    .started = daemon_started,
+    .started = run_daemon_started,
     .stream_ended = daemon_stream_ended,
     .sinks_reconnect = true,
     .sources_restart = true,
@@ -455,232 +450,6 @@ static bool uring_unavailable(int err)
            err == -EOPNOTSUPP;
 }
 
-static unsigned worker_count(const struct weir_config *conf)
-{
-    long n = conf->daemon.workers ? (long)conf->daemon.workers
-                                  : sysconf(_SC_NPROCESSORS_ONLN);
-
-    return n < 1 ? 1 : (unsigned)n;
-}
-
-static size_t buffer_size(const struct weir_config *conf)
-{
-    uint64_t sz = CONF_DEFAULT_CHUNK;
-
-    for (size_t i = 0; i < conf->npipelines; i++)
-        if (conf->pipelines[i]->chunk_size > sz)
-            sz = conf->pipelines[i]->chunk_size;
-    return (size_t)sz;
-}
-
-/* A file server holds two fds per client (the socket, the file): take the
- * hard limit rather than the usual soft 1024. Returns the limit now. */
-static unsigned long long raise_fd_limit(void)
-{
-    struct rlimit rl;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return 0;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-            getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    return (unsigned long long)rl.rlim_cur;
-}
-
-/*
- * The kernel grows a process's fd table by doubling it, and in a process
- * of more than one thread each growth waits for an RCU grace period
- * (expand_fdtable's synchronize_rcu): here 16-28 ms for one of them, and
- * 54-80 ms to reach 4,000 fds with two threads, against 0.5 ms with one.
- * The first wave of clients would wait it out on the accepting thread,
- * so the table is grown once, now, while this is the only thread: to
- * the fd limit, at most FD_TABLE_MAX slots (8 bytes of kernel memory
- * each; past it, the doubling goes on as before).
- */
-#define FD_TABLE_MAX 65536
-
-static void size_fd_table(unsigned long long limit)
-{
-    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), high;
-
-    if (fd < 0)
-        return;
-    if (limit > FD_TABLE_MAX)
-        limit = FD_TABLE_MAX;
-    high = limit > (unsigned long long)fd + 1
-               ? fcntl(fd, F_DUPFD_CLOEXEC, (int)(limit - 1))
-               : -1;
-    if (high >= 0)
-        close(high);
-    close(fd);
-}
-
-/* Socket activation: the passed sockets, taken before anything else
- * opens an fd. A malformed LISTEN_FDS is logged and ignored. */
-static void take_listenfds(struct run *r)
-{
-    int rc = listenfds_take(&r->lfds);
-
-    if (rc) {
-        log_errx("socket activation: %s", strerror(-rc));
-        r->lfds = NULL;
-    } else if (listenfds_count(r->lfds) > 0) {
-        log_debug("socket activation: %zu socket%s passed",
-                  listenfds_count(r->lfds),
-                  listenfds_count(r->lfds) == 1 ? "" : "s");
-    }
-}
-
-static void report_unused_listenfds(const struct run *r)
-{
-    struct listenfd_info info[16];
-    size_t n;
-
-    if (!r->lfds)
-        return;
-    n = listenfds_unused(r->lfds, info, 16);
-    for (size_t i = 0; i < n && i < 16; i++)
-        log_errx("socket activation: fd %d (%s, %s) matches no listen "
-                 "address in the config",
-                 info[i].fd, info[i].name, info[i].addr);
-    if (n > 16)
-        log_errx("socket activation: %zu more unused sockets", n - 16);
-}
-
-static void daemon_started(struct run *r)
-{
-    report_unused_listenfds(r);
-    notify_ready();
-    status_start(r);
-}
-
-/* Every pipeline prepared first, then all started: READY=1 follows only
- * when each one listens. */
-static int pipelines_start(struct run *r)
-{
-    struct weir_list *pos, *tmp;
-    struct pipeline *pl;
-    unsigned failed = 0;
-    int rc = 0;
-
-    /* All of them, so that every error is reported at once. */
-    for (size_t i = 0; i < r->conf->npipelines; i++) {
-        int err = pipeline_prepare(&pl, &r->env, r->conf->pipelines[i], r->cref,
-                                   NULL);
-
-        if (pl)
-            weir_list_push_tail(&r->pls, &pl->link);
-        if (err) {
-            failed++;
-            if (!rc)
-                rc = err;
-        }
-    }
-    if (rc) {
-        log_errx("%u pipeline%s could not start; exiting", failed,
-                 failed == 1 ? "" : "s");
-        return rc;
-    }
-    weir_list_for_each(pos, tmp,
-                       &r->pls) if (pipeline_start(pipeline_of(pos)) != 0)
-        r->failures++;
-    return 0;
-}
-
-/* The system call a loop's wait failed in, for the log. */
-static const char *loop_wait_call(const struct weir_loop *loop)
-{
-    return weir_loop_engine(loop) == WEIR_ENGINE_EPOLL ? "epoll_wait"
-                                                       : "io_uring_enter";
-}
-
-/* On the main loop: a worker's loop failed, so the streams on it are
- * stuck for good; waiting for them would never end. */
-static void worker_fail_tell(struct run *r)
-{
-    int err = atomic_load(&r->worker_err);
-
-    if (r->fail_told || err == 0)
-        return;
-    r->fail_told = true;
-    log_errx("worker %u: %s failed: %s (errno %d); exiting",
-             atomic_load(&r->worker_failed), loop_wait_call(r->main),
-             strerror(-err), -err);
-}
-
-static void worker_fail_task(struct weir_task *t)
-{
-    struct run *r = weir_container_of(t, struct run, fail_task);
-
-    worker_fail_tell(r);
-    r->exit_status = EX_OSERR;
-    r->finished = true;
-    weir_loop_stop(r->main);
-}
-
-/* On the failing worker's thread, which ends after this. The first
- * failure is kept; the main loop, once there is one, reports it. */
-static void worker_failed(void *arg, unsigned index, int err)
-{
-    struct run *r = arg;
-    int none = 0;
-    struct weir_loop *main;
-
-    if (atomic_compare_exchange_strong(&r->worker_err, &none, err))
-        atomic_store(&r->worker_failed, index);
-    /* Pairs with the store in workers_start: either this sees the main
-     * loop, or workers_start sees worker_err (both seq_cst). */
-    main = atomic_load(&r->fail_loop);
-    if (main)
-        weir_loop_post(main, &r->fail_task);
-}
-
-static int workers_start(struct run *r)
-{
-    struct weir_workers_options wo = {0};
-    struct weir_loop_options lo = {0};
-    unsigned n = worker_count(r->conf);
-    int rc;
-
-    wo.count = n;
-    wo.buf_size = r->bufsz;
-    wo.engine = r->conf->daemon.engine;
-    wo.on_fail = worker_failed;
-    wo.fail_arg = r;
-    weir_task_init(&r->fail_task, worker_fail_task);
-    /* pool_size of buffer address space per worker; pages are committed
-     * only as buffers are first used, and idle ones given back. */
-    wo.pool_buffers = (uint32_t)(r->conf->daemon.pool_size / r->bufsz);
-    if (wo.pool_buffers < 16)
-        wo.pool_buffers = 16;
-    if (wo.pool_buffers > 16384) /* bounds the pool's bookkeeping */
-        wo.pool_buffers = 16384;
-    /* A few idle buffers stay resident for the next burst. */
-    wo.trim_keep = 16;
-    rc = weir_workers_start(&r->cx.workers, &wo);
-    if (rc)
-        return rc;
-    lo.slot = n;
-    lo.engine = r->conf->daemon.engine;
-    rc = weir_loop_create(&r->main, &lo);
-    if (rc) {
-        weir_workers_stop(r->cx.workers);
-        r->cx.workers = NULL;
-        return rc;
-    }
-    r->cx.main = r->main;
-    atomic_store(&r->fail_loop, r->main);
-    if (atomic_load(&r->worker_err) != 0)
-        weir_loop_post(r->main, &r->fail_task);
-    r->cx.nworkers = n;
-    r->cx.member_streams = calloc(n, sizeof(*r->cx.member_streams));
-    placement_choose(&r->cx.place);
-    r->cx.report_line = r->mode->report_line;
-    return 0;
-}
-
 static void run_init(struct run *r, struct conf_ref *cref, const char *conffile,
                      bool verbose)
 {
@@ -693,7 +462,7 @@ static void run_init(struct run *r, struct conf_ref *cref, const char *conffile,
         .cref = cref,
         .conffile = conffile,
         .verbose = verbose,
-        .bufsz = buffer_size(cref->conf),
+        .bufsz = run_buffer_size(cref->conf),
         .sigfd = -1,
     };
     r->env = (struct pipeline_env){
@@ -727,7 +496,7 @@ static void run_free(struct run *r)
     control_free(r);
     board_free(r);
     series_free(r->series);
-    free(r->cx.member_streams);
+    stream_ctx_fini(&r->cx);
     if (r->sigfd >= 0)
         close(r->sigfd);
     listenfds_free(r->lfds);
@@ -747,17 +516,16 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     }
     run_init(&r, cref, conffile, verbose);
     if (r.mode->activation)
-        take_listenfds(&r);
+        run_take_listenfds(&r);
     r.env.lfds = r.lfds;
-    fd_limit = raise_fd_limit();
-    size_fd_table(fd_limit);
+    fd_limit = run_fd_limit();
     r.sigfd = signals_block();
     if (r.sigfd < 0) {
         log_errx("cannot watch signals: %s", strerror(-r.sigfd));
         run_free(&r);
         return 1;
     }
-    rc = workers_start(&r);
+    rc = run_workers_start(&r);
     if (rc) {
         log_errx("%s", weir_loop_strerror(rc));
         run_free(&r);
@@ -775,7 +543,6 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
                  WEIR_VERSION, r.cx.nworkers, r.cx.nworkers == 1 ? "" : "s",
                  weir_engine_name(weir_loop_engine(r.main)), fd_limit,
                  r.conf->file ? r.conf->file : "(none)");
-    log_debug("%s placement", r.cx.place.split ? "split" : "same-worker");
     if (r.mode->announces) {
         r.series = series_new();
         if (!r.series || board_start(&r) != 0 || control_start(&r) != 0 ||
@@ -789,7 +556,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     r.drain.op.fn = drain_expired;
     /* Held while starting: nothing alive afterwards ends the run. */
     alive_hold(&r.alive);
-    if (pipelines_start(&r) != 0) {
+    if (run_pipelines_start(&r) != 0) {
         r.exit_status = 1;
         run_stop(&r);
     } else {
@@ -801,7 +568,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         main_err = rc;
         /* The kernel refused the loop's wait: nothing can go on. */
         log_errx("main loop: %s failed: %s (errno %d); exiting",
-                 loop_wait_call(r.main), strerror(-rc), -rc);
+                 run_loop_wait_call(r.main), strerror(-rc), -rc);
         r.exit_status = EX_OSERR;
     }
 
@@ -810,7 +577,7 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
         log_debug("buffers were still in use at exit");
     /* A worker whose wait failed while the main loop was stopping: its
      * task came too late to run, so its line is written here. */
-    worker_fail_tell(&r);
+    run_worker_fail_tell(&r);
     /* What ran on a failed loop cannot be taken apart: the teardown of
      * a stream needs both the main loop and its worker's. Exit with it
      * all still in place. */

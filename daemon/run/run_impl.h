@@ -128,6 +128,25 @@ void run_pipeline_drained(struct pipeline *pl);
  * stream is over). */
 void run_stop(struct run *r);
 
+/* start.c, in the order daemon_run calls them. The pools' buffer size
+ * (the largest chunk_size); the fd limit raised to its hard limit and the
+ * fd table grown to it, returning the limit; socket activation's sockets
+ * into r->lfds; the workers, the main loop and the streams' context (0 or
+ * -errno); every pipeline prepared, then all started (0, or the first
+ * error, logged). */
+size_t run_buffer_size(const struct weir_config *conf);
+unsigned long long run_fd_limit(void);
+void run_take_listenfds(struct run *r);
+int run_workers_start(struct run *r);
+int run_pipelines_start(struct run *r);
+/* The daemon mode's started hook: unused passed sockets are logged,
+ * READY=1, and the STATUS= updates start. */
+void run_daemon_started(struct run *r);
+/* The system call a loop's wait failed in, for the log. */
+const char *run_loop_wait_call(const struct weir_loop *loop);
+/* A worker's loop that failed, logged once (main thread). */
+void run_worker_fail_tell(struct run *r);
+
 /* reload.c: SIGHUP. */
 void reload(struct run *r);
 

@@ -124,16 +124,16 @@ static struct xf_num *xf_of(struct pl_num *pn, unsigned pos, const char *spec)
 /* A stream's transforms' bytes so far (relaxed: statistics). */
 static bool add_xforms(struct pl_num *pn, const struct stream *s)
 {
-    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_pipeline *p = stream_spec(s)->p;
 
     for (size_t k = 0; k < p->ntransforms; k++) {
         struct xf_num *x = xf_of(pn, (unsigned)k + 1, p->transforms[k].spec);
+        struct xf_live *xl = stream_xf_live(s, (unsigned)k);
 
         if (!x)
             return false;
-        x->in += atomic_load_explicit(&s->xf_live[k].in, memory_order_relaxed);
-        x->out +=
-            atomic_load_explicit(&s->xf_live[k].out, memory_order_relaxed);
+        x->in += atomic_load_explicit(&xl->in, memory_order_relaxed);
+        x->out += atomic_load_explicit(&xl->out, memory_order_relaxed);
     }
     return true;
 }
@@ -149,9 +149,9 @@ static bool failed(int rc)
  * end, the post that brought the end ordered the workers' last adds). */
 static uint64_t bytes_read(const struct stream *s)
 {
-    uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+    uint64_t in = stream_bytes_in(s);
 
-    return in == 0 && s->zero_copy ? stream_sink_out(s, 0) : in;
+    return in == 0 && stream_zero_copy(s) ? stream_sink_out(s, 0) : in;
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b)
@@ -161,7 +161,8 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 
 void series_stream_ended(struct series *t, const struct stream *s)
 {
-    const struct weir_pipeline *p = s->sp->p;
+    const struct stream_spec *sp = stream_spec(s);
+    const struct weir_pipeline *p = sp->p;
     struct pl_num *pn = pl_of(t, p->name);
 
     if (!pn)
@@ -169,34 +170,35 @@ void series_stream_ended(struct series *t, const struct stream *s)
     pn->streams++;
     pn->read += bytes_read(s);
     (void)add_xforms(pn, s);
-    if (failed(s->src_rc))
-        pn->errors[s->peer[0] && !s->sp->client_sink ? ERR_CLIENT
-                                                     : ERR_SOURCE]++;
-    if (failed(s->xf_err))
+    if (failed(stream_src_rc(s)))
+        pn->errors[stream_peer(s)[0] && !sp->client_sink ? ERR_CLIENT
+                                                         : ERR_SOURCE]++;
+    if (failed(stream_xf_err(s)))
         pn->errors[ERR_TRANSFORM]++;
-    for (unsigned i = 0; i < s->sp->nsinks; i++) {
-        const struct sink_stats *st = &s->ss[i];
+    for (unsigned i = 0; i < sp->nsinks; i++) {
+        const struct sink_stats *st = stream_sink_stats(s, i);
+        struct sink_live *sl = stream_sink_live(s, i);
         struct sink_num *sn = sink_of(pn, p->sinks[i]->text);
+        uint64_t bytes = stream_sink_bytes(s, i);
         uint64_t dropped;
 
-        if (failed(s->sink_rc[i]))
-            pn->errors[s->sp->client_sink && i == 0 ? ERR_CLIENT : ERR_SINK]++;
+        if (failed(stream_sink_rc(s, i)))
+            pn->errors[sp->client_sink && i == 0 ? ERR_CLIENT : ERR_SINK]++;
         if (!sn)
             continue;
         sn->delivered += stream_sink_out(s, i);
         /* As the closing line counts them (report.c); never less than a
          * scrape saw while it ran. */
-        dropped = st->disconnected && st->produced > s->sink_bytes[i]
-                      ? st->produced - s->sink_bytes[i]
+        dropped = st->disconnected && st->produced > bytes
+                      ? st->produced - bytes
                       : st->dropped;
-        sn->dropped +=
-            max_u64(dropped, atomic_load_explicit(&s->live[i].dropped,
-                                                  memory_order_relaxed));
+        sn->dropped += max_u64(
+            dropped, atomic_load_explicit(&sl->dropped, memory_order_relaxed));
         sn->blocked_ns +=
-            max_u64(st->blocked_ns, atomic_load_explicit(&s->live[i].blocked_ns,
+            max_u64(st->blocked_ns, atomic_load_explicit(&sl->blocked_ns,
                                                          memory_order_relaxed));
         sn->reconnects +=
-            atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
+            atomic_load_explicit(&sl->reconnects, memory_order_relaxed);
     }
 }
 
@@ -256,9 +258,9 @@ struct live_scan {
 static void live_stream(void *arg, const struct stream *s)
 {
     struct live_scan *ls = arg;
-    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_pipeline *p = stream_spec(s)->p;
 
-    if (s->done_seen)
+    if (stream_done(s))
         return; /* already in the totals */
     ls->pn->active++;
     ls->pn->streams++;
@@ -267,25 +269,23 @@ static void live_stream(void *arg, const struct stream *s)
         ls->oom = true;
         return;
     }
-    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+    for (unsigned i = 0; i < stream_spec(s)->nsinks; i++) {
         struct sink_num *sn = sink_of(ls->pn, p->sinks[i]->text);
+        struct sink_live *sl = stream_sink_live(s, i);
 
         if (!sn) {
             ls->oom = true;
             return;
         }
-        uint32_t st =
-            atomic_load_explicit(&s->live[i].state, memory_order_relaxed);
+        uint32_t st = atomic_load_explicit(&sl->state, memory_order_relaxed);
 
         sn->delivered += stream_sink_out(s, i);
-        sn->dropped +=
-            atomic_load_explicit(&s->live[i].dropped, memory_order_relaxed);
+        sn->dropped += atomic_load_explicit(&sl->dropped, memory_order_relaxed);
         sn->blocked_ns +=
-            atomic_load_explicit(&s->live[i].blocked_ns, memory_order_relaxed);
+            atomic_load_explicit(&sl->blocked_ns, memory_order_relaxed);
         sn->reconnects +=
-            atomic_load_explicit(&s->live[i].reconnects, memory_order_relaxed);
-        sn->queued +=
-            atomic_load_explicit(&s->live[i].queued, memory_order_relaxed);
+            atomic_load_explicit(&sl->reconnects, memory_order_relaxed);
+        sn->queued += atomic_load_explicit(&sl->queued, memory_order_relaxed);
         if (st < SINK_STATES)
             sn->in_state[st]++;
     }

@@ -38,17 +38,18 @@ struct down {
 static void down_scan(void *arg, const struct stream *s)
 {
     struct down *d = arg;
+    const struct stream_spec *sp = stream_spec(s);
 
-    for (unsigned i = 0; i < s->sp->nsinks; i++) {
+    for (unsigned i = 0; i < sp->nsinks; i++) {
         /* Relaxed: a statistic, written by the sink's worker. */
         enum sink_state st = (enum sink_state)atomic_load_explicit(
-            &s->live[i].state, memory_order_relaxed);
+            &stream_sink_live(s, i)->state, memory_order_relaxed);
 
         if (st == SINK_UP)
             continue;
         if (d->n++ == 0) {
-            d->pipeline = s->sp->p->name;
-            d->sink = s->sp->p->sinks[i]->text;
+            d->pipeline = sp->p->name;
+            d->sink = sp->p->sinks[i]->text;
             d->state = st;
         }
     }

@@ -252,7 +252,7 @@ static void source_spawn(struct bcast *bc)
             source_gone(bc);
         return;
     }
-    weir_list_push_tail(&bc->streams, &s->link);
+    weir_list_push_tail(&bc->streams, stream_link(s));
     bc->nstreams++;
     alive_hold(bc->env.alive);
     bc->s = s;
@@ -315,14 +315,14 @@ static bool source_stream_ended(struct bcast *bc, struct stream *s)
     if (!current)
         return true; /* its source's end was handled (down_task) */
     /* It never came up (a failed connect): one line per outage. */
-    s->quiet = true;
-    source_down(bc, s->src_rc);
+    stream_set_quiet(s);
+    source_down(bc, stream_src_rc(s));
     return true;
 }
 
 static void stream_ended(struct stream *s)
 {
-    struct bcast *bc = s->owner;
+    struct bcast *bc = stream_owner(s);
     bool handled = source_stream_ended(bc, s);
 
     bc->env.stream_ended(bc->env.owner, s, handled);
@@ -330,9 +330,9 @@ static void stream_ended(struct stream *s)
 
 static void stream_released(struct stream *s)
 {
-    struct bcast *bc = s->owner;
+    struct bcast *bc = stream_owner(s);
 
-    weir_list_remove(&s->link);
+    weir_list_remove(stream_link(s));
     bc->nstreams--;
     alive_drop(bc->env.alive);
 }
@@ -358,8 +358,7 @@ void broadcast_stop(struct bcast *bc)
         if (c->held)
             client_drop(c, NULL);
     }
-    weir_list_for_each(pos, tmp, &bc->streams)
-        stream_stop(weir_list_entry(pos, struct stream, link));
+    weir_list_for_each(pos, tmp, &bc->streams) stream_stop(stream_of_link(pos));
 }
 
 int broadcast_start(struct bcast **out, const struct bcast_env *env)
@@ -373,7 +372,6 @@ int broadcast_start(struct bcast **out, const struct bcast_env *env)
         .p = env->p,
         .nsinks = (unsigned)env->p->nsinks,
         .src_at_end = true,
-        .one_worker = true,
         .tail = &bcast_tail,
         .hooks = &bcast_hooks,
     };
@@ -429,10 +427,9 @@ uint64_t broadcast_bytes_live(const struct bcast *bc)
         return 0;
     /* Every client's, whichever listen sink it came through. */
     for (pos = bc->streams.next; pos != &bc->streams; pos = pos->next) {
-        const struct stream *s =
-            weir_list_entry(pos, const struct stream, link);
+        const struct stream *s = stream_of_link(pos);
 
-        for (unsigned i = 0; i < s->sp->nsinks; i++)
+        for (unsigned i = 0; i < stream_spec(s)->nsinks; i++)
             b += stream_sink_out(s, i);
     }
     return b;
@@ -447,7 +444,7 @@ void broadcast_each_stream(const struct bcast *bc,
     if (!bc)
         return;
     for (pos = bc->streams.next; pos != &bc->streams; pos = pos->next)
-        fn(arg, weir_list_entry(pos, const struct stream, link));
+        fn(arg, stream_of_link(pos));
 }
 
 void broadcast_free(struct bcast *bc)

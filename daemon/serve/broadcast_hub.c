@@ -52,16 +52,15 @@ static void client_bounce(struct bclient *c)
 
 /* The transform a client must join at a sync point of: the last one,
  * when it compresses (a compressed stream cannot be entered midway). */
-static struct weir_xform *join_xform(const struct half *h)
+static struct weir_xform *join_xform(const struct stream *s)
 {
+    struct weir_xform *x = stream_last_xform(s);
     const char *name;
 
-    if (h->nxf == 0 || !h->xf[h->nxf - 1])
+    if (!x)
         return NULL;
-    name = weir_xform_name(h->xf[h->nxf - 1]);
-    return strcmp(name, "gzip") == 0 || strcmp(name, "zstd") == 0
-               ? h->xf[h->nxf - 1]
-               : NULL;
+    name = weir_xform_name(x);
+    return strcmp(name, "gzip") == 0 || strcmp(name, "zstd") == 0 ? x : NULL;
 }
 
 /* Worker: the source ended (closed, failed, or stopped by a drain); the
@@ -71,12 +70,12 @@ static void hub_ended(void *ctx, int rc)
 {
     struct bhub *hub = ctx;
     struct bcast *bc = hub->bc;
-    struct half *h = hub->h;
+    struct stream *s = hub->s;
     struct bclient *c;
 
     hub->ended = true;
-    if (rc != WEIR_DONE && h->s->src_rc == 0)
-        h->s->src_rc = rc;
+    if (rc != WEIR_DONE)
+        stream_source_failed(s, rc);
     if (bc->hub == hub) {
         bc->hub = NULL;
         while ((c = waiting_pop(bc)))
@@ -84,7 +83,7 @@ static void hub_ended(void *ctx, int rc)
         bc->down_rc = rc == WEIR_DONE ? 0 : rc;
         weir_loop_post(bc->env.cx->main, &bc->down_task);
     }
-    half_put(h); /* the hold taken in broadcast_build; may free hub */
+    stream_put(s); /* the hold taken in tail_build; may free hub */
 }
 
 /*
@@ -93,9 +92,9 @@ static void hub_ended(void *ctx, int rc)
  * the tee reads once they are branches, so they get the new source's
  * bytes from its first one.
  */
-static void tail_build(struct half *h, struct weir_readable *rs)
+static void tail_build(struct stream *s, struct weir_readable *rs)
 {
-    struct bcast *bc = h->s->owner;
+    struct bcast *bc = stream_owner(s);
     struct bhub *hub = calloc(1, sizeof(*hub));
     struct weir_reader r;
     int rc = -ENOMEM;
@@ -109,14 +108,14 @@ static void tail_build(struct half *h, struct weir_readable *rs)
         };
 
         hub->bc = bc;
-        hub->h = h;
-        hub->zx = join_xform(h);
-        h->tail = hub;
+        hub->s = s;
+        hub->zx = join_xform(s);
+        stream_set_tail_state(s, hub);
         rc = weir_tee_create_live(&hub->tee, rs, &o);
         if (rc == 0) {
             bc->hub = hub;
-            half_hold(h); /* until the source ends */
-            half_watch_start(h);
+            stream_hold(s); /* until the source ends */
+            stream_watch_start(s);
             weir_loop_post(bc->env.cx->main, &bc->up_task);
             return;
         }
@@ -124,17 +123,17 @@ static void tail_build(struct half *h, struct weir_readable *rs)
         hub->ended = true;
     }
     /* Nothing will read the source: cancel it, and end. */
-    h->s->src_rc = rc;
+    stream_source_failed(s, rc);
     if (weir_reader_acquire(&r, rs) == 0) {
         weir_reader_cancel(&r, rc);
         weir_reader_release(&r);
     }
 }
 
-static void tail_teardown(struct half *h)
+static void tail_teardown(struct stream *s)
 {
-    struct bhub *hub = h->tail;
-    struct bcast *bc = h->s->owner;
+    struct bhub *hub = stream_tail_state(s);
+    struct bcast *bc = stream_owner(s);
     struct bclient *c;
 
     if (!hub)
@@ -145,7 +144,7 @@ static void tail_teardown(struct half *h)
             client_bounce(c);
     }
     weir_tee_destroy(hub->tee);
-    h->tail = NULL;
+    stream_set_tail_state(s, NULL);
     free(hub);
 }
 
@@ -155,8 +154,7 @@ static void client_piped(void *ctx, int rc)
 {
     struct bclient *c = ctx;
     struct bhub *hub = c->hub;
-    struct half *h = hub->h;
-    struct stream *s = h->s;
+    struct stream *s = hub->s;
     struct weir_tee_stats st;
     uint64_t offered;
 
@@ -172,16 +170,13 @@ static void client_piped(void *ctx, int rc)
     offered = st.delivered_bytes + st.dropped_bytes;
     c->lost = st.disconnected && offered > c->bytes ? offered - c->bytes
                                                     : st.dropped_bytes;
-    s->sink_bytes[c->sink] += c->bytes;
-    s->ss[c->sink].dropped += c->lost;
-    s->ss[c->sink].blocked_ns += c->blocked_ns;
-    s->ss[c->sink].teed = true;
+    stream_sink_add(s, c->sink, c->bytes, c->lost, c->blocked_ns);
     if (c->cut_fd >= 0)
         close(c->cut_fd);
     c->cut_fd = -1;
     c->hub = NULL;
     weir_loop_post(c->bc->env.cx->main, &c->done);
-    half_put(h);
+    stream_put(s);
 }
 
 /* Worker: the tee cut the client loose. Its sink may be waiting on a
@@ -205,14 +200,14 @@ static void client_evicted(void *ctx)
  * failure it is refused. */
 static void client_attach(struct bhub *hub, struct bclient *c)
 {
-    struct half *h = hub->h;
+    struct stream *s = hub->s;
     const struct weir_pipeline *p = c->bc->env.p;
     struct weir_endpoint_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
         .hwm = c->addr->high_water_mark ? c->addr->high_water_mark
                                         : p->high_water_mark,
         .own_fd = true,
-        .counter = stream_sink_counter(h->s, c->sink),
+        .counter = stream_sink_counter(s, c->sink),
         .linger_ns = STREAM_LINGER_NS,
     };
     /* The branch holds one chunk past the sink's own queue, as a tee'd
@@ -228,12 +223,12 @@ static void client_attach(struct bhub *hub, struct bclient *c)
 
     stream_peer_options(p, c->addr, &o);
     c->cut_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
-    rc = half_tls_open(h, c->addr, c->fd, &t);
+    rc = stream_tls_open(s, c->addr, c->fd, &t);
     if (rc == 0)
         rc = weir_tee_add_branch(hub->tee, &bo, &c->branch);
     if (rc == 0) {
         o.tls = t;
-        rc = weir_endpoint_fd_sink(&c->ep, h->loop, c->fd, &o);
+        rc = weir_endpoint_fd_sink(&c->ep, stream_loop(s), c->fd, &o);
         c->fd = -1; /* own_fd: the endpoint has it, or closed it */
         if (rc)
             weir_tee_remove_branch(hub->tee, c->branch);
@@ -256,7 +251,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
     weir_list_push_head(&c->bc->joined, &c->wlink);
     log_debug("pipeline %s: client %s is a branch of the broadcast", p->name,
               c->peer);
-    half_hold(h);
+    stream_hold(s);
     rc = weir_pipe_to(weir_tee_branch(hub->tee, c->branch),
                       weir_endpoint_writable(c->ep), NULL, client_piped, c);
     if (rc != WEIR_PENDING)
@@ -330,7 +325,7 @@ static bool client_full(const struct bhub *hub, const struct bclient *c)
            0;
 }
 
-/* Worker: the block clients of h's hub that have held the source back
+/* Worker: the block clients of the hub that have held the source back
  * for long get a warning line, as a stream's sinks do. */
 static void watch_clients(struct bhub *hub, int64_t now)
 {
@@ -360,12 +355,10 @@ static void watch_clients(struct bhub *hub, int64_t now)
         held = sink_watch_step(&c->sw, client_full(hub, c),
                                weir_endpoint_bytes(c->ep), now, others,
                                p->chunk_size, &c->blocked_ns);
-        /* Relaxed: a statistic; what the client adds to its sink's
+        /* A statistic: what the client adds to its sink's
          * blocked_ns when it leaves (client_piped), shown meanwhile. */
         if (c->blocked_ns != was)
-            atomic_fetch_add_explicit(&hub->h->s->live[c->sink].blocked_ns,
-                                      c->blocked_ns - was,
-                                      memory_order_relaxed);
+            stream_sink_blocked(hub->s, c->sink, c->blocked_ns - was);
         if (held)
             log_warnx("pipeline %s: client %s has held the source back for "
                       "%.0f s (its queue is full; on_full=block)",
@@ -373,9 +366,9 @@ static void watch_clients(struct bhub *hub, int64_t now)
     }
 }
 
-static uint64_t tail_watch(struct half *h, int64_t now)
+static uint64_t tail_watch(struct stream *s, int64_t now)
 {
-    struct bhub *hub = h->tail;
+    struct bhub *hub = stream_tail_state(s);
     bool current;
 
     if (!hub)
@@ -390,8 +383,8 @@ static uint64_t tail_watch(struct half *h, int64_t now)
         watch_clients(hub, now);
         /* A live source gone quiet: the compressor's held-back output
          * goes out to the clients, as for a followed file's stream. */
-        if (h->nxf && !hub->ended)
-            half_sync_idle(h);
+        if (!hub->ended)
+            stream_sync_idle(s);
     }
     return current && !weir_list_empty(&hub->bc->waiting) ? JOIN_RETRY_NS
                                                           : WATCH_NS;

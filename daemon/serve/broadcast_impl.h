@@ -8,6 +8,7 @@
 #define WEIR_DAEMON_BROADCAST_IMPL_H
 
 #include "serve/broadcast.h"
+#include "stream/tail.h"
 
 /* The clients' watch keeps the sinks' pace (sink_watch_step counts in
  * SINK_WATCH_NS steps); joins waiting for a sync point retry faster. */
@@ -42,7 +43,7 @@ struct bclient {
 /* Worker: one stream's tee and its clients' way in. */
 struct bhub {
     struct bcast *bc;
-    struct half *h;
+    struct stream *s; /* the source stream whose last stage it is */
     struct weir_tee *tee;
     struct weir_xform *zx; /* the compressor joins sync, or NULL */
     int64_t watched;       /* the clients' last watch */

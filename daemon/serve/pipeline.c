@@ -44,16 +44,16 @@ struct pl_mode {
 
 static void stream_ended(struct stream *s)
 {
-    struct pipeline *pl = s->owner;
+    struct pipeline *pl = stream_owner(s);
 
     pl->env->hooks->stream_ended(pl, s, false);
 }
 
 static void stream_released(struct stream *s)
 {
-    struct pipeline *pl = s->owner;
+    struct pipeline *pl = stream_owner(s);
 
-    weir_list_remove(&s->link);
+    weir_list_remove(stream_link(s));
     pl->nstreams--;
     alive_drop(&pl->alive);
 }
@@ -72,8 +72,8 @@ static int spawn(struct pipeline *pl, int src_fd, int sink_fd, const char *peer,
 
     if (!s)
         return -ENOMEM;
-    s->via = via;
-    weir_list_push_tail(&pl->streams, &s->link);
+    stream_set_via(s, via);
+    weir_list_push_tail(&pl->streams, stream_link(s));
     pl->nstreams++;
     alive_hold(&pl->alive);
     stream_start(s, -1);
@@ -124,7 +124,7 @@ static void once_spec(struct pipeline *pl)
         pl->spec.replay = pl->spec.replay || sink_connects(p->sinks[i]);
     /* The daemon's own connecting sink reconnects and resumes, which the
      * splice stage does not: only a run that does not reconnect may. */
-    pl->spec.zero_copy = env->cx->place.zero_copy && env->splice_connects &&
+    pl->spec.zero_copy = env->cx->paths.zero_copy && env->splice_connects &&
                          p->nsinks == 1 && sink_connects(p->sinks[0]);
 }
 
@@ -164,7 +164,7 @@ static void serve_spec(struct pipeline *pl)
 {
     pl->spec.nsinks = 1;
     pl->spec.client_sink = true;
-    pl->spec.zero_copy = pl->env->cx->place.zero_copy_serve;
+    pl->spec.zero_copy = pl->env->cx->paths.zero_copy_serve;
     pl->spec.share = &pl->share;
 }
 
@@ -574,7 +574,7 @@ unsigned pipeline_cut(struct pipeline *pl)
     unsigned cut = 0;
 
     weir_list_for_each(pos, tmp, &pl->streams) cut +=
-        stream_cut(weir_list_entry(pos, struct stream, link));
+        stream_cut(stream_of_link(pos));
     return cut + broadcast_cut(pl->bc);
 }
 
@@ -597,8 +597,7 @@ void pipeline_stop(struct pipeline *pl)
 
     for (unsigned j = 0; j < pl->nls; j++)
         listener_close(&pl->ls[j]);
-    weir_list_for_each(pos, tmp, &pl->streams)
-        stream_stop(weir_list_entry(pos, struct stream, link));
+    weir_list_for_each(pos, tmp, &pl->streams) stream_stop(stream_of_link(pos));
     broadcast_stop(pl->bc);
 }
 
@@ -637,11 +636,8 @@ uint64_t pipeline_bytes_live(const struct pipeline *pl)
     const struct weir_list *pos;
     uint64_t b = broadcast_bytes_live(pl->bc);
 
-    /* Relaxed: a statistic; pairs with the sinks' relaxed adds. */
     for (pos = pl->streams.next; pos != &pl->streams; pos = pos->next)
-        b += atomic_load_explicit(
-            &weir_list_entry(pos, const struct stream, link)->bytes_out,
-            memory_order_relaxed);
+        b += stream_sink_out(stream_of_link(pos), 0);
     return b;
 }
 
@@ -652,7 +648,7 @@ void pipeline_each_stream(const struct pipeline *pl,
     const struct weir_list *pos;
 
     for (pos = pl->streams.next; pos != &pl->streams; pos = pos->next)
-        fn(arg, weir_list_entry(pos, const struct stream, link));
+        fn(arg, stream_of_link(pos));
     broadcast_each_stream(pl->bc, fn, arg);
 }
 
@@ -663,10 +659,9 @@ unsigned pipeline_clients(const struct pipeline *pl)
 
     /* In the modes that take clients, each stream of its own is one. */
     for (pos = pl->streams.next; pos != &pl->streams; pos = pos->next) {
-        const struct stream *s =
-            weir_list_entry(pos, const struct stream, link);
+        const struct stream *s = stream_of_link(pos);
 
-        n += s->peer[0] && !s->done_seen;
+        n += stream_peer(s)[0] && !stream_done(s);
     }
     return n;
 }

@@ -6,7 +6,7 @@
 
 #include <time.h>
 
-#include "stream/stream.h"
+#include "stream/stream_impl.h"
 #include "sys/log.h"
 #include "weir/pool.h"
 
@@ -20,9 +20,8 @@ static uint32_t chunks(uint64_t bytes, uint64_t chunk)
     return (uint32_t)((bytes + chunk - 1) / chunk);
 }
 
-uint32_t budget_of(const struct half *h)
+uint32_t budget_of(const struct stream *s)
 {
-    const struct stream *s = h->s;
     const struct weir_pipeline *p = s->sp->p;
     uint64_t chunk = p->chunk_size;
     unsigned n = s->sp->nsinks;
@@ -47,7 +46,7 @@ uint32_t budget_of(const struct half *h)
     return b;
 }
 
-static void tell(const struct half *h, uint32_t want, uint32_t cap)
+static void tell(const struct stream *s, uint32_t want, uint32_t cap)
 {
     struct timespec ts;
     int64_t now;
@@ -61,22 +60,23 @@ static void tell(const struct half *h, uint32_t want, uint32_t cap)
     log_warnx("pipeline %s: refused client %s: the buffer pool of worker %u "
               "is promised to running streams (%u of %u buffers, this one "
               "needs %u; %llu refused since the last line)",
-              h->s->sp->p->name, h->s->peer, h->worker, promised, cap, want,
+              s->sp->p->name, s->peer, s->home.worker, promised, cap, want,
               (unsigned long long)(refused - refused_told));
     refused_told = refused;
 }
 
-bool budget_take(struct half *h)
+bool budget_take(struct stream *s)
 {
+    struct stream_home *h = &s->home;
     struct weir_pool *pool = weir_worker_pool();
     struct weir_pool_stats st;
-    uint32_t want = budget_of(h);
+    uint32_t want = budget_of(s);
 
     if (!pool)
         return true;
     weir_pool_stats(pool, &st);
     if (promised + want > st.allocated) {
-        tell(h, want, st.allocated);
+        tell(s, want, st.allocated);
         return false;
     }
     promised += want;
@@ -84,8 +84,10 @@ bool budget_take(struct half *h)
     return true;
 }
 
-void budget_give(struct half *h)
+void budget_give(struct stream *s)
 {
+    struct stream_home *h = &s->home;
+
     promised -= h->budget;
     h->budget = 0;
 }

@@ -11,17 +11,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct half;
+struct stream;
 
-/* The buffers the stream of h may hold at most: its sinks' queues, the
+/* The buffers the stream may hold at most: its sinks' queues, the
  * source's read-ahead, its transforms, a proxy's reverse direction. */
-uint32_t budget_of(const struct half *h);
+uint32_t budget_of(const struct stream *s);
 
-/* Promises h's budget on its worker's pool. False, with a log line at
+/* Promises the stream's budget on its worker's pool. False, with a log line at
  * most once a second per worker, when the pool cannot cover it. */
-bool budget_take(struct half *h);
+bool budget_take(struct stream *s);
 
 /* Gives back what budget_take promised (nothing when it did not). */
-void budget_give(struct half *h);
+void budget_give(struct stream *s);
 
 #endif

@@ -1,32 +1,28 @@
 /*
- * build.c - a half on its worker: built from the start task (after a
- * connect, when it needs one), its pipes started, and torn down once they
- * have all ended. The last half of the stream to go posts the end to the
- * main loop.
+ * build.c - a stream on its worker: built from the start task (after a
+ * connect, when it needs one) and its pipes started; asked to stop, or
+ * its sockets cut, from the main thread's tasks. It is torn down once
+ * its pipes have all ended (worker.c).
  *
- * A stream is core streams joined by core pipes: the source endpoint's
- * readable, the transforms (core transforms from lib/xform), then the
- * sinks on the same worker (sinks.c), a channel whose writable is on this
- * worker and whose readable feeds the rest on another, or the last stage
- * the stream's maker supplied (stream_tail).
+ * A stream is core streams joined by core pipes on one worker: the
+ * source endpoint's readable, the transforms (core transforms from
+ * lib/xform), then the sinks (sinks.c) or the last stage the stream's
+ * maker supplied (stream_tail).
  */
+#include "stream/build.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "stream/budget.h"
 #include "conf/address.h"
-#include "stream/stream.h"
+#include "stream/budget.h"
+#include "stream/relay.h"
+#include "stream/sinks.h"
+#include "stream/stream_impl.h"
+#include "stream/xforms.h"
 #include "sys/log.h"
-
-/* The half the transforms run on. */
-static struct half *xf_half(struct stream *s)
-{
-    if (s->sp->p->ntransforms == 0)
-        return NULL;
-    return s->split && s->cx->place.xf_side == PLACE_SINK ? &s->h[1] : &s->h[0];
-}
 
 /* What a followed file does, for the operator. */
 static void source_event(void *arg, enum weir_endpoint_event ev, int err,
@@ -51,9 +47,9 @@ static void source_event(void *arg, enum weir_endpoint_event ev, int err,
                  p->source->path);
 }
 
-static int make_source(struct half *h)
+static int make_source(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
     struct weir_endpoint_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
@@ -75,7 +71,7 @@ static int make_source(struct half *h)
     s->src_fd = -1;
     o.offset = s->src_offset;
     if (p->source->tls && !s->src_regular) {
-        if ((rc = half_tls_open(h, p->source, fd, &h->tls_src)) != 0) {
+        if ((rc = stream_tls_open(s, p->source, fd, &h->tls_src)) != 0) {
             close(fd);
             return rc;
         }
@@ -95,15 +91,15 @@ static void splice_done(void *ctx, int rc)
 {
     struct pipe_ctx *pc = ctx;
 
-    pc->h->s->sink_rc[0] = rc;
-    half_put(pc->h);
+    pc->s->sink_rc[0] = rc;
+    stream_put(pc->s);
 }
 
 /* The zero-copy stage, when it can be had: true when it took the stream
  * (then it owns the fds), false to take the stream path. */
-static bool try_splice(struct half *h)
+static bool try_splice(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     struct pipe_ctx *pc = stream_pipe_ctx(s, 0);
     const struct weir_address *sink = s->sp->p->sinks[0];
     struct weir_file_send_options o = {
@@ -120,17 +116,17 @@ static bool try_splice(struct half *h)
 
     if (s->sp->client_sink) {
         sock = s->sink_fd;
-        o.max_length = s->cx->place.splice_serve_max;
-        o.sendfile = s->cx->place.serve_sendfile;
+        o.max_length = s->cx->paths.splice_serve_max;
+        o.sendfile = s->cx->paths.serve_sendfile;
         o.keep_fds = s->sink_borrowed;
         o.linger_ns = STREAM_LINGER_NS;
     } else {
         o.connect_addr = (const struct sockaddr *)&s->sp->res[0].addr;
         o.connect_addrlen = s->sp->res[0].addrlen;
     }
-    pc->h = h;
+    pc->s = s;
     pc->idx = 0;
-    half_hold(h);
+    stream_hold(s);
     rc = weir_file_send_start(&h->splice, h->loop, s->src_fd, sock, &o,
                               splice_done, pc);
     if (rc == 0) {
@@ -149,126 +145,41 @@ static bool try_splice(struct half *h)
     return false;
 }
 
-void half_start_task(struct weir_task *t)
+/* The source, the transforms, then the sinks or the maker's last stage;
+ * the build's hold goes once they are started. */
+static void build(struct stream *s)
 {
-    struct half *h = weir_container_of(t, struct half, start);
-    struct stream *s = h->s;
-
-    h->pipes = 1; /* held while building */
-    if (s->zero_copy && try_splice(h)) {
-        half_put(h);
-        return;
-    }
-    /* A client's stream promises its buffers first: a pool promised to
-     * running streams refuses it rather than starve them. */
-    if (s->peer[0] && h == &s->h[0] && !budget_take(h)) {
-        s->refused = true;
-        s->src_rc = -ENOBUFS;
-        s->sink_rc[0] = -ENOBUFS;
-        half_put(h);
-        return;
-    }
-    /* A socket to connect first: half_build follows its completion. */
-    if (!half_connect(h))
-        half_build(h);
-}
-
-/* The source side: the source, the transforms when they run here, then
- * the sinks, the channel to the other half, or the maker's last stage. */
-static void build_source_side(struct half *h)
-{
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     struct weir_readable *rs;
-    struct weir_writable *ws;
     int rc;
 
     if (s->relay)
-        relay_prepare(h);
-    rc = make_source(h);
+        relay_prepare(s);
+    rc = make_source(s);
     if (rc) {
         s->src_rc = rc;
+        stream_put(s);
         return;
     }
     rs = weir_endpoint_readable(h->src);
-    if (xf_half(s) == h)
-        rs = half_xforms_build(h, rs);
+    if (s->sp->p->ntransforms)
+        rs = stream_xforms_build(s, rs);
     if (!rs) {
         /* The source's readable was cancelled; nothing to pipe. */
     } else if (s->sp->tail) {
-        s->sp->tail->build(h, rs);
-    } else if (s->split) {
-        rc = weir_channel_tx_open(h->tx, &ws);
-        if (rc)
-            s->src_rc = rc;
-        else
-            half_pipe(h, rs, ws, -1);
+        s->sp->tail->build(s, rs);
     } else {
-        half_sinks_build(h, rs);
+        stream_sinks_build(s, rs);
     }
     if (s->relay)
-        relay_start(h);
-}
-
-void half_build(struct half *h)
-{
-    struct stream *s = h->s;
-    struct weir_readable *rs = NULL;
-    int rc;
-
-    if (h == &s->h[0]) {
-        build_source_side(h);
-    } else {
-        rc = weir_channel_rx_open(h->rx, &rs);
-        if (rc) {
-            s->sink_rc[0] = rc;
-        } else {
-            if (xf_half(s) == h)
-                rs = half_xforms_build(h, rs);
-            if (rs)
-                half_sinks_build(h, rs);
-        }
-    }
-    half_put(h);
-}
-
-void half_stop_task(struct weir_task *t)
-{
-    struct half *h = weir_container_of(t, struct half, stop);
-    struct stream *s = h->s;
-    const struct weir_pipeline *p = s->sp->p;
-
-    h->stopped = true;
-    /* A connect still in flight ends now (relay.c: no error). */
-    if (h->conn_op.pending)
-        weir_loop_cancel(h->loop, &h->conn_op);
-    /* A file that does not follow ends by itself: let it. */
-    if (!h->finished && h->src &&
-        !(s->src_regular && !(p->follow || p->source->follow)))
-        weir_endpoint_stop(h->src);
-    /* Sinks close without waiting for their peers now. */
-    for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
-        if (h->sinks[i])
-            weir_endpoint_stop(h->sinks[i]);
-    weir_loop_post(s->cx->main, &s->stop_ack);
-}
-
-/* The owner stopped waiting: the socket sinks give up (a sink still
- * connecting or waiting to retry would otherwise hold the stream). */
-void half_cut_task(struct weir_task *t)
-{
-    struct half *h = weir_container_of(t, struct half, cut);
-    struct stream *s = h->s;
-
-    for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
-        if (h->sinks[i])
-            weir_endpoint_cut(h->sinks[i]);
-    weir_loop_post(s->cx->main, &h->cut_ack);
+        relay_start(s);
+    stream_put(s);
 }
 
 static void connected(struct weir_op *op, int res, uint32_t flags)
 {
-    struct half *h = weir_container_of(op, struct half, conn_op);
-    struct stream *s = h->s;
+    struct stream *s = weir_container_of(op, struct stream, home.conn_op);
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
 
     (void)flags;
@@ -277,7 +188,7 @@ static void connected(struct weir_op *op, int res, uint32_t flags)
         if (s->relay)
             log_debug("pipeline %s: client %s: connected to %s", p->name,
                       s->peer, p->sinks[0]->text);
-        half_build(h);
+        build(s);
         return;
     }
     /* Stopped while connecting: the stream ends without an error. */
@@ -298,15 +209,18 @@ static void connected(struct weir_op *op, int res, uint32_t flags)
                       p->source->text, strerror(-res));
         s->src_rc = res;
     }
-    half_put(h);
+    stream_put(s);
 }
 
-bool half_connect(struct half *h)
+/* A socket to connect first (the upstream of a relayed stream, or a
+ * connecting source): true when the build follows its completion, or the
+ * stream ends. */
+static bool connect_first(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     int rc;
 
-    if (h != &s->h[0] || s->conn_fd < 0)
+    if (s->conn_fd < 0)
         return false;
     h->conn_op.fn = connected;
     rc = weir_loop_connect(h->loop, &h->conn_op, s->conn_fd,
@@ -315,4 +229,61 @@ bool half_connect(struct half *h)
     if (rc)
         connected(&h->conn_op, rc, 0);
     return true;
+}
+
+void stream_start_task(struct weir_task *t)
+{
+    struct stream *s = weir_container_of(t, struct stream, home.start);
+
+    s->home.pipes = 1; /* held while building */
+    if (s->zero_copy && try_splice(s)) {
+        stream_put(s);
+        return;
+    }
+    /* A client's stream promises its buffers first: a pool promised to
+     * running streams refuses it rather than starve them. */
+    if (s->peer[0] && !budget_take(s)) {
+        s->refused = true;
+        s->src_rc = -ENOBUFS;
+        s->sink_rc[0] = -ENOBUFS;
+        stream_put(s);
+        return;
+    }
+    /* A socket to connect first: build follows its completion. */
+    if (!connect_first(s))
+        build(s);
+}
+
+void stream_stop_task(struct weir_task *t)
+{
+    struct stream *s = weir_container_of(t, struct stream, home.stop);
+    struct stream_home *h = &s->home;
+    const struct weir_pipeline *p = s->sp->p;
+
+    h->stopped = true;
+    /* A connect still in flight ends now (relay.c: no error). */
+    if (h->conn_op.pending)
+        weir_loop_cancel(h->loop, &h->conn_op);
+    /* A file that does not follow ends by itself: let it. */
+    if (!h->finished && h->src &&
+        !(s->src_regular && !(p->follow || p->source->follow)))
+        weir_endpoint_stop(h->src);
+    /* Sinks close without waiting for their peers now. */
+    for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
+        if (h->sinks[i])
+            weir_endpoint_stop(h->sinks[i]);
+    weir_loop_post(s->cx->main, &s->stop_ack);
+}
+
+/* The owner stopped waiting: the socket sinks give up (a sink still
+ * connecting or waiting to retry would otherwise hold the stream). */
+void stream_cut_task(struct weir_task *t)
+{
+    struct stream *s = weir_container_of(t, struct stream, home.cut);
+    struct stream_home *h = &s->home;
+
+    for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
+        if (h->sinks[i])
+            weir_endpoint_cut(h->sinks[i]);
+    weir_loop_post(s->cx->main, &h->cut_ack);
 }

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "stream/stream.h"
+#include "stream/stream_impl.h"
 #include "sys/log.h"
 #include "sys/statefile.h"
 
@@ -392,8 +392,8 @@ void ckpt_file_left(struct stream *s)
     struct ckpt_track *t = &s->ck_track;
     struct weir_file_position pos;
 
-    if (!s->sp->ckpt || !s->h[0].src ||
-        weir_endpoint_file_position(s->h[0].src, &pos) != 0)
+    if (!s->sp->ckpt || !s->home.src ||
+        weir_endpoint_file_position(s->home.src, &pos) != 0)
         return;
     if (t->nseg == CKPT_SEGS) {
         memmove(&t->seg[0], &t->seg[1], sizeof(t->seg[0]) * (CKPT_SEGS - 1));
@@ -403,10 +403,10 @@ void ckpt_file_left(struct stream *s)
 }
 
 /* Whether sink i's queue is empty. */
-static bool sink_idle(struct half *h, unsigned i)
+static bool sink_idle(struct stream *s, unsigned i)
 {
-    return weir_writable_desired_size(weir_endpoint_writable(h->sinks[i])) >=
-           (int64_t)stream_sink_hwm(h->s->sp->p, i);
+    return weir_writable_desired_size(weir_endpoint_writable(
+               s->home.sinks[i])) >= (int64_t)stream_sink_hwm(s->sp->p, i);
 }
 
 /*
@@ -418,9 +418,9 @@ static bool sink_idle(struct half *h, unsigned i)
  * the sinks since the previous sample (what the syncs pushed out has
  * arrived); then every source byte is out.
  */
-static bool acked_source(struct half *h, bool final, uint64_t *acked)
+static bool acked_source(struct stream *s, bool final, uint64_t *acked)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
     uint64_t in = weir_endpoint_bytes(h->src), min = in, a, sent = 0;
     struct ckpt_track *t = &s->ck_track;
@@ -432,7 +432,7 @@ static bool acked_source(struct half *h, bool final, uint64_t *acked)
             return false;
         sent += weir_endpoint_bytes(h->sinks[i]);
         if (p->ntransforms && (a != weir_endpoint_bytes(h->sinks[i]) ||
-                               (!final && !sink_idle(h, i)))) {
+                               (!final && !sink_idle(s, i)))) {
             t->rest = 0;
             return false;
         }
@@ -452,13 +452,13 @@ static bool acked_source(struct half *h, bool final, uint64_t *acked)
     return true;
 }
 
-bool ckpt_acks_pending(struct half *h)
+bool ckpt_acks_pending(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
     uint64_t a;
 
-    if (!s->sp->ckpt || s->split || h != &s->h[0] || !h->sinks)
+    if (!s->sp->ckpt || !h->sinks)
         return false;
     for (unsigned i = 0; i < s->sp->nsinks; i++)
         /* Relaxed: the state is this worker's own. */
@@ -472,16 +472,15 @@ bool ckpt_acks_pending(struct half *h)
     return false;
 }
 
-void ckpt_sample(struct half *h, bool final)
+void ckpt_sample(struct stream *s, bool final)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     struct ckpt_track *t = &s->ck_track;
     struct weir_file_position cur;
     const struct weir_file_position *pos = &cur;
     uint64_t a;
 
-    if (!s->sp->ckpt || s->split || h != &s->h[0] || !h->src || !h->sinks ||
-        !acked_source(h, final, &a) ||
+    if (!s->sp->ckpt || !h->src || !h->sinks || !acked_source(s, final, &a) ||
         weir_endpoint_file_position(h->src, &cur) != 0)
         return;
     /* The newest file whose start is at or before a. */

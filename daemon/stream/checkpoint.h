@@ -9,7 +9,7 @@
  * Sinks with a drop or disconnect policy chose losing bytes over waiting
  * and do not hold it back.
  *
- * Threads. The sinks' worker samples the acknowledged offset at every
+ * Threads. The stream's worker samples the acknowledged offset at every
  * watch (~250 ms) and publishes it in the stream's slot, a seqlock of
  * relaxed atomics; the main loop reads the slot every checkpoint_interval,
  * fdatasyncs the file sinks and writes the file (statefile.h). A worker
@@ -31,7 +31,6 @@
 
 struct ckpt;
 struct stream;
-struct half;
 struct stream_sink_res;
 struct weir_pipeline;
 
@@ -56,18 +55,8 @@ struct ckpt_track {
     struct ckpt_slot slot;
 };
 
-/*
- * Main thread. A pipeline's checkpoints: `name` names the file in `dir`,
- * `path` is the followed file. The file's checkpoint, when there is one,
- * is read now (a damaged one is logged and ignored). hold is kept alive
- * while a timer of the checkpoint is pending. NULL when out of memory.
- */
-struct ckpt *ckpt_new(struct weir_loop *main, struct alive *hold,
-                      const struct weir_pipeline *p, const char *dir,
-                      uint64_t interval_ms, const struct stream_sink_res *res);
-/* Main thread. Writes what is newer than the file, stops the timer; the
- * object goes once its timer is back. */
-void ckpt_free(struct ckpt *ck);
+/* ckpt_new and ckpt_free, for the pipeline that keeps them, are in
+ * stream.h. */
 
 /* Main thread. Opens the followed file where its stream resumes: the
  * checkpointed file at its offset (also when the path names another file
@@ -80,13 +69,13 @@ int ckpt_open(struct ckpt *ck, uint64_t *offset);
 void ckpt_attach(struct ckpt *ck, struct stream *s);
 void ckpt_stream_done(struct ckpt *ck, struct stream *s);
 
-/* Worker (the source's). The source leaves its current file. */
+/* Worker. The source leaves its current file. */
 void ckpt_file_left(struct stream *s);
-/* Worker (the sinks'). One sample; `final` once the pipes have ended. */
-void ckpt_sample(struct half *h, bool final);
-/* Worker (the sinks'). After the pipes ended: a connected tcp sink that
+/* Worker. One sample; `final` once the pipes have ended. */
+void ckpt_sample(struct stream *s, bool final);
+/* Worker. After the pipes ended: a connected tcp sink that
  * closed cleanly still has bytes its peer has not acknowledged, so the
  * last checkpoint would leave them to be sent again. */
-bool ckpt_acks_pending(struct half *h);
+bool ckpt_acks_pending(struct stream *s);
 
 #endif

@@ -15,7 +15,7 @@
  * Each socket is a source in one direction and a sink in the other, so
  * each direction's endpoints hold their own dup of it: an EOF read from
  * one side becomes shutdown(SHUT_WR) on the other once the queued bytes
- * are out (the sink's close), and the fds close only when the half is
+ * are out (the sink's close), and the fds close only when the stream is
  * torn down, after both pipes ended. An error on either direction shuts
  * both sockets down, which ends the other direction's reads and writes at
  * once; the stream then logs one line for the pair.
@@ -32,7 +32,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "stream/stream.h"
+#include "stream/relay.h"
+
+#include "stream/stream_impl.h"
 #include "sys/log.h"
 
 int relay_open(struct stream *s)
@@ -61,9 +63,9 @@ void relay_free(struct stream *s)
     s->kill_up_fd = -1;
 }
 
-void relay_prepare(struct half *h)
+void relay_prepare(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
 
     h->rfd_up = s->up_fd >= 0 ? fcntl(s->up_fd, F_DUPFD_CLOEXEC, 0) : -1;
     h->rfd_cli = s->src_fd >= 0 ? fcntl(s->src_fd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -72,19 +74,19 @@ void relay_prepare(struct half *h)
 static void relay_done(void *ctx, int rc)
 {
     struct pipe_ctx *pc = ctx;
-    struct stream *s = pc->h->s;
+    struct stream *s = pc->s;
 
     if (rc < 0) {
-        relay_cut(pc->h);
+        relay_cut(pc->s);
         if (s->src_rc == 0)
             s->src_rc = rc;
     }
-    half_put(pc->h);
+    stream_put(pc->s);
 }
 
-void relay_start(struct half *h)
+void relay_start(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
     struct weir_endpoint_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
@@ -116,7 +118,7 @@ void relay_start(struct half *h)
         h->rfd_cli = -1;
         goto fail;
     }
-    h->rpc = (struct pipe_ctx){.h = h, .idx = 0};
+    h->rpc = (struct pipe_ctx){.s = s, .idx = 0};
     h->pipes++;
     rc = weir_pipe_to(weir_endpoint_readable(h->rsrc),
                       weir_endpoint_writable(h->rsink), NULL, relay_done,
@@ -128,5 +130,5 @@ fail:
     /* No way back to the client: the forward direction ends too. */
     if (s->src_rc == 0)
         s->src_rc = rc;
-    relay_cut(h);
+    relay_cut(s);
 }

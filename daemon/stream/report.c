@@ -5,11 +5,13 @@
  * back. The daemon logs them; a run that wants them elsewhere (weir pipe,
  * after its summary line) sets stream_ctx.report_line.
  */
+#include "stream/report.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "stream/stream.h"
+#include "stream/stream_impl.h"
 #include "weir/xform.h"
 #include "sys/log.h"
 

@@ -1,5 +1,5 @@
 /*
- * sinks.c - a half's sinks: the endpoints the pipeline's sink addresses
+ * sinks.c - a stream's sinks: the endpoints the pipeline's sink addresses
  * name (or the served client), fed directly when there is one block
  * sink, through the core's tee otherwise.
  */
@@ -10,8 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stream/sinks.h"
+
 #include "conf/address.h"
-#include "stream/stream.h"
+#include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
 
@@ -29,7 +31,7 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                        uint64_t off)
 {
     struct pipe_ctx *pc = arg;
-    struct stream *s = pc->h->s;
+    struct stream *s = pc->s;
     const struct weir_address *a = s->sp->p->sinks[pc->idx];
     const char *name = s->sp->p->name;
     struct sink_live *sl = &s->live[pc->idx];
@@ -136,9 +138,9 @@ void stream_peer_options(const struct weir_pipeline *p,
     o->send_timeout_ns = p->send_timeout_ms * 1000 * 1000;
 }
 
-static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
+static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
     const struct weir_address *a = p->sinks[i];
     struct weir_endpoint_options o = {
@@ -156,7 +158,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         s->sink_fd = -1;
         o.linger_ns = STREAM_LINGER_NS;
         o.own_fd = !s->sink_borrowed; /* the stream closes it at its end */
-        if ((rc = half_tls_open(h, s->via, fd, &t)) != 0) {
+        if ((rc = stream_tls_open(s, s->via, fd, &t)) != 0) {
             if (o.own_fd)
                 close(fd);
             return rc;
@@ -170,7 +172,7 @@ static int make_sink(struct half *h, unsigned i, struct weir_endpoint **out)
         /* The upstream this stream's worker connected (relay.c). */
         fd = s->up_fd;
         s->up_fd = -1;
-        if ((rc = half_tls_open(h, a, fd, &h->tls_up)) != 0) {
+        if ((rc = stream_tls_open(s, a, fd, &h->tls_up)) != 0) {
             close(fd);
             return rc;
         }
@@ -242,9 +244,9 @@ enum weir_tee_policy stream_tee_policy(enum on_full f)
 }
 
 /* The sinks of the stream, fed by rs. */
-void half_sinks_build(struct half *h, struct weir_readable *rs)
+void stream_sinks_build(struct stream *s, struct weir_readable *rs)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     unsigned n = s->sp->nsinks;
     struct weir_tee_branch_options bo[CONF_MAX_SINKS] = {0};
     int rc = 0;
@@ -252,13 +254,13 @@ void half_sinks_build(struct half *h, struct weir_readable *rs)
     h->sinks = calloc(n, sizeof(*h->sinks));
     if (!h->sinks) {
         s->sink_rc[0] = -ENOMEM;
-        half_cancel_unread(h, rs, -ENOMEM);
+        stream_cancel_unread(s, rs, -ENOMEM);
         return;
     }
     for (unsigned i = 0; i < n; i++) {
-        stream_pipe_ctx(s, (int)i)->h = h;
+        stream_pipe_ctx(s, (int)i)->s = s;
         stream_pipe_ctx(s, (int)i)->idx = (int)i;
-        rc = make_sink(h, i, &h->sinks[i]);
+        rc = make_sink(s, i, &h->sinks[i]);
         if (rc) {
             s->sink_rc[i] = rc;
             h->sinks[i] = NULL;
@@ -266,12 +268,12 @@ void half_sinks_build(struct half *h, struct weir_readable *rs)
         }
     }
     if (rc) {
-        half_cancel_unread(h, rs, rc);
+        stream_cancel_unread(s, rs, rc);
         return;
     }
-    half_watch_start(h);
+    stream_watch_start(s);
     if (n == 1 && s->sp->p->sinks[0]->on_full == ON_FULL_BLOCK) {
-        half_pipe(h, rs, weir_endpoint_writable(h->sinks[0]), 0);
+        stream_pipe(s, rs, weir_endpoint_writable(h->sinks[0]), 0);
         return;
     }
     /* Several sinks, or a policy other than block: the core's tee, one
@@ -287,10 +289,10 @@ void half_sinks_build(struct half *h, struct weir_readable *rs)
     rc = weir_tee_create(&h->tee, rs, n, bo);
     if (rc) {
         s->sink_rc[0] = rc;
-        half_cancel_unread(h, rs, rc);
+        stream_cancel_unread(s, rs, rc);
         return;
     }
     for (unsigned i = 0; i < n; i++)
-        half_pipe(h, weir_tee_branch(h->tee, i),
-                  weir_endpoint_writable(h->sinks[i]), (int)i);
+        stream_pipe(s, weir_tee_branch(h->tee, i),
+                    weir_endpoint_writable(h->sinks[i]), (int)i);
 }

@@ -1,11 +1,11 @@
 /*
- * stream.c - a stream's life on the main thread: made, placed on the
- * workers, asked to stop, and freed once its last half has finished.
+ * stream.c - a stream's life on the main thread: made, placed on a
+ * worker, asked to stop, and freed once it has finished there.
  *
- * The halves run on the workers (build.c); the last one to finish posts
- * `done` here. A stop posted to a worker is acknowledged, and the stream
- * is freed only when both the end and that acknowledgement are back, so
- * no task of it is left queued on a worker.
+ * The stream runs on its worker (build.c, worker.c), which posts `done`
+ * here at its end. A stop posted to the worker is acknowledged, and the
+ * stream is freed only when both the end and that acknowledgement are
+ * back, so no task of it is left queued on a worker.
  */
 #include "stream/stream.h"
 
@@ -18,7 +18,26 @@
 #include <unistd.h>
 
 #include "conf/sockaddr.h"
+#include "stream/build.h"
+#include "stream/relay.h"
+#include "stream/report.h"
+#include "stream/stream_impl.h"
 #include "sys/clock.h"
+#include "sys/log.h"
+
+int stream_ctx_init(struct stream_ctx *cx)
+{
+    cx->sched =
+        calloc(1, sizeof(*cx->sched) +
+                      cx->nworkers * sizeof(cx->sched->member_streams[0]));
+    return cx->sched ? 0 : -ENOMEM;
+}
+
+void stream_ctx_fini(struct stream_ctx *cx)
+{
+    free(cx->sched);
+    cx->sched = NULL;
+}
 
 static void src_file_put(struct src_file *f)
 {
@@ -85,10 +104,8 @@ static void stream_free(struct stream *s)
     if (s->kill_fd >= 0)
         close(s->kill_fd);
     relay_free(s);
-    for (unsigned i = 0; i < 2; i++) {
-        free(s->h[i].sinks);
-        free(s->h[i].sw);
-    }
+    free(s->home.sinks);
+    free(s->home.sw);
     free(s->sink_rc);
     free(s->sink_bytes);
     free(s->live);
@@ -130,8 +147,7 @@ static void stop_ack_task(struct weir_task *t)
 
 static void cut_ack_task(struct weir_task *t)
 {
-    struct half *h = weir_container_of(t, struct half, cut_ack);
-    struct stream *s = h->s;
+    struct stream *s = weir_container_of(t, struct stream, home.cut_ack);
 
     s->cuts_out--;
     if (s->done_seen && settled(s))
@@ -233,17 +249,6 @@ static bool wants_zero_copy(const struct stream *s)
            !(p->follow || p->source->follow);
 }
 
-static bool split_wanted(const struct stream *s)
-{
-    const struct placement *pl = &s->cx->place;
-
-    if (s->cx->nworkers < 2 || s->sp->one_worker || s->relay)
-        return false;
-    if (s->sp->p->ntransforms)
-        return pl->xf_side != PLACE_SAME;
-    return pl->split && !s->zero_copy;
-}
-
 struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
                           void *owner, int src_fd, int sink_fd,
                           const char *peer)
@@ -304,7 +309,6 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     /* A proxy relays replies on the worker that carries the requests. */
     if (s->src_fd >= 0 && sp->relay && relay_open(s) != 0)
         s->relay = false;
-    s->split = split_wanted(s);
     weir_task_init(&s->done, done_task);
     weir_task_init(&s->stop_ack, stop_ack_task);
     atomic_init(&s->bytes_in, 0);
@@ -327,41 +331,23 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
 void stream_start(struct stream *s, int worker)
 {
     struct stream_ctx *cx = s->cx;
-    unsigned w =
-        worker >= 0 ? (unsigned)worker : cx->next_worker++ % cx->nworkers;
-    int rc;
+    struct stream_home *h = &s->home;
 
-    for (unsigned i = 0; i < 2; i++) {
-        s->h[i].s = s;
-        s->h[i].worker = (w + i) % cx->nworkers;
-        s->h[i].loop = weir_workers_loop(cx->workers, s->h[i].worker);
-        weir_task_init(&s->h[i].start, half_start_task);
-        weir_task_init(&s->h[i].stop, half_stop_task);
-        weir_task_init(&s->h[i].cut, half_cut_task);
-        weir_task_init(&s->h[i].cut_ack, cut_ack_task);
-    }
-    atomic_init(&s->halves_left, s->split ? 2 : 1);
+    h->worker = worker >= 0 ? (unsigned)worker
+                            : cx->sched->next_worker++ % cx->nworkers;
+    h->loop = weir_workers_loop(cx->workers, h->worker);
+    weir_task_init(&h->start, stream_start_task);
+    weir_task_init(&h->stop, stream_stop_task);
+    weir_task_init(&h->cut, stream_cut_task);
+    weir_task_init(&h->cut_ack, cut_ack_task);
     if (s->src_fd < 0 && !s->src_waits) {
-        /* The source could not be opened: the stream ends at once.
-         * Relaxed: no worker has the stream yet; the post publishes. */
-        atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
+        /* The source could not be opened: the stream ends at once. */
         weir_loop_post(cx->main, &s->done);
         return;
     }
-    if (s->split) {
-        rc = weir_channel_pair(&s->h[0].tx, &s->h[1].rx, s->h[0].loop,
-                               s->h[1].loop, s->sp->p->high_water_mark);
-        if (rc) {
-            s->split = false;
-            /* Relaxed: before the post below, which publishes it. */
-            atomic_store_explicit(&s->halves_left, 1, memory_order_relaxed);
-        }
-    }
     if (s->sp->ckpt)
         ckpt_attach(s->sp->ckpt, s);
-    weir_workers_post(cx->workers, s->h[0].worker, &s->h[0].start);
-    if (s->split)
-        weir_workers_post(cx->workers, s->h[1].worker, &s->h[1].start);
+    weir_workers_post(cx->workers, h->worker, &h->start);
 }
 
 void stream_stop(struct stream *s)
@@ -369,7 +355,7 @@ void stream_stop(struct stream *s)
     if (s->stop_posted || s->done_seen)
         return;
     s->stop_posted = true;
-    weir_workers_post(s->cx->workers, s->h[0].worker, &s->h[0].stop);
+    weir_workers_post(s->cx->workers, s->home.worker, &s->home.stop);
 }
 
 unsigned stream_cut(struct stream *s)
@@ -380,10 +366,8 @@ unsigned stream_cut(struct stream *s)
      * or waiting to retry does not hold the stream past the cut. */
     if (!s->cut_posted && !s->done_seen) {
         s->cut_posted = true;
-        for (unsigned i = 0; i < (s->split ? 2u : 1u); i++) {
-            s->cuts_out++;
-            weir_workers_post(s->cx->workers, s->h[i].worker, &s->h[i].cut);
-        }
+        s->cuts_out++;
+        weir_workers_post(s->cx->workers, s->home.worker, &s->home.cut);
         cut = 1;
     }
     /* Through the stream's own dup of the client's socket: the worker's
@@ -422,5 +406,25 @@ int stream_error(const struct stream *s)
 
 unsigned stream_worker(const struct stream *s)
 {
-    return s->h[0].worker;
+    return s->home.worker;
+}
+
+void stream_set_via(struct stream *s, const struct weir_address *via)
+{
+    s->via = via;
+}
+
+void stream_set_quiet(struct stream *s)
+{
+    s->quiet = true;
+}
+
+struct weir_list *stream_link(struct stream *s)
+{
+    return &s->link;
+}
+
+struct stream *stream_of_link(const struct weir_list *node)
+{
+    return weir_list_entry(node, struct stream, link);
 }

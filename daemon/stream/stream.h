@@ -1,7 +1,9 @@
 /*
- * stream.h - one stream of the daemon on the workers: a source, the
+ * stream.h - one stream of the daemon on a worker: a source, the
  * pipeline's transforms, and its sinks (or a last stage its maker
- * supplies), as core streams joined by core pipes.
+ * supplies, stream/tail.h), as core streams joined by core pipes. This is
+ * what a stream's maker (serve/, run/) sees of it: make one, start it,
+ * stop or cut it, read its results and live counters, hear its end.
  *
  * A stream knows its pipeline's definition (conf/) and nothing of who
  * made it: the maker describes what its streams have in common in a
@@ -9,9 +11,9 @@
  * stage, the hooks it hears the end through) and owns each stream it
  * made until the released hook says it is gone.
  *
- * Threads: stream_new, _start, _stop, _cut and the hooks run on the main
- * thread; the stages run on the workers (half.h). The last half to finish
- * posts the end to the main loop.
+ * Threads: everything here runs on the main thread, except what says
+ * "any thread" (the live counters). The stream runs on one worker, which
+ * posts its end to the main loop.
  */
 #ifndef WEIR_DAEMON_STREAM_H
 #define WEIR_DAEMON_STREAM_H
@@ -23,30 +25,34 @@
 #include <sys/types.h>
 
 #include "conf/config.h"
-#include "stream/checkpoint.h"
-#include "stream/half.h"
-#include "stream/place.h"
+#include "stream/sendpath.h"
 #include "weir/endpoint.h"
 #include "weir/loop.h"
 #include "weir/util.h"
 #include "weir/worker.h"
 
 struct stream;
+struct stream_sched;
+struct stream_tail;
+struct ckpt;
+struct alive;
 
-/* What every stream of a run shares. */
+/* What every stream of a run shares; the run fills it in, then
+ * stream_ctx_init. */
 struct stream_ctx {
     struct weir_loop *main;
     struct weir_workers *workers;
     unsigned nworkers;
-    unsigned next_worker; /* round-robin placement */
-    /* Per worker, its streams with a gzip, zstd, gunzip or unzstd stage:
-     * a stream's codec borrows a second worker only while that one has
-     * none of its own. NULL: never. */
-    _Atomic uint32_t *member_streams;
-    struct placement place; /* chosen once at start (place.h) */
-    /* Where a stream's closing lines go (stream_report); NULL: the log. */
+    struct sendpath paths; /* chosen once at start (sendpath.h) */
+    /* Where a stream's closing lines go; NULL: the log. */
     void (*report_line)(const struct stream *s, const char *line);
+    struct stream_sched *sched; /* the streams' own (stream_impl.h) */
 };
+
+/* Readies cx once its fields are set: 0, or -ENOMEM. stream_ctx_fini
+ * frees what it made, once no stream is left. */
+int stream_ctx_init(struct stream_ctx *cx);
+void stream_ctx_fini(struct stream_ctx *cx);
 
 /* A sink of the pipeline as its maker resolved it: the socket address of
  * a tcp/unix sink, the open fd of a file sink (-1 elsewhere). */
@@ -60,17 +66,17 @@ struct stream_sink_res {
     uint16_t port;
 };
 
-/*
- * The last stage of a stream, when it is not the pipeline's sinks (a
- * broadcast's live tee). Worker. build takes the output of the
- * transforms; teardown runs when the half ends; watch is the half's watch
- * (every ~250 ms, or when it asks) and returns when to watch next, in ns.
- */
-struct stream_tail {
-    void (*build)(struct half *h, struct weir_readable *rs);
-    void (*teardown)(struct half *h);
-    uint64_t (*watch)(struct half *h, int64_t now);
-};
+/* A followed file's checkpoints (checkpoint.c has the story): made by
+ * the pipeline, named in its streams' spec. `dir` is the state directory,
+ * the followed file is p's source. The file's checkpoint, when there is
+ * one, is read now (a damaged one is logged and ignored). hold is kept
+ * alive while a timer of the checkpoint is pending. NULL when out of
+ * memory. ckpt_free writes what is newer than the file and stops the
+ * timer; the object goes once its timer is back. Main thread. */
+struct ckpt *ckpt_new(struct weir_loop *main, struct alive *hold,
+                      const struct weir_pipeline *p, const char *dir,
+                      uint64_t interval_ms, const struct stream_sink_res *res);
+void ckpt_free(struct ckpt *ck);
 
 /* Main thread. ended: the stream's results are final (and reported);
  * released: it is about to be freed, the owner unlinks it. */
@@ -84,16 +90,7 @@ struct stream_hooks {
  * file replaced under the path is opened anew for the next clients; a
  * file closes with the last stream that reads it, so an idle server holds
  * nothing open. Main thread only. */
-struct src_share;
-
-struct src_file {
-    int fd;
-    dev_t dev;
-    ino_t ino;
-    unsigned refs;           /* the streams that read it */
-    struct src_share *share; /* while it is the share's current file */
-};
-
+struct src_file;
 struct src_share {
     struct src_file *cur; /* what new clients get, or NULL */
 };
@@ -112,7 +109,6 @@ struct stream_spec {
     bool zero_copy;   /* may take the splice stage (file -> one socket) */
     bool relay;       /* an accepted source's replies come back (relay.c) */
     bool src_at_end;  /* a regular file source starts at its end (live) */
-    bool one_worker;  /* never split over two workers */
     bool log_connect; /* a failed source connect is logged here */
     struct src_share *share;        /* a served file: one fd for every client */
     const struct stream_tail *tail; /* NULL: the pipeline's sinks */
@@ -122,7 +118,7 @@ struct stream_spec {
 };
 
 /* What one sink did, for the closing lines and weir pipe's summary.
- * Written by the sinks' worker before the end is posted. */
+ * Written by the stream's worker before the end is posted. */
 struct sink_stats {
     uint64_t dropped;    /* bytes its on_full policy dropped */
     uint64_t produced;   /* bytes offered to it (tee'd sinks only) */
@@ -156,75 +152,6 @@ struct xf_live {
     _Atomic uint64_t in, out;
 };
 
-struct stream {
-    struct stream_ctx *cx;
-    const struct stream_spec *sp;
-    void *owner;           /* the maker's */
-    struct weir_list link; /* in the owner's list */
-    uint64_t id;
-    char peer[80]; /* the client, for log lines; "" when none */
-    /* The listen address an accepted client came through (its TLS, if
-     * any), or NULL; set before the start. */
-    const struct weir_address *via;
-    int src_fd;    /* handed to the source endpoint */
-    int sink_fd;   /* client_sink: the client */
-    int replay_fd; /* a file source, for a reconnecting sink; or -1 */
-    /* When it was made (clock_now_ns): its age in the access log. */
-    int64_t t_start_ns;
-    bool src_regular;
-    bool src_waits;      /* a followed file that does not exist yet */
-    uint64_t src_size;   /* a regular file not followed: its size; else 0 */
-    uint64_t src_offset; /* where reading the source file starts */
-    struct ckpt_track ck_track; /* sp->ckpt: the sinks' worker's samples */
-    bool zero_copy;             /* try the splice stage first */
-    /* An accepted client's socket (a dup), to cut it; or, when the
-     * stream owns the client's socket and the worker borrows it
-     * (sink_borrowed), that socket itself. */
-    int kill_fd;
-    bool sink_borrowed;
-    bool refused; /* its worker's pool could not cover it (budget.h) */
-    struct src_file *src_file; /* src_fd is borrowed from it, or NULL */
-    struct half h[2];          /* [0] source side, [1] sink side when split */
-    bool split;
-    _Atomic unsigned halves_left;
-    struct weir_task done; /* posted to the main loop */
-    struct weir_task stop_ack;
-    bool done_seen, stop_posted, stop_acked; /* main thread */
-    bool cut_posted;                         /* main thread */
-    unsigned cuts_out; /* cut tasks not answered yet (main thread) */
-    /* Results, written by the workers before `done` is posted. */
-    int src_rc;   /* the source's pipe */
-    int *sink_rc; /* each sink's pipe */
-    uint64_t *sink_bytes;
-    struct sink_stats *ss;
-    /* The first transform error: the code, the input offset (corrupt
-     * input) and the transform's name. */
-    int xf_err;
-    uint64_t xf_off;
-    char xf_name[16];
-    /* nsinks + 1 + ntransforms: the source's pipe, the sinks', then the
-     * pipes into the transforms. */
-    struct pipe_ctx *pc;
-    /* A socket to connect on the worker first (the upstream of a relayed
-     * stream, or a connecting source), or -1; not owned here. */
-    int conn_fd;
-    struct sockaddr_storage conn_addr;
-    socklen_t conn_addrlen;
-    /* Relayed proxy stream (relay.c): up_fd is the upstream socket until
-     * the worker's endpoints own it; kill_up_fd a dup the main thread
-     * keeps to cut it, like kill_fd. */
-    bool relay;
-    int up_fd, kill_up_fd;
-    uint64_t rev_bytes; /* bytes relayed back to the client */
-    /* Its end is not reported (a broadcast logs once per outage, not per
-     * failed attempt). */
-    bool quiet;
-    _Atomic uint64_t bytes_in;
-    _Atomic uint64_t bytes_out; /* sink 0's */
-    struct sink_live *live;     /* [nsinks] */
-    struct xf_live *xf_live;    /* [p->ntransforms] */
-};
-
 /* The high-water mark of sink i's queue. */
 static inline uint64_t stream_sink_hwm(const struct weir_pipeline *p,
                                        unsigned i)
@@ -232,21 +159,6 @@ static inline uint64_t stream_sink_hwm(const struct weir_pipeline *p,
     const struct weir_address *a = p->sinks[i];
 
     return a->high_water_mark ? a->high_water_mark : p->high_water_mark;
-}
-
-/* Any thread: the bytes sink i has delivered so far. Relaxed: a
- * statistic; it pairs with the sinks' relaxed adds and orders nothing. */
-static inline uint64_t stream_sink_out(const struct stream *s, unsigned i)
-{
-    return atomic_load_explicit(i == 0 ? &s->bytes_out : &s->live[i].out,
-                                memory_order_relaxed);
-}
-
-/* Where sink i's endpoint adds what it delivers. */
-static inline _Atomic uint64_t *stream_sink_counter(struct stream *s,
-                                                    unsigned i)
-{
-    return i == 0 ? &s->bytes_out : &s->live[i].out;
 }
 
 /*
@@ -260,8 +172,13 @@ static inline _Atomic uint64_t *stream_sink_counter(struct stream *s,
 struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
                           void *owner, int src_fd, int sink_fd,
                           const char *peer);
-/* Places the stream on the workers (on `worker` when worker >= 0) and
- * starts it. The hooks follow once it has ended. */
+/* Before the start: the listen address an accepted client came through
+ * (its TLS, if any); and a stream whose end is not reported (a broadcast
+ * logs once per outage, not per failed attempt). */
+void stream_set_via(struct stream *s, const struct weir_address *via);
+void stream_set_quiet(struct stream *s);
+/* Places the stream on a worker (on `worker` when worker >= 0, else the
+ * next in turn) and starts it. The hooks follow once it has ended. */
 void stream_start(struct stream *s, int worker);
 /* Asks the stream to end: a source that does not end by itself stops;
  * what was read still goes out. */
@@ -269,25 +186,53 @@ void stream_stop(struct stream *s);
 /* Shuts the stream's client connections down, so that it ends now;
  * returns 1 when it had one to cut, else 0. */
 unsigned stream_cut(struct stream *s);
+/* The worker it runs on. */
+unsigned stream_worker(const struct stream *s);
+
+/* The maker's list of its streams: the node each stream has for it, and
+ * the stream of a node. */
+struct weir_list *stream_link(struct stream *s);
+struct stream *stream_of_link(const struct weir_list *node);
+
+/* What the stream is (stats.c). */
+void *stream_owner(const struct stream *s);
+const struct stream_spec *stream_spec(const struct stream *s);
+const char *stream_peer(const struct stream *s);   /* "" when none */
+int64_t stream_started_ns(const struct stream *s); /* clock_now_ns */
+bool stream_relays(const struct stream *s);        /* a proxy (relay.c) */
+bool stream_zero_copy(const struct stream *s);     /* tries the splice stage */
+/* A regular file source not followed: its size; else 0. Known once the
+ * stream is made. */
+uint64_t stream_src_size(const struct stream *s);
+/* Its end reached the main thread (the ended hook has run or runs). */
+bool stream_done(const struct stream *s);
+
+/* Its results, final once it has ended. */
+int stream_src_rc(const struct stream *s);              /* the source's pipe */
+int stream_sink_rc(const struct stream *s, unsigned i); /* sink i's */
+uint64_t stream_sink_bytes(const struct stream *s, unsigned i);
+const struct sink_stats *stream_sink_stats(const struct stream *s, unsigned i);
+int stream_xf_err(const struct stream *s); /* the first transform error */
+/* Its worker's pool could not cover it (budget.h). */
+bool stream_refused(const struct stream *s);
 /* The error that ended the stream, the sinks' first, or 0. */
 int stream_error(const struct stream *s);
-/* Whether sink i was cut loose by its own policy: on_full=disconnect, or
- * a dropping or disconnecting sink cut at its send timeout. */
-bool stream_sink_cut(const struct stream *s, unsigned i);
-/* The worker its source side runs on. */
-unsigned stream_worker(const struct stream *s);
+/* What err (the stream's error) means for an operator: strerror, or what
+ * the transform that failed knows better (a zstd frame's window). */
+const char *stream_error_text(const struct stream *s, int err, char *buf,
+                              size_t len);
+
+/* Any thread, while it runs: the bytes read from the source and those
+ * sink i has delivered so far, sink i's and transform k's live counters. */
+uint64_t stream_bytes_in(const struct stream *s);
+uint64_t stream_sink_out(const struct stream *s, unsigned i);
+struct sink_live *stream_sink_live(const struct stream *s, unsigned i);
+struct xf_live *stream_xf_live(const struct stream *s, unsigned k);
 
 /* The TCP options of the pipeline's connections (keepalive,
  * TCP_USER_TIMEOUT, the congestion control), for a listener to set on its
  * socket, or a stage on its connection (sinks.c). */
 void stream_tcp_options(const struct weir_pipeline *p,
                         struct weir_tcp_options *t);
-
-/* stream_report (report.c): the closing lines. */
-void stream_report(struct stream *s);
-/* What err (the stream's error) means for an operator: strerror, or what
- * the transform that failed knows better (a zstd frame's window). */
-const char *stream_error_text(const struct stream *s, int err, char *buf,
-                              size_t len);
 
 #endif

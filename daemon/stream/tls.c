@@ -1,14 +1,15 @@
 /*
- * tls.c - a TLS session for a socket of a stream, on the half's worker:
+ * tls.c - a TLS session for a socket of a stream, on the stream's worker:
  * the server's side for an accepted client of a tls-listen address, the
  * client's side (with the server name to send and check) for a tls:
  * connection.
  */
-#include "stream/stream.h"
+#include "stream/stream_impl.h"
 
-int half_tls_open(struct half *h, const struct weir_address *a, int fd,
-                  struct weir_tls_session **out)
+int stream_tls_open(struct stream *s, const struct weir_address *a, int fd,
+                    struct weir_tls_session **out)
 {
+    struct stream_home *h = &s->home;
     const char *name = NULL;
 
     *out = NULL;

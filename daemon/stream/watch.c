@@ -1,16 +1,18 @@
 /*
- * watch.c - a half's timers: the watch of its sinks and the retry of its
- * parked transforms, and the end of a half whose timers may still be out.
+ * watch.c - a stream's timers on its worker: the watch of its sinks and
+ * the retry of its parked transforms.
  */
+#include "stream/watch.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
-#include "stream/stream.h"
+#include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
 
 /*
- * The sinks' watch. Every SINK_WATCH_NS the sinks' worker looks at each
+ * The sinks' watch. Every SINK_WATCH_NS the stream's worker looks at each
  * block sink's queue: a full queue is the sink holding the source back,
  * and the interval counts as blocked time. A sink full for WARN_NS on end
  * gets one warning line, again at most every WARN_EVERY_NS while it stays
@@ -25,8 +27,10 @@
 #define WARN_NS       (5ll * 1000 * 1000 * 1000)
 #define WARN_EVERY_NS (60ll * 1000 * 1000 * 1000)
 
-static bool sink_full(struct half *h, unsigned i)
+static bool sink_full(struct stream *s, unsigned i)
 {
+    struct stream_home *h = &s->home;
+
     return h->sinks[i] &&
            weir_writable_desired_size(weir_endpoint_writable(h->sinks[i])) <= 0;
 }
@@ -54,11 +58,11 @@ int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
     return now - w->full_since;
 }
 
-static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
+static void watch_sink(struct stream *s, unsigned i, int64_t now, bool others)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
-    int64_t held = sink_watch_step(&h->sw[i], sink_full(h, i),
+    int64_t held = sink_watch_step(&h->sw[i], sink_full(s, i),
                                    weir_endpoint_bytes(h->sinks[i]), now,
                                    others, p->chunk_size, &s->ss[i].blocked_ns);
 
@@ -75,9 +79,9 @@ static void watch_sink(struct half *h, unsigned i, int64_t now, bool others)
 
 /* What a scrape of /metrics sees of sink i (struct sink_live). Relaxed:
  * statistics, written here only. */
-static void watch_live(struct half *h, unsigned i)
+static void watch_live(struct stream *s, unsigned i)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     struct weir_tee_stats st;
     int64_t desired, hwm = (int64_t)stream_sink_hwm(s->sp->p, i);
 
@@ -95,8 +99,9 @@ static void watch_live(struct half *h, unsigned i)
 }
 
 /* Syncs every transform; false when one was busy (try again later). */
-static bool sync_all(struct half *h)
+static bool sync_all(struct stream *s)
 {
+    struct stream_home *h = &s->home;
     bool busy = false;
 
     for (unsigned i = 0; i < h->nxf; i++)
@@ -109,25 +114,26 @@ static bool sync_all(struct half *h)
  * (a partial gzip member, a zstd block) goes out, so a reader can decode
  * everything written so far. The source idle for two watches in a row
  * (~0.5 s) syncs every transform, twice: the second sync pushes out what
- * the first one's output gave the next transform of the chain. Only where
- * the transforms run with the sinks (not with PLACE_SOURCE).
+ * the first one's output gave the next transform of the chain.
  *
  * A file that never stops growing would never be idle, and its output
  * would wait for a full member (256 KiB of input) or the end: so while
  * bytes come in, every flush_interval ends the member or frame too, and
  * a steady log reaches the peer within about that interval.
  */
-void half_sync_idle(struct half *h)
+void stream_sync_idle(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     /* Relaxed: a statistic added by the source; only compared here. */
     uint64_t in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
     int64_t every = (int64_t)s->sp->p->flush_interval_ms * 1000 * 1000;
     int64_t now = clock_now_ns();
 
+    if (h->nxf == 0)
+        return;
     if (h->reflush) {
         h->reflush = false;
-        (void)sync_all(h);
+        (void)sync_all(s);
     }
     if (in != h->idle_bytes) {
         h->idle_bytes = in;
@@ -136,7 +142,7 @@ void half_sync_idle(struct half *h)
             return;
         if (h->flushed_at == 0) {
             h->flushed_at = now; /* the first bytes start the interval */
-        } else if (now - h->flushed_at >= every && sync_all(h)) {
+        } else if (now - h->flushed_at >= every && sync_all(s)) {
             h->flushed_at = now;
             h->reflush = h->nxf > 1;
         }
@@ -152,8 +158,8 @@ void half_sync_idle(struct half *h)
 
 static void watch_fire(struct weir_op *op, int res, uint32_t flags)
 {
-    struct half *h = weir_container_of(op, struct half, watch.op);
-    struct stream *s = h->s;
+    struct stream *s = weir_container_of(op, struct stream, home.watch.op);
+    struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
     unsigned n = s->sp->nsinks;
     int64_t now = clock_now_ns();
@@ -162,20 +168,20 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     (void)res;
     (void)flags;
     if (h->reap) {
-        half_try_reap(h);
+        stream_try_reap(s);
         return;
     }
     if (h->finished)
         return;
     /* A last stage of the maker's watches its own sinks. */
     if (s->sp->tail) {
-        weir_loop_timer_start(h->loop, &h->watch, s->sp->tail->watch(h, now));
+        weir_loop_timer_start(h->loop, &h->watch, s->sp->tail->watch(s, now));
         return;
     }
     for (unsigned i = 0; i < n; i++) {
         struct sink_watch *sw = &h->sw[i];
 
-        if (!h->sinks[i] || sink_full(h, i))
+        if (!h->sinks[i] || sink_full(s, i))
             sw->room_since = 0;
         else if (!sw->room_since)
             sw->room_since = now;
@@ -185,19 +191,21 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     for (unsigned i = 0; i < n; i++)
         if (p->sinks[i]->on_full == ON_FULL_BLOCK && h->sinks[i] &&
             s->sink_rc[i] == 0)
-            watch_sink(h, i, now, starved);
+            watch_sink(s, i, now, starved);
     for (unsigned i = 0; i < n; i++)
-        watch_live(h, i);
-    half_xforms_count(h);
-    if (h->nxf && (p->follow || p->source->follow))
-        half_sync_idle(h);
-    ckpt_sample(h, false);
+        watch_live(s, i);
+    stream_xforms_count(s);
+    if (p->follow || p->source->follow)
+        stream_sync_idle(s);
+    ckpt_sample(s, false);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
 }
 
-void half_watch_start(struct half *h)
+void stream_watch_start(struct stream *s)
 {
-    h->sw = calloc(h->s->sp->nsinks, sizeof(*h->sw));
+    struct stream_home *h = &s->home;
+
+    h->sw = calloc(s->sp->nsinks, sizeof(*h->sw));
     if (!h->sw)
         return; /* no counters; the stream runs on */
     h->watch.op.fn = watch_fire;
@@ -217,16 +225,18 @@ void half_watch_start(struct half *h)
 #define KICK_MIN_NS (20ull * 1000)
 #define KICK_MAX_NS (2ull * 1000 * 1000)
 
-static void kick_arm(struct half *h)
+static void kick_arm(struct stream *s)
 {
+    struct stream_home *h = &s->home;
+
     if (h->kicking || h->kick.op.pending || h->finished)
         return;
     if (weir_loop_timer_start(h->loop, &h->kick, h->kick_ns) != 0)
         log_debug("pipeline %s: cannot arm the transform timer",
-                  h->s->sp->p->name);
+                  s->sp->p->name);
 }
 
-void half_xf_stalled(void *ctx, struct weir_xform *x)
+void stream_xf_stalled(void *ctx, struct weir_xform *x)
 {
     (void)x;
     kick_arm(ctx);
@@ -234,17 +244,18 @@ void half_xf_stalled(void *ctx, struct weir_xform *x)
 
 static void kick_fire(struct weir_op *op, int res, uint32_t flags)
 {
-    struct half *h = weir_container_of(op, struct half, kick.op);
+    struct stream *s = weir_container_of(op, struct stream, home.kick.op);
+    struct stream_home *h = &s->home;
     bool moved = false, parked = false;
 
     (void)res;
     (void)flags;
     if (h->reap) {
-        half_try_reap(h);
+        stream_try_reap(s);
         return;
     }
     h->kicking = true;
-    /* A resume may finish the stream's pipes (half_finish marks reap);
+    /* A resume may finish the stream's pipes (stream_finish marks reap);
      * the transforms stay until the loop is over. */
     for (unsigned i = 0; i < h->nxf && !h->reap; i++)
         if (weir_xform_stalled(h->xf[i]) &&
@@ -252,7 +263,7 @@ static void kick_fire(struct weir_op *op, int res, uint32_t flags)
             moved = true;
     h->kicking = false;
     if (h->reap) {
-        half_try_reap(h);
+        stream_try_reap(s);
         return;
     }
     for (unsigned i = 0; i < h->nxf; i++)
@@ -262,11 +273,13 @@ static void kick_fire(struct weir_op *op, int res, uint32_t flags)
     else if (h->kick_ns < KICK_MAX_NS)
         h->kick_ns *= 2;
     if (parked)
-        kick_arm(h);
+        kick_arm(s);
 }
 
-void half_kick_init(struct half *h)
+void stream_kick_init(struct stream *s)
 {
+    struct stream_home *h = &s->home;
+
     h->kick.op.fn = kick_fire;
     h->kick_ns = KICK_MIN_NS;
 }

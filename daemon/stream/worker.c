@@ -1,9 +1,11 @@
 /*
- * half.c - the life of a half on its worker: holds taken by its build
- * and by each pipe, the end once the last is released (and its timers
- * are back: mark and reap), and the teardown of every stage it built,
- * which keeps the stream's results for the main thread.
+ * worker.c - the life of a stream on its worker: holds taken by its
+ * build and by each pipe, the end once the last is released (and its
+ * timers are back: mark and reap), and the teardown of every stage it
+ * built, which keeps the stream's results for the main thread.
  */
+#include "stream/worker.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +14,7 @@
 #include <unistd.h>
 
 #include "stream/budget.h"
-#include "stream/stream.h"
+#include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
 
@@ -23,9 +25,9 @@ struct pipe_ctx *stream_pipe_ctx(struct stream *s, int idx)
     return &s->pc[s->sp->nsinks + 1 + (unsigned)(-2 - idx)];
 }
 
-static void tee_collect(struct half *h)
+static void tee_collect(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
     struct weir_tee_stats st;
 
     for (unsigned i = 0; i < s->sp->nsinks; i++) {
@@ -37,16 +39,16 @@ static void tee_collect(struct half *h)
     }
 }
 
-void half_teardown(struct half *h)
+static void stream_teardown(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
 
-    if (s->sp->tail && h == &s->h[0])
-        s->sp->tail->teardown(h);
+    if (s->sp->tail)
+        s->sp->tail->teardown(s);
     /* The last checkpoint, while the endpoints can still be asked. */
-    ckpt_sample(h, true);
+    ckpt_sample(s, true);
     if (h->tee) {
-        tee_collect(h);
+        tee_collect(s);
         weir_tee_destroy(h->tee);
     }
     if (h->splice) {
@@ -60,36 +62,30 @@ void half_teardown(struct half *h)
         s->sink_bytes[i] = weir_endpoint_bytes(h->sinks[i]);
         weir_endpoint_destroy(h->sinks[i]);
     }
-    half_xforms_destroy(h);
-    relay_teardown(h);
+    stream_xforms_destroy(s);
+    relay_teardown(s);
     weir_tls_session_release(h->tls_src);
     weir_tls_session_release(h->tls_up);
     h->tls_src = h->tls_up = NULL;
     if (h->src)
         weir_endpoint_destroy(h->src);
-    if (h->tx)
-        weir_channel_tx_destroy(h->tx);
-    if (h->rx)
-        weir_channel_rx_destroy(h->rx);
     h->tee = NULL;
     h->src = NULL;
-    h->tx = NULL;
-    h->rx = NULL;
-    budget_give(h);
-    /* Acq_rel: the release half publishes this half's results (sink_rc,
-     * sink_bytes, src_rc) to the thread that makes the last decrement;
-     * the acquire half, on that thread, makes the other half's results
-     * visible before `done` is posted (and the post orders them for the
-     * main loop). */
-    if (atomic_fetch_sub_explicit(&s->halves_left, 1, memory_order_acq_rel) ==
-        1)
-        weir_loop_post(s->cx->main, &s->done);
+    budget_give(s);
+    /* The post orders the results written here (sink_rc, sink_bytes,
+     * src_rc) before the main loop's reading of them. */
+    weir_loop_post(s->cx->main, &s->done);
 }
 
-void half_put(struct half *h)
+void stream_hold(struct stream *s)
 {
-    if (--h->pipes == 0)
-        half_finish(h);
+    s->home.pipes++;
+}
+
+void stream_put(struct stream *s)
+{
+    if (--s->home.pipes == 0)
+        stream_finish(s);
 }
 
 /* A tee'd sink that fails leaves the others going: said at once, not
@@ -107,7 +103,7 @@ static void sink_failed(struct stream *s, unsigned i, int rc)
 static void pipe_done(void *ctx, int rc)
 {
     struct pipe_ctx *pc = ctx;
-    struct stream *s = pc->h->s;
+    struct stream *s = pc->s;
 
     if (pc->idx == -1)
         s->src_rc = rc;
@@ -119,19 +115,19 @@ static void pipe_done(void *ctx, int rc)
         sink_failed(s, (unsigned)pc->idx, rc);
     }
     if (rc < 0 && s->relay)
-        relay_cut(pc->h);
-    half_put(pc->h);
+        relay_cut(pc->s);
+    stream_put(pc->s);
 }
 
-void half_pipe(struct half *h, struct weir_readable *rs,
-               struct weir_writable *ws, int idx)
+void stream_pipe(struct stream *s, struct weir_readable *rs,
+                 struct weir_writable *ws, int idx)
 {
-    struct pipe_ctx *pc = stream_pipe_ctx(h->s, idx);
+    struct pipe_ctx *pc = stream_pipe_ctx(s, idx);
     int rc;
 
-    pc->h = h;
+    pc->s = s;
     pc->idx = idx;
-    half_hold(h);
+    stream_hold(s);
     rc = weir_pipe_to(rs, ws, NULL, pipe_done, pc);
     if (rc != WEIR_PENDING)
         pipe_done(pc, rc);
@@ -139,8 +135,10 @@ void half_pipe(struct half *h, struct weir_readable *rs,
 
 /* The timers may still be pending, or the kick's callback running: then
  * the teardown waits for them (mark and reap). */
-void half_finish(struct half *h)
+void stream_finish(struct stream *s)
 {
+    struct stream_home *h = &s->home;
+
     h->finished = true;
     if (h->kicking || h->kick.op.pending || h->watch.op.pending) {
         h->reap = true;
@@ -150,7 +148,7 @@ void half_finish(struct half *h)
             weir_loop_timer_stop(h->loop, &h->watch);
         return;
     }
-    half_try_reap(h);
+    stream_try_reap(s);
 }
 
 /*
@@ -162,11 +160,12 @@ void half_finish(struct half *h)
 #define ACK_POLL_NS (10ll * 1000 * 1000)
 #define ACK_WAIT_NS (2000ll * 1000 * 1000)
 
-static bool ack_wait(struct half *h)
+static bool ack_wait(struct stream *s)
 {
+    struct stream_home *h = &s->home;
     int64_t now = clock_now_ns();
 
-    if (!h->watch.op.fn || !ckpt_acks_pending(h))
+    if (!h->watch.op.fn || !ckpt_acks_pending(s))
         return false;
     if (h->ack_until == 0)
         h->ack_until = now + ACK_WAIT_NS;
@@ -176,42 +175,46 @@ static bool ack_wait(struct half *h)
     return weir_loop_timer_start(h->loop, &h->watch, ACK_POLL_NS) == 0;
 }
 
-/* A half marked for reaping goes once none of its timers is pending. */
-void half_try_reap(struct half *h)
+/* A stream marked for reaping goes once none of its timers is pending. */
+void stream_try_reap(struct stream *s)
 {
+    struct stream_home *h = &s->home;
+
     if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending &&
-        !ack_wait(h))
-        half_teardown(h);
+        !ack_wait(s))
+        stream_teardown(s);
 }
 
-void half_xforms_count(struct half *h)
+void stream_xforms_count(struct stream *s)
 {
     struct weir_xform_stats st;
 
     /* Relaxed: statistics, written by this worker only. */
-    for (unsigned i = 0; i < h->nxf; i++) {
-        if (!h->xf[i])
+    for (unsigned i = 0; i < s->home.nxf; i++) {
+        struct weir_xform *x = s->home.xf[i];
+
+        if (!x)
             continue;
-        weir_xform_stats(h->xf[i], &st);
-        atomic_store_explicit(&h->s->xf_live[i].in, st.in_bytes,
+        weir_xform_stats(x, &st);
+        atomic_store_explicit(&s->xf_live[i].in, st.in_bytes,
                               memory_order_relaxed);
-        atomic_store_explicit(&h->s->xf_live[i].out, st.out_bytes,
+        atomic_store_explicit(&s->xf_live[i].out, st.out_bytes,
                               memory_order_relaxed);
     }
 }
 
 /* Keeps the first transform error of the stream for its closing line. */
-void half_xforms_destroy(struct half *h)
+void stream_xforms_destroy(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
 
     if (h->member_stream) {
         h->member_stream = false;
         /* Relaxed: only steers the next streams' choice (xf_helper). */
-        atomic_fetch_sub_explicit(&s->cx->member_streams[h->worker], 1,
+        atomic_fetch_sub_explicit(&s->cx->sched->member_streams[h->worker], 1,
                                   memory_order_relaxed);
     }
-    half_xforms_count(h);
+    stream_xforms_count(s);
     for (unsigned i = 0; i < h->nxf; i++) {
         uint64_t off = 0;
         int err;
@@ -232,19 +235,21 @@ void half_xforms_destroy(struct half *h)
     h->nxf = 0;
 }
 
-void relay_cut(struct half *h)
+void relay_cut(struct stream *s)
 {
+    struct stream_home *h = &s->home;
+
     /* Through the reverse direction's dups, which stay open until the
-     * half is torn down: both connections, both directions. */
+     * stream is torn down: both connections, both directions. */
     if (h->rfd_up >= 0)
         shutdown(h->rfd_up, SHUT_RDWR);
     if (h->rfd_cli >= 0)
         shutdown(h->rfd_cli, SHUT_RDWR);
 }
 
-void relay_teardown(struct half *h)
+void relay_teardown(struct stream *s)
 {
-    struct stream *s = h->s;
+    struct stream_home *h = &s->home;
 
     if (!s->relay)
         return;
@@ -266,8 +271,10 @@ void relay_teardown(struct half *h)
 
 /* A readable that earlier stages feed but nothing will read (a later
  * stage could not be built): cancelling it ends those stages' pipes. */
-void half_cancel_unread(struct half *h, struct weir_readable *rs, int rc)
+void stream_cancel_unread(struct stream *s, struct weir_readable *rs, int rc)
 {
+    struct stream_home *h = &s->home;
+
     if (weir_readable_locked(rs) || weir_reader_acquire(&h->dead, rs) != 0)
         return;
     weir_reader_cancel(&h->dead, rc);

@@ -359,12 +359,13 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
  * enough (`weir pipe ... - | head`), which is how a filter ends. */
 static bool stdout_closed(const struct stream *s, int err)
 {
-    const struct weir_pipeline *p = s->sp->p;
+    const struct stream_spec *sp = stream_spec(s);
 
     if (err != -EPIPE)
         return false;
-    for (unsigned i = 0; i < s->sp->nsinks; i++)
-        if (s->sink_rc[i] == -EPIPE && p->sinks[i]->kind == ADDR_STDOUT)
+    for (unsigned i = 0; i < sp->nsinks; i++)
+        if (stream_sink_rc(s, i) == -EPIPE &&
+            sp->p->sinks[i]->kind == ADDR_STDOUT)
             return true;
     return false;
 }
@@ -412,7 +413,7 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
 
 static void pipe_report_line(const struct stream *s, const char *line)
 {
-    const struct run *r = weir_container_of(s->cx, struct run, cx);
+    const struct run *r = weir_container_of(stream_ctx_of(s), struct run, cx);
 
     if (!r->summary_quiet)
         fprintf(stderr, "weir pipe: %s\n", line);

@@ -5,7 +5,7 @@
  * starts. run.c calls these in order (daemon_run).
  *
  * The send path is chosen once, with the workers (stream/sendpath.h);
- * the measurements behind it are in bench/results/placement.md.
+ * the measurements behind it are in bench/results/sendpath.md.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -53,9 +53,8 @@ static unsigned long long raise_fd_limit(void)
 /*
  * The kernel grows a process's fd table by doubling it, and in a process
  * of more than one thread each growth waits for an RCU grace period
- * (expand_fdtable's synchronize_rcu): here 16-28 ms for one of them, and
- * 54-80 ms to reach 4,000 fds with two threads, against 0.5 ms with one.
- * The first wave of clients would wait it out on the accepting thread,
+ * (expand_fdtable's synchronize_rcu), which costs far more than the
+ * growth itself (bench/results/serve.md). The first wave of clients would wait it out on the accepting thread,
  * so the table is grown once, now, while this is the only thread: to
  * the fd limit, at most FD_TABLE_MAX slots (8 bytes of kernel memory
  * each; past it, the doubling goes on as before).

@@ -2,7 +2,7 @@
  * sendpath.h - which send path a stream takes: one policy for the whole
  * run, chosen once at start by sendpath_choose.
  *
- * By measurement (bench/results/placement.md): one file into one socket
+ * By measurement (bench/results/sendpath.md): one file into one socket
  * takes the stream path; a served file's clients take sendfile at any
  * size (bench/results/serve.md: no buffer of ours per client).
  *

@@ -10,6 +10,11 @@ void *stream_owner(const struct stream *s)
     return s->owner;
 }
 
+struct stream_ctx *stream_ctx_of(const struct stream *s)
+{
+    return s->cx;
+}
+
 const struct stream_spec *stream_spec(const struct stream *s)
 {
     return s->sp;

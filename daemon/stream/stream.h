@@ -196,6 +196,7 @@ struct stream *stream_of_link(const struct weir_list *node);
 
 /* What the stream is (stats.c). */
 void *stream_owner(const struct stream *s);
+struct stream_ctx *stream_ctx_of(const struct stream *s); /* stream_new's */
 const struct stream_spec *stream_spec(const struct stream *s);
 const char *stream_peer(const struct stream *s);   /* "" when none */
 int64_t stream_started_ns(const struct stream *s); /* clock_now_ns */

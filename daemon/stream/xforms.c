@@ -17,7 +17,7 @@
  * The loop that may make members beside the stream's own worker (gzip
  * members and zstd frames compressed, or decoded): the next worker's,
  * with two workers or more. Lending members to a worker that has such streams
- * of its own only queues them behind its work (bench/results/placement.md), so
+ * of its own only queues them behind its work (bench/results/heavy.md), so
  * each such stream (weir_xform_uses_helper says which) counts itself in the
  * run's member_streams, and its codec reads the other worker's count before
  * each member (weir_xform_options.helper_busy).

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "sys/ctlreq.h"
 
 #define REPLY_WAIT_MS 10000
 #define REPLY_MAX     (64u << 20)
@@ -171,10 +172,38 @@ static void say_unreachable(const char *path, int err)
                 : "");
 }
 
+/* The terminal's columns when stdout is one; 0 otherwise. */
+static unsigned term_columns(void)
+{
+    struct winsize ws;
+
+    if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 ||
+        ws.ws_col < CTLREQ_MIN_WIDTH)
+        return 0;
+    return ws.ws_col;
+}
+
+/* The request for the table: fitted to the terminal when there is one. */
+static void table_request(char *req, size_t size, const char *words)
+{
+    unsigned cols = term_columns();
+
+    if (cols)
+        snprintf(req, size, "status%s width %u\n", words, cols);
+    else
+        snprintf(req, size, "status%s\n", words);
+}
+
 static int do_status(const char *path, bool json)
 {
-    char *reply;
-    int rc = ctl_ask(path, json ? "status json\n" : "status\n", &reply);
+    char *reply, req[64];
+    int rc;
+
+    if (json)
+        snprintf(req, sizeof(req), "status json\n");
+    else
+        table_request(req, sizeof(req), "");
+    rc = ctl_ask(path, req, &reply);
 
     if (rc) {
         say_unreachable(path, rc);
@@ -307,8 +336,11 @@ static int do_top(const char *path, long frames)
     screen_open(&s);
     for (long i = 0; !ctl_stop && (frames <= 0 || i < frames); i++) {
         int64_t next = now_ms() + 1000;
-        char *reply = NULL, msg[256];
-        int err = ctl_ask(path, "status worst\n", &reply);
+        char *reply = NULL, msg[256], req[64];
+        int err;
+
+        table_request(req, sizeof(req), " worst");
+        err = ctl_ask(path, req, &reply);
 
         if (err) {
             snprintf(msg, sizeof(msg), "cannot reach weir: %s; trying again\n",

@@ -385,6 +385,11 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     } else {
         r = parse_into(a, base_dir, err, errlen);
     }
+    if (r >= 0) {
+        a->label =
+            a->name ? strdup(a->name) : strndup(a->text, strcspn(a->text, ","));
+        r = a->label ? r : -ENOMEM;
+    }
     if (r < 0) {
         if (r == -ENOMEM)
             snprintf(err, errlen, "out of memory");
@@ -400,6 +405,8 @@ void address_free(struct weir_address *a)
     if (a == NULL)
         return;
     free(a->text);
+    free(a->label);
+    free(a->name);
     free(a->host);
     free(a->path);
     free(a->cert);

@@ -163,6 +163,26 @@ static int opt_sni(struct weir_address *a, const char *v, char *err,
     return opt_str(&a->sni, v);
 }
 
+/* A sink's label in the series: a short word, as a Prometheus label
+ * value is best kept. */
+static int opt_name(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    size_t n = strlen(v);
+
+    if (n == 0 || n > CONF_MAX_NAME ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyz"
+                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._-") != n) {
+        snprintf(err, errlen,
+                 "name: '%s' is not a name: 1 to %d letters, digits, '.', "
+                 "'_' or '-'",
+                 v, CONF_MAX_NAME);
+        return -EINVAL;
+    }
+    return opt_str(&a->name, v);
+}
+
 static int opt_alpn(struct weir_address *a, const char *v, char *err,
                     size_t errlen)
 {
@@ -212,6 +232,7 @@ static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_follow},
     {"append", KIND(ADDR_FILE), ROLE(ADDR_SINK), "a file sink", opt_append},
     {"fifo", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_fifo},
+    {"name", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_name},
     {"on_full", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_on_full},
     {"high_water_mark", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_hwm},
     {"max_clients", LISTENERS, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),

@@ -151,6 +151,11 @@ struct weir_address {
     enum addr_kind kind;
     enum addr_role role;
     char *text; /* as written, for messages */
+    /* What the series and the status board call a sink: name= when
+     * given, else the address without its options, so that changing an
+     * option keeps the series (and the dashboards on them). */
+    char *label;
+    char *name; /* name= */
     char *host; /* tcp, tcp-listen: a name or a literal, no brackets */
     bool ipv6;  /* host was written as [v6 literal] */
     uint16_t port;

@@ -277,6 +277,18 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         if (s->kind == ADDR_FILE || s->kind == ADDR_UNIX_LISTEN)
             check_created_path(s, "sink", diag);
         conf_tls_check(s, diag);
+        /* The series and the board tell sinks apart by their label (an
+         * address written twice is another check's). */
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p->sinks[j]->label, s->label) == 0 &&
+                strcmp(p->sinks[j]->text, s->text) != 0) {
+                config_error(diag, &s->loc,
+                             "sink: pipeline '%s' already has a sink called "
+                             "'%s' (its address without options); give one "
+                             "of them name=",
+                             p->name, s->label);
+                break;
+            }
         if (s->kind == ADDR_FILE && src != NULL && src->kind == ADDR_FILE &&
             same_file(s->path, src->path))
             config_error(diag, &s->loc,

@@ -191,12 +191,13 @@ enum row_state {
     ROW_DRAINING, /* its pipeline is stopping or being replaced */
     ROW_CONNECTING,
     ROW_RETRYING,
+    ROW_CUT,
 };
 
 static const char *const row_state_name[] = {
     [ROW_IDLE] = "idle",         [ROW_UP] = "up",
     [ROW_DRAINING] = "draining", [ROW_CONNECTING] = "connecting",
-    [ROW_RETRYING] = "retrying",
+    [ROW_RETRYING] = "retrying", [ROW_CUT] = "cut",
 };
 
 struct row {
@@ -260,6 +261,8 @@ static enum row_state state_of(const struct run *r, const struct pipeline *pl,
     uint64_t live = 0;
 
     if (sn) {
+        if (sn->in_state[SINK_CUT])
+            return ROW_CUT;
         if (sn->in_state[SINK_RETRYING])
             return ROW_RETRYING;
         if (sn->in_state[SINK_CONNECTING])
@@ -314,13 +317,13 @@ static int rows_make(const struct run *r, const struct series *snap,
         for (size_t i = 0; i < pl->p->nsinks; i++) {
             struct row *w = &out->v[out->n];
             const struct mark *m = r->board ? mark_find(r->board, pl->p->name,
-                                                        pl->p->sinks[i]->text)
+                                                        pl->p->sinks[i]->label)
                                             : NULL;
             uint64_t nlive;
 
             w->pl = pl;
             w->pn = pn;
-            w->sink = pl->p->sinks[i]->text;
+            w->sink = pl->p->sinks[i]->label;
             w->sn = sink_num_of(pn, w->sink);
             w->state = state_of(r, pl, w->sn);
             w->idx = (unsigned)i;
@@ -371,6 +374,25 @@ static void human_bytes(char *out, size_t len, double v, const char *suffix)
         snprintf(out, len, "%.1f %s%s", v, unit[u], suffix);
 }
 
+/* The same in at most six characters ("3.8K", "812M"), for a narrow
+ * terminal: the unit's letter, one decimal below 10. */
+static void short_bytes(char *out, size_t len, double v, const char *suffix)
+{
+    static const char unit[] = "BKMGTP";
+    unsigned u = 0;
+
+    while (v >= 999.5 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, len, "%.0f%s", v, suffix);
+    else if (v < 9.95)
+        snprintf(out, len, "%.1f%c%s", v, unit[u], suffix);
+    else
+        snprintf(out, len, "%.0f%c%s", v, unit[u], suffix);
+}
+
 static void human_secs(char *out, size_t len, double s)
 {
     unsigned long long t = (unsigned long long)(s + 0.5);
@@ -397,24 +419,30 @@ static uint64_t delivered_total(const struct series *snap)
 
 /* The summary line: what SIGUSR1 logged before the board had rows. */
 static void put_summary(struct text *t, const struct run *r,
-                        const struct series *snap)
+                        const struct series *snap, size_t width)
 {
     unsigned npl = run_pipelines(r), nlive = run_streams(r), ncl = 0;
     const struct weir_list *pos;
-    char sent[32], up[32];
+    char sent[32], up[32], line[160], about[96];
 
     for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
         ncl +=
             pipeline_clients(weir_list_entry(pos, const struct pipeline, link));
     human_bytes(sent, sizeof(sent), (double)delivered_total(snap), "");
     human_secs(up, sizeof(up), (double)(clock_now_ns() - r->t_start_ns) / 1e9);
-    text_put(t,
+    snprintf(line, sizeof(line),
              "%s%u pipeline%s, %u live stream%s, %u client%s, %s sent, up "
-             "%s; weir %s, engine %s, %u worker%s\n",
+             "%s",
              r->stopping ? "stopping, " : "", npl, npl == 1 ? "" : "s", nlive,
-             nlive == 1 ? "" : "s", ncl, ncl == 1 ? "" : "s", sent, up,
+             nlive == 1 ? "" : "s", ncl, ncl == 1 ? "" : "s", sent, up);
+    snprintf(about, sizeof(about), "weir %s, engine %s, %u worker%s",
              WEIR_VERSION, weir_engine_name(weir_loop_engine(r->main)),
              r->cx.nworkers, r->cx.nworkers == 1 ? "" : "s");
+    /* On a narrow terminal, the two halves on lines of their own. */
+    if (width && strlen(line) + strlen(about) + 2 > width)
+        text_put(t, "%s\n%s\n", line, about);
+    else
+        text_put(t, "%s; %s\n", line, about);
 }
 
 enum col {
@@ -433,6 +461,11 @@ enum col {
 static const char *const col_head[C_COLS] = {
     "PIPELINE", "SINK",  "STATE", "STREAMS", "DELIVERED",
     "RATE",     "QUEUE", "FILL",  "DROPPED",
+};
+
+/* The same, on a terminal too narrow for the table: shorter heads. */
+static const char *const col_head_short[C_COLS] = {
+    "PIPELINE", "SINK", "STATE", "N", "SENT", "RATE", "QUEUE", "FILL", "DROP",
 };
 
 /* Numbers are right-aligned, names left. */
@@ -460,12 +493,26 @@ static void cell_name(char *out, const char *s)
     snprintf(out, CELL, "%.*s~", NAME_MAX_SHOWN - 1, s);
 }
 
-static void row_cells(const struct row *w, struct cells *c)
+/* A sink's address without its options (",max_clients=500"): what a
+ * narrow table has room for. */
+static void cell_address(char *out, const char *s)
 {
+    size_t n = strcspn(s, ",");
+
+    snprintf(out, CELL, "%.*s", (int)(n < CELL - 1 ? n : CELL - 1), s);
+}
+
+static void row_cells(const struct row *w, struct cells *c, bool narrow)
+{
+    void (*bytes)(char *, size_t, double, const char *) =
+        narrow ? short_bytes : human_bytes;
     char down[24];
 
     cell_name(c->c[C_PIPELINE], w->pl->p->name);
-    cell_name(c->c[C_SINK], w->sink);
+    if (narrow)
+        cell_address(c->c[C_SINK], w->sink);
+    else
+        cell_name(c->c[C_SINK], w->sink);
     if (w->down_s >= 0) {
         human_secs(down, sizeof(down), w->down_s);
         snprintf(c->c[C_STATE], CELL, "%s %s", row_state_name[w->state], down);
@@ -474,23 +521,33 @@ static void row_cells(const struct row *w, struct cells *c)
     }
     snprintf(c->c[C_STREAMS], CELL, "%llu",
              (unsigned long long)live_streams(w->sn));
-    human_bytes(c->c[C_DELIVERED], CELL, (double)(w->sn ? w->sn->delivered : 0),
-                "");
-    human_bytes(c->c[C_RATE], CELL, w->rate, "/s");
-    human_bytes(c->c[C_QUEUE], CELL, (double)(w->sn ? w->sn->queued : 0), "");
+    bytes(c->c[C_DELIVERED], CELL, (double)(w->sn ? w->sn->delivered : 0), "");
+    bytes(c->c[C_RATE], CELL, w->rate, "/s");
+    bytes(c->c[C_QUEUE], CELL, (double)(w->sn ? w->sn->queued : 0), "");
     if (live_streams(w->sn))
         snprintf(c->c[C_FILL], CELL, "%.0f%%", w->fill * 100);
     else
         snprintf(c->c[C_FILL], CELL, "-");
-    human_bytes(c->c[C_DROPPED], CELL, (double)(w->sn ? w->sn->dropped : 0),
-                "");
+    bytes(c->c[C_DROPPED], CELL, (double)(w->sn ? w->sn->dropped : 0), "");
+}
+
+/* s cut to n characters: its head and tail around a "~", so that both the
+ * kind and the port of an address stay (n >= 3). */
+static void cut_middle(char *s, size_t n)
+{
+    size_t len = strlen(s), head = (n - 1) / 2, tail = n - 1 - head;
+
+    if (len <= n)
+        return;
+    memmove(s + head + 1, s + len - tail, tail + 1);
+    s[head] = '~';
 }
 
 static void put_cells(struct text *t, const struct cells *c,
-                      const size_t width[C_COLS])
+                      const size_t width[C_COLS], const char *gap)
 {
     for (int k = 0; k < C_COLS; k++) {
-        const char *sep = k + 1 < C_COLS ? "  " : "";
+        const char *sep = k + 1 < C_COLS ? gap : "";
 
         if (k + 1 == C_COLS && !col_right[k])
             text_put(t, "%s", c->c[k]);
@@ -502,28 +559,73 @@ static void put_cells(struct text *t, const struct cells *c,
     text_put(t, "\n");
 }
 
-static void put_table(struct text *t, const struct rows *rows)
+/* Each column's width: its widest cell, heads included. The total. */
+static size_t measure(const struct cells *head, const struct cells *cells,
+                      size_t n, size_t width[C_COLS], size_t gap)
+{
+    size_t total = gap * (C_COLS - 1);
+
+    for (int k = 0; k < C_COLS; k++) {
+        width[k] = strlen(head->c[k]);
+        for (size_t i = 0; i < n; i++)
+            if (strlen(cells[i].c[k]) > width[k])
+                width[k] = strlen(cells[i].c[k]);
+        total += width[k];
+    }
+    return total;
+}
+
+/*
+ * The table, fitted to `fit` columns when it is not 0 (weir top's
+ * terminal). Too wide, it goes narrow: shorter heads, byte counts in six
+ * characters, one space between columns, sinks without their options;
+ * then the two name columns give way, cut in the middle. The figures
+ * are never cut: QUEUE, FILL and DROPPED are what shows trouble.
+ */
+static void put_table(struct text *t, const struct rows *rows, size_t fit)
 {
     struct cells head, *cells = calloc(rows->n ? rows->n : 1, sizeof(*cells));
-    size_t width[C_COLS];
+    size_t width[C_COLS], total;
+    bool narrow = false;
 
     if (!cells) {
         t->oom = true;
         return;
     }
-    for (int k = 0; k < C_COLS; k++) {
+    for (int k = 0; k < C_COLS; k++)
         snprintf(head.c[k], CELL, "%s", col_head[k]);
-        width[k] = strlen(col_head[k]);
-    }
-    for (size_t i = 0; i < rows->n; i++) {
-        row_cells(&rows->v[i], &cells[i]);
-        for (int k = 0; k < C_COLS; k++)
-            if (strlen(cells[i].c[k]) > width[k])
-                width[k] = strlen(cells[i].c[k]);
-    }
-    put_cells(t, &head, width);
     for (size_t i = 0; i < rows->n; i++)
-        put_cells(t, &cells[i], width);
+        row_cells(&rows->v[i], &cells[i], false);
+    total = measure(&head, cells, rows->n, width, 2);
+    if (fit && total > fit) {
+        narrow = true;
+        for (int k = 0; k < C_COLS; k++)
+            snprintf(head.c[k], CELL, "%s", col_head_short[k]);
+        for (size_t i = 0; i < rows->n; i++)
+            row_cells(&rows->v[i], &cells[i], true);
+        total = measure(&head, cells, rows->n, width, 1);
+    }
+    if (narrow && total > fit) {
+        size_t names = width[C_PIPELINE] + width[C_SINK];
+        size_t room = names > total - fit ? names - (total - fit) : 0;
+        size_t pl = width[C_PIPELINE], sk;
+
+        /* The pipeline keeps up to a third of the room, at least 8. */
+        if (pl > room / 3)
+            pl = room / 3 > 8 ? room / 3 : 8;
+        sk = room > pl + 8 ? room - pl : 8;
+        if (sk > width[C_SINK])
+            sk = width[C_SINK];
+        width[C_PIPELINE] = pl;
+        width[C_SINK] = sk;
+        for (size_t i = 0; i < rows->n; i++) {
+            cut_middle(cells[i].c[C_PIPELINE], pl);
+            cut_middle(cells[i].c[C_SINK], sk);
+        }
+    }
+    put_cells(t, &head, width, narrow ? " " : "  ");
+    for (size_t i = 0; i < rows->n; i++)
+        put_cells(t, &cells[i], width, narrow ? " " : "  ");
     free(cells);
 }
 
@@ -552,7 +654,8 @@ static void json_sink(struct text *t, const struct row *w)
     text_put(t, "\"streams\":{");
     json_u(t, "up", sn->in_state[SINK_UP], true);
     json_u(t, "connecting", sn->in_state[SINK_CONNECTING], true);
-    json_u(t, "retrying", sn->in_state[SINK_RETRYING], false);
+    json_u(t, "retrying", sn->in_state[SINK_RETRYING], true);
+    json_u(t, "cut", sn->in_state[SINK_CUT], false);
     text_put(t, "},");
     json_u(t, "bytes_delivered", sn->delivered, true);
     text_put(t, "\"bytes_per_second\":%.0f,", w->rate);
@@ -630,7 +733,8 @@ static void put_json(struct text *t, const struct run *r,
     text_put(t, "]}\n");
 }
 
-char *board_render(const struct run *r, bool json, bool worst, size_t *len)
+char *board_render(const struct run *r, bool json, bool worst, size_t width,
+                   size_t *len)
 {
     struct series *snap = series_snapshot(r);
     struct text t = {0};
@@ -645,10 +749,10 @@ char *board_render(const struct run *r, bool json, bool worst, size_t *len)
     if (json) {
         put_json(&t, r, &rows);
     } else {
-        put_summary(&t, r, snap);
+        put_summary(&t, r, snap, width);
         if (worst)
             qsort(rows.v, rows.n, sizeof(*rows.v), row_cmp_worst);
-        put_table(&t, &rows);
+        put_table(&t, &rows, width);
     }
     free(rows.v);
     series_free(snap);
@@ -663,7 +767,7 @@ char *board_render(const struct run *r, bool json, bool worst, size_t *len)
 void board_log(const struct run *r)
 {
     size_t len;
-    char *doc = board_render(r, false, false, &len);
+    char *doc = board_render(r, false, false, 0, &len);
 
     if (!doc) {
         log_warnx("status: out of memory");

@@ -139,7 +139,8 @@ static void answer(struct conn *k)
     } else if (rc < 0) {
         reply_error(k, req.err);
     } else {
-        k->reply = board_render(k->c->r, req.json, req.worst, &k->len);
+        k->reply =
+            board_render(k->c->r, req.json, req.worst, req.width, &k->len);
         if (!k->reply)
             reply_error(k, "out of memory");
     }

@@ -170,9 +170,11 @@ char *series_render(const struct run *r, size_t *len);
  * every second for rates and outage lengths. Returns 0 or -errno. */
 int board_start(struct run *r);
 void board_free(struct run *r);
-/* The table (sinks in trouble first when `worst`) or the JSON document,
- * malloc'd (*len bytes); NULL out of memory. */
-char *board_render(const struct run *r, bool json, bool worst, size_t *len);
+/* The table (sinks in trouble first when `worst`; fitted to `width`
+ * columns when not 0) or the JSON document, malloc'd (*len bytes); NULL
+ * out of memory. */
+char *board_render(const struct run *r, bool json, bool worst, size_t width,
+                   size_t *len);
 /* How long the sink has been seen down (0: not seen down yet). */
 double board_down_seconds(const struct run *r, const char *pl,
                           const char *sink);

@@ -34,6 +34,7 @@ static const char *const sink_state_name[SINK_STATES] = {
     "up",
     "connecting",
     "retrying",
+    "cut",
 };
 
 struct series *series_new(void)
@@ -178,7 +179,7 @@ void series_stream_ended(struct series *t, const struct stream *s)
     for (unsigned i = 0; i < sp->nsinks; i++) {
         const struct sink_stats *st = stream_sink_stats(s, i);
         struct sink_live *sl = stream_sink_live(s, i);
-        struct sink_num *sn = sink_of(pn, p->sinks[i]->text);
+        struct sink_num *sn = sink_of(pn, p->sinks[i]->label);
         uint64_t bytes = stream_sink_bytes(s, i);
         uint64_t dropped;
 
@@ -270,7 +271,7 @@ static void live_stream(void *arg, const struct stream *s)
         return;
     }
     for (unsigned i = 0; i < stream_spec(s)->nsinks; i++) {
-        struct sink_num *sn = sink_of(ls->pn, p->sinks[i]->text);
+        struct sink_num *sn = sink_of(ls->pn, p->sinks[i]->label);
         struct sink_live *sl = stream_sink_live(s, i);
 
         if (!sn) {
@@ -304,7 +305,7 @@ static bool snap_live(struct series *snap, const struct run *r)
             return false;
         /* Its sinks appear before any stream has sent a byte. */
         for (size_t i = 0; i < pl->p->nsinks; i++) {
-            struct sink_num *sn = sink_of(ls.pn, pl->p->sinks[i]->text);
+            struct sink_num *sn = sink_of(ls.pn, pl->p->sinks[i]->label);
 
             if (!sn)
                 return false;
@@ -435,7 +436,8 @@ static void put_sink_states(struct text *t, const struct series *snap)
                       snap->pls[i].sinks[j].reconnects);
     family(t, "weir_sink_state", "gauge",
            "Live streams whose sink is up, connecting for the first time, "
-           "or retrying after losing its connection.");
+           "retrying after losing its connection, or cut loose by "
+           "on_full=disconnect.");
     for (size_t i = 0; i < snap->npls; i++)
         for (size_t j = 0; j < snap->pls[i].nsinks; j++)
             for (int k = 0; k < SINK_STATES; k++) {

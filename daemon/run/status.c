@@ -49,7 +49,7 @@ static void down_scan(void *arg, const struct stream *s)
             continue;
         if (d->n++ == 0) {
             d->pipeline = sp->p->name;
-            d->sink = sp->p->sinks[i]->text;
+            d->sink = sp->p->sinks[i]->label;
             d->state = st;
         }
     }
@@ -69,7 +69,9 @@ static void down_line(const struct run *r, char *buf, size_t len)
     if (d.n == 0)
         return;
     down_s = board_down_seconds(r, d.pipeline, d.sink);
-    state = d.state == SINK_RETRYING ? "retrying" : "connecting";
+    state = d.state == SINK_RETRYING ? "retrying"
+            : d.state == SINK_CUT    ? "cut loose (on_full=disconnect)"
+                                     : "connecting";
     if (d.n == 1)
         snprintf(buf, len, "1 sink %s: %s -> %s, down %.0f s; ", state,
                  d.pipeline, d.sink, down_s);

@@ -133,6 +133,7 @@ enum sink_state {
     SINK_UP,         /* connected, or a kind that does not connect */
     SINK_CONNECTING, /* not connected yet */
     SINK_RETRYING,   /* lost its connection, connecting again */
+    SINK_CUT,        /* cut loose by its on_full policy (disconnect) */
     SINK_STATES,
 };
 

@@ -86,15 +86,32 @@ static void watch_live(struct stream *s, unsigned i)
     int64_t desired, hwm = (int64_t)stream_sink_hwm(s->sp->p, i);
 
     if (h->tee) {
+        uint64_t dropped;
+
         weir_tee_stats(h->tee, i, &st);
-        atomic_store_explicit(&s->live[i].dropped, st.dropped_bytes,
+        dropped = st.dropped_bytes;
+        /* A branch cut loose by on_full=disconnect loses every byte the
+         * tee reads from then on: counted now, not when the stream ends
+         * (report.c's closing line counts the same way). */
+        if (st.disconnected) {
+            uint64_t made = weir_tee_produced_bytes(h->tee);
+            uint64_t got = h->sinks[i] ? weir_endpoint_bytes(h->sinks[i]) : 0;
+
+            dropped = made > got ? made - got : dropped;
+            atomic_store_explicit(&s->live[i].state, SINK_CUT,
+                                  memory_order_relaxed);
+        }
+        atomic_store_explicit(&s->live[i].dropped, dropped,
                               memory_order_relaxed);
     }
     if (!h->sinks[i])
         return;
     desired = weir_writable_desired_size(weir_endpoint_writable(h->sinks[i]));
+    /* An errored sink (desired size "none") holds nothing it will send. */
     atomic_store_explicit(&s->live[i].queued,
-                          desired < hwm ? (uint64_t)(hwm - desired) : 0,
+                          desired != WEIR_DESIRED_NONE && desired < hwm
+                              ? (uint64_t)(hwm - desired)
+                              : 0,
                           memory_order_relaxed);
 }
 

@@ -93,11 +93,18 @@ void stream_put(struct stream *s)
  * so a restart resends it what it missed. */
 static void sink_failed(struct stream *s, unsigned i, int rc)
 {
+    const struct weir_address *a = s->sp->p->sinks[i];
+
     if (rc >= 0 || rc == -ECANCELED || s->sp->nsinks < 2 || s->sp->client_sink)
         return;
-    log_warnx("pipeline %s: sink %s failed: %s; the other sinks go on "
-              "without it",
-              s->sp->p->name, s->sp->p->sinks[i]->text, strerror(-rc));
+    if (rc == -ENOBUFS && a->on_full == ON_FULL_DISCONNECT)
+        log_warnx("pipeline %s: sink %s cut loose: its queue stayed full "
+                  "(on_full=disconnect); the other sinks go on without it",
+                  s->sp->p->name, a->text);
+    else
+        log_warnx("pipeline %s: sink %s failed: %s; the other sinks go on "
+                  "without it",
+                  s->sp->p->name, a->text, strerror(-rc));
 }
 
 static void pipe_done(void *ctx, int rc)

@@ -40,6 +40,7 @@ static int bad(struct ctlreq *req, const char *what, const char *w, size_t n)
 static int parse_line(const char *p, size_t n, struct ctlreq *req)
 {
     size_t i = 0, nwords = 0;
+    bool want_width = false;
 
     while (i < n) {
         size_t start;
@@ -62,12 +63,27 @@ static int parse_line(const char *p, size_t n, struct ctlreq *req)
             req->json = true;
         } else if (word_is(w, wn, "worst")) {
             req->worst = true;
+        } else if (word_is(w, wn, "width") && !want_width) {
+            want_width = true;
+        } else if (want_width && !req->width) {
+            size_t v = 0;
+
+            for (size_t k = 0; k < wn && v <= CTLREQ_MAX_WIDTH; k++)
+                v = w[k] >= '0' && w[k] <= '9' ? v * 10 + (size_t)(w[k] - '0')
+                                               : CTLREQ_MAX_WIDTH + 1;
+            if (v < CTLREQ_MIN_WIDTH || v > CTLREQ_MAX_WIDTH)
+                return bad(req, "width out of range", w, wn);
+            req->width = v;
         } else {
             return bad(req, "unknown option", w, wn);
         }
     }
     if (nwords == 0) {
         snprintf(req->err, sizeof(req->err), "empty request");
+        return -EINVAL;
+    }
+    if (want_width && !req->width) {
+        snprintf(req->err, sizeof(req->err), "width without a number");
         return -EINVAL;
     }
     return 0;

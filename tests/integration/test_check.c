@@ -376,6 +376,18 @@ static const struct bad_case bad_cases[] = {
      "[pipeline a]\nsource = file:data.txt\nsink = stdout\nsink = stdout\n",
      {4},
      "stdout is already written"},
+    /* The series call a sink by its address without options: two that
+     * differ only there need a name= each could be told apart by. */
+    {"same_label",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = tcp:127.0.0.1:9,on_full=drop-newest\n"
+     "sink = tcp:127.0.0.1:9,on_full=drop-oldest\n",
+     {4},
+     "already has a sink called 'tcp:127.0.0.1:9'"},
+    {"bad_name",
+     "[pipeline a]\nsource = file:data.txt\nsink = tcp:127.0.0.1:9,name=a b\n",
+     {3},
+     "name: 'a b' is not a name"},
     /* "Did you mean": Damerau-Levenshtein distance, at most 2 and a third
      * of the word; case alone always. */
     {"suggest_key",

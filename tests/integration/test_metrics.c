@@ -610,7 +610,7 @@ static void test_dropped_live(void **state)
     assert_true(fd >= 0);
     snprintf(series, sizeof(series),
              "weir_bytes_dropped_total{pipeline=\"ship\",sink=\"tcp:127.0.0.1:"
-             "%u,on_full=drop-newest\"}",
+             "%u\"}",
              port);
     wait_above(&w, mport, series, 0);
     http_get(mport, "/metrics", &r);
@@ -629,6 +629,74 @@ static void test_dropped_live(void **state)
     http_get(mport, "/metrics", &r);
     expect_sample(r.body, series, (double)BIG_SIZE - (double)got);
     free(r.text);
+    h_expect_exit(&w, 0, true, WAIT);
+}
+
+/* A collector that takes nothing behind on_full=disconnect, beside a file
+ * that sets the pace: once the policy cuts it, the series say so while
+ * the stream runs (state "cut", the drops counted, an empty queue), not
+ * a queue of 2^63 bytes and a sink still "up" until the stream ends. */
+static void test_disconnect_live(void **state)
+{
+    struct h_weir w;
+    uint16_t mport = h_free_port(false), port = h_free_port(false);
+    char copy[300], sink[128], label[64], series[512], *doc;
+    int lfd, fd;
+    struct reply r;
+
+    (void)state;
+    h_path(copy, sizeof(copy), "cut-copy");
+    lfd = h_listen(false, port);
+    assert_true(lfd >= 0);
+    snprintf(sink, sizeof(sink),
+             "tcp:127.0.0.1:%u,on_full=disconnect,high_water_mark=64KiB", port);
+    /* The series call it by its address without the options. */
+    snprintf(label, sizeof(label), "tcp:127.0.0.1:%u", port);
+    h_start_conf(&w, "cutlive", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\nmetrics = 127.0.0.1:%u\n\n"
+                 "[pipeline ship]\nsource = file:%s\nfollow = yes\n"
+                 "sink = file:%s\nsink = %s\n",
+                 mport, big, copy, sink);
+    fd = h_accept(lfd, WAIT);
+    assert_true(fd >= 0);
+    h_expect_log(&w, "cut loose: its queue stayed full (on_full=disconnect)",
+                 WAIT);
+    snprintf(series, sizeof(series),
+             "weir_sink_state{pipeline=\"ship\",sink=\"%s\",state=\"cut\"}",
+             label);
+    wait_sample(&w, mport, series, 1, NULL);
+    http_get(mport, "/metrics", &r);
+    snprintf(series, sizeof(series),
+             "weir_sink_state{pipeline=\"ship\",sink=\"%s\",state=\"up\"}",
+             label);
+    expect_sample(r.body, series, 0);
+    snprintf(series, sizeof(series),
+             "weir_sink_queue_bytes{pipeline=\"ship\",sink=\"%s\"}", label);
+    expect_sample(r.body, series, 0);
+    snprintf(series, sizeof(series),
+             "weir_bytes_dropped_total{pipeline=\"ship\",sink=\"%s\"}", label);
+    free(r.text);
+    /* The file sink reads the whole file: all it did not deliver, the
+     * cut sink dropped. */
+    wait_above(&w, mport, series, (double)BIG_SIZE / 2);
+    /* weir status says the same: the row is "cut", its queue 0 B. */
+    {
+        char cmd[900], out[300];
+        const char *row;
+
+        h_path(out, sizeof(out), "cutlive.status");
+        snprintf(cmd, sizeof(cmd), "%s status -s %s/run/control > %s 2>&1",
+                 h_bin(), h_dir, out);
+        assert_int_equal(system(cmd), 0);
+        doc = h_slurp(out);
+        assert_non_null(doc);
+        row = strstr(doc, label);
+        if (!row || !strstr(row, " cut ") || strstr(doc, "TiB"))
+            fail_msg("weir status:\n%s", doc);
+        free(doc);
+    }
+    close(fd);
+    close(lfd);
     h_expect_exit(&w, 0, true, WAIT);
 }
 
@@ -791,6 +859,7 @@ int main(void)
         cmocka_unit_test_teardown(test_endpoints, h_teardown),
         cmocka_unit_test_teardown(test_sink_state, h_teardown),
         cmocka_unit_test_teardown(test_dropped_live, h_teardown),
+        cmocka_unit_test_teardown(test_disconnect_live, h_teardown),
         cmocka_unit_test_teardown(test_reload_keeps_counts, h_teardown),
         cmocka_unit_test_teardown(test_prometheus, h_teardown),
     };

@@ -570,6 +570,100 @@ static void test_control_default_place(void **state)
     setenv("RUNTIME_DIRECTORY", rt, 1);
 }
 
+/* The screen line of `screen` that holds `needle`, in out; false when
+ * none does. */
+static bool screen_line(const char *screen, const char *needle, char *out,
+                        size_t size)
+{
+    const char *at = strstr(screen, needle), *start, *end;
+
+    if (!at)
+        return false;
+    for (start = at; start > screen && start[-1] != '\n'; start--)
+        ;
+    end = strchr(at, '\n');
+    if (!end)
+        end = at + strlen(at);
+    snprintf(out, size, "%.*s", (int)(end - start), start);
+    return true;
+}
+
+static unsigned words(const char *s)
+{
+    unsigned n = 0;
+
+    for (bool in = false; *s; s++) {
+        if (*s != ' ' && !in)
+            n++;
+        in = *s != ' ';
+    }
+    return n;
+}
+
+/* weir top on an 80x24 terminal: long pipeline names and sinks with
+ * options no longer push QUEUE, FILL and DROPPED off the screen. Each
+ * row keeps all nine columns on its one line of at most 80 characters. */
+static void test_top_80x24(void **state)
+{
+    uint16_t port = h_free_port(false), collector;
+    int held = h_hold_port(&collector);
+    char tsock[300], cmd[1024], out[300], line[400], *screen = NULL;
+    struct h_weir w;
+    bool shown = false;
+
+    (void)state;
+    if (access(TMUX, X_OK) != 0) {
+        fprintf(stderr, "tmux is not installed (tools/install-deps)\n");
+        fail();
+    }
+    h_path(out, sizeof(out), "copy-of-the-application-log.txt");
+    h_start_conf(&w, "narrow", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\ncontrol_socket = %s\n\n"
+                 "[pipeline files-for-the-download-mirror]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u,max_clients=500,"
+                 "notsent_lowat=64KiB\n\n"
+                 "[pipeline logs-from-the-application-servers]\n"
+                 "source = file:%s\nfollow = yes\n"
+                 "sink = tcp:127.0.0.1:%u,on_full=disconnect\n"
+                 "sink = file:%s\n",
+                 sock, data, port, data, collector, out);
+    h_expect_log(&w, "listening on", WAIT);
+    h_path(tsock, sizeof(tsock), "tmux80.sock");
+    snprintf(cmd, sizeof(cmd), "'TERM=xterm %s top -s %s'", h_bin(), sock);
+    if (tmux(tsock, "new-session -d -x 80 -y 24", cmd, NULL, NULL, &screen) !=
+        0)
+        fail_msg("tmux new-session failed: %s", screen ? screen : "");
+    for (int64_t end = h_now_ms() + WAIT; !shown && h_now_ms() < end;) {
+        free(screen);
+        (void)tmux(tsock, "capture-pane -p", NULL, NULL, NULL, &screen);
+        shown = screen && strstr(screen, "PIPELINE") &&
+                strstr(screen, "\nfiles-") && strstr(screen, "\nlogs-");
+        if (!shown)
+            h_sleep_ms(100);
+    }
+    (void)tmux(tsock, "kill-server", NULL, NULL, NULL, NULL);
+    if (!shown)
+        fail_msg("weir top did not show the pipelines:\n%s",
+                 screen ? screen : "(nothing)");
+    assert_true(screen_line(screen, "PIPELINE", line, sizeof(line)));
+    if (!strstr(line, "QUEUE") || !strstr(line, "FILL") ||
+        !strstr(line, "DROP"))
+        fail_msg("the head lacks QUEUE, FILL or DROP:\n%s", screen);
+    for (const char *row = screen; (row = strstr(row, "\n")) != NULL; row++) {
+        if (strncmp(row + 1, "files-", 6) && strncmp(row + 1, "logs-", 5))
+            continue;
+        assert_true(screen_line(row + 1, row[1] == 'f' ? "files-" : "logs-",
+                                line, sizeof(line)));
+        assert_true(strlen(line) <= 80);
+        /* Nine columns; a state with its time ("retrying 3s") is two. */
+        if (words(line) < 9)
+            fail_msg("a row lost columns:\n%s\n(screen:\n%s)", line, screen);
+    }
+    free(screen);
+    h_expect_exit(&w, 0, true, WAIT);
+    close(held);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +671,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bad_requests, h_teardown),
         cmocka_unit_test_teardown(test_top_frames, h_teardown),
         cmocka_unit_test_teardown(test_top_tmux, h_teardown),
+        cmocka_unit_test_teardown(test_top_80x24, h_teardown),
         cmocka_unit_test_teardown(test_access_log, h_teardown),
         cmocka_unit_test_teardown(test_reload_shows_once, h_teardown),
         cmocka_unit_test_teardown(test_control_socket_spares_files, h_teardown),

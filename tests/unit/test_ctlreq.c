@@ -37,6 +37,13 @@ static void test_valid(void **state)
     assert_true(req.worst);
     /* What follows the line is not read. */
     assert_int_equal(parse("status\nbogus\n", &req), 7);
+    /* weir top's terminal width. */
+    assert_int_equal(parse("status worst width 80\n", &req), 22);
+    assert_true(req.worst);
+    assert_int_equal(req.width, 80);
+    assert_int_equal(parse("status width 20 json\n", &req), 21);
+    assert_int_equal(req.width, 20);
+    assert_true(req.json);
 }
 
 static void test_partial(void **state)
@@ -69,6 +76,15 @@ static void test_refused(void **state)
     assert_int_equal(parse("status yaml\n", &req), -EINVAL);
     assert_string_equal(req.err, "unknown option 'yaml'");
     assert_int_equal(parse("json status\n", &req), -EINVAL);
+    assert_int_equal(parse("status width\n", &req), -EINVAL);
+    assert_string_equal(req.err, "width without a number");
+    assert_int_equal(parse("status width 19\n", &req), -EINVAL);
+    assert_string_equal(req.err, "width out of range '19'");
+    assert_int_equal(parse("status width 10001\n", &req), -EINVAL);
+    assert_int_equal(parse("status width 99999999999999999999999\n", &req),
+                     -EINVAL);
+    assert_int_equal(parse("status width 8x\n", &req), -EINVAL);
+    assert_int_equal(parse("status width 80 90\n", &req), -EINVAL);
     assert_int_equal(ctlreq_parse("sta\0tus\n", 8, &req), -EINVAL);
     assert_string_equal(req.err, "a control character in the request");
     /* A word shown in the error is cut and made printable. */

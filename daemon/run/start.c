@@ -54,10 +54,11 @@ static unsigned long long raise_fd_limit(void)
  * The kernel grows a process's fd table by doubling it, and in a process
  * of more than one thread each growth waits for an RCU grace period
  * (expand_fdtable's synchronize_rcu), which costs far more than the
- * growth itself (bench/results/serve.md). The first wave of clients would wait it out on the accepting thread,
- * so the table is grown once, now, while this is the only thread: to
- * the fd limit, at most FD_TABLE_MAX slots (8 bytes of kernel memory
- * each; past it, the doubling goes on as before).
+ * growth itself (bench/results/serve.md). The first wave of clients
+ * would wait it out on the accepting thread, so the table is grown once,
+ * now, while this is the only thread: to the fd limit, at most
+ * FD_TABLE_MAX slots (8 bytes of kernel memory each; past it, the
+ * doubling goes on as before).
  */
 #define FD_TABLE_MAX 65536
 

@@ -142,7 +142,7 @@ enum weir_tee_policy stream_tee_policy(enum on_full f);
  * it is given none: a client costs no setsockopt. */
 void stream_peer_options(const struct weir_pipeline *p,
                          const struct weir_address *a,
-                         struct weir_endpoint_options *o);
+                         struct weir_peer_options *o);
 
 /* xforms.c. The pipeline's transforms on this half, fed by rs: the
  * readable their output comes out of, or NULL when one could not be made
@@ -172,7 +172,7 @@ int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
 #define SINK_WATCH_NS (250ull * 1000 * 1000)
 
 /* How long a served client's connection may stay after the last byte, for
- * the client to read it before weir closes (weir_endpoint_options's
+ * the client to read it before weir closes (weir_fd_sink_options's
  * linger_ns; nginx's lingering_timeout is the same). */
 #define STREAM_LINGER_NS (5ull * 1000 * 1000 * 1000)
 

@@ -90,9 +90,10 @@ void weir__ep_tcp_tune(const struct weir_tcp_options *t, int fd, int family)
         weir__tcp_tune(fd, t);
 }
 
-int weir__ep_new(void **out, size_t size, const struct ep_ops *ops,
-                 struct weir_loop *loop, int fd, bool own_fd,
-                 _Atomic uint64_t *counter, const struct weir_tcp_options *tcp)
+void *weir__ep_new(size_t size, const struct ep_ops *ops,
+                   struct weir_loop *loop, int fd, bool own_fd,
+                   _Atomic uint64_t *counter,
+                   const struct weir_tcp_options *tcp)
 {
     struct weir_endpoint *ep = calloc(1, size);
     struct stat st;
@@ -100,7 +101,7 @@ int weir__ep_new(void **out, size_t size, const struct ep_ops *ops,
     if (!ep) {
         if (own_fd && fd >= 0)
             close(fd);
-        return -ENOMEM;
+        return NULL;
     }
     ep->ops = ops;
     ep->loop = loop;
@@ -116,8 +117,7 @@ int weir__ep_new(void **out, size_t size, const struct ep_ops *ops,
         if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) == 0)
             weir__ep_tcp_tune(tcp, fd, family);
     }
-    *out = ep;
-    return 0;
+    return ep;
 }
 
 int weir__ep_open_stream(struct weir_endpoint *ep, uint64_t hwm)

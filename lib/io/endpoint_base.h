@@ -77,12 +77,13 @@ struct weir_endpoint {
 /*
  * Allocates a kind's struct of `size` bytes (zeroed), whose first member
  * is the base, and sets the base up: fd (-1: none), and when fd is a TCP
- * socket, tcp's options on it (tcp may be NULL). On failure an fd owned
- * is closed.
+ * socket, tcp's options on it (tcp may be NULL). NULL when out of memory;
+ * then an fd owned is closed.
  */
-int weir__ep_new(void **out, size_t size, const struct ep_ops *ops,
-                 struct weir_loop *loop, int fd, bool own_fd,
-                 _Atomic uint64_t *counter, const struct weir_tcp_options *tcp);
+void *weir__ep_new(size_t size, const struct ep_ops *ops,
+                   struct weir_loop *loop, int fd, bool own_fd,
+                   _Atomic uint64_t *counter,
+                   const struct weir_tcp_options *tcp);
 /* The kind's stream (ops->source or ops->sink) with its high-water mark
  * in bytes; on failure the endpoint is freed. */
 int weir__ep_open_stream(struct weir_endpoint *ep, uint64_t hwm);

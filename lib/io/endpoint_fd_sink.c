@@ -59,10 +59,10 @@ int weir_endpoint_fd_sink(struct weir_endpoint **out, struct weir_loop *loop,
 
     if (!o)
         o = &none;
-    rc = weir__ep_new((void **)&s, sizeof(*s), &fd_sink_ops, loop, fd,
-                      o->own_fd, o->counter, &o->peer.tcp);
-    if (rc)
-        return rc;
+    s = weir__ep_new(sizeof(*s), &fd_sink_ops, loop, fd, o->own_fd, o->counter,
+                     &o->peer.tcp);
+    if (!s)
+        return -ENOMEM;
     weir__ep_sink_init(s, NULL, &o->peer, o->linger_ns, o->tls);
     rc = weir__ep_open_stream(&s->ep, o->hwm ? o->hwm : 1u << 20);
     if (rc)

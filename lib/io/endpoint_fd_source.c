@@ -214,10 +214,10 @@ int weir_endpoint_fd_source(struct weir_endpoint **out, struct weir_loop *loop,
         return -EINVAL;
     if (!o)
         o = &none;
-    rc = weir__ep_new((void **)&f, sizeof(*f), &fd_source_ops, loop, fd,
-                      o->own_fd, o->counter, &o->peer.tcp);
-    if (rc)
-        return rc;
+    f = weir__ep_new(sizeof(*f), &fd_source_ops, loop, fd, o->own_fd,
+                     o->counter, &o->peer.tcp);
+    if (!f)
+        return -ENOMEM;
     f->pool = pool;
     f->chunk_size = o->chunk_size;
     if (f->chunk_size == 0 || f->chunk_size > weir_pool_buf_size(pool))

@@ -412,10 +412,10 @@ int weir_endpoint_file_source(struct weir_endpoint **out,
     if (!pool || o->depth > 64 ||
         (fd < 0 && !(o->follow && o->follow_path && o->own_fd)))
         return -EINVAL;
-    rc = weir__ep_new((void **)&f, sizeof(*f), &file_source_ops, loop, fd,
-                      o->own_fd, o->counter, NULL);
-    if (rc)
-        return rc;
+    f = weir__ep_new(sizeof(*f), &file_source_ops, loop, fd, o->own_fd,
+                     o->counter, NULL);
+    if (!f)
+        return -ENOMEM;
     f->o = *o;
     f->pool = pool;
     if (f->o.depth == 0)

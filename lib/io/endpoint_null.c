@@ -49,10 +49,10 @@ int weir_endpoint_null_sink(struct weir_endpoint **out, struct weir_loop *loop,
 
     if (!o)
         o = &none;
-    rc = weir__ep_new((void **)&ep, sizeof(*ep), &null_ops, loop, -1, false,
-                      o->counter, NULL);
-    if (rc)
-        return rc;
+    ep =
+        weir__ep_new(sizeof(*ep), &null_ops, loop, -1, false, o->counter, NULL);
+    if (!ep)
+        return -ENOMEM;
     rc = weir__ep_open_stream(ep, o->hwm ? o->hwm : 1u << 20);
     if (rc)
         return rc;

@@ -935,10 +935,9 @@ int weir_endpoint_socket_sink(struct weir_endpoint **out,
 
     if (!o || (!o->host && (o->addrlen == 0 || o->addrlen > sizeof(o->addr))))
         return -EINVAL;
-    rc = weir__ep_new((void **)&sk, sizeof(*sk), &sock_ops, loop, -1, true,
-                      o->counter, NULL);
-    if (rc)
-        return rc;
+    sk = weir__ep_new(sizeof(*sk), &sock_ops, loop, -1, true, o->counter, NULL);
+    if (!sk)
+        return -ENOMEM;
     weir__ep_sink_init(&sk->s, &sock_hooks, &o->peer, 0, NULL);
     sk->so = *o;
     sk->so.host = NULL;     /* sk->res.host is the copy */

@@ -18,6 +18,14 @@
  * The resend reads the file with pread on the loop's thread: reconnects
  * are rare, the bytes are recent (in the page cache), and a synchronous
  * read keeps this path short.
+ *
+ * The sink is the fd sink's plumbing (endpoint_sink.c) with hooks: a
+ * batch waits while the connection is down, resends are its own sends,
+ * a lost send reconnects, and what moved is kept and counted when the
+ * peer acknowledges it. With TLS each connection gets a session of its
+ * own (tls_begin), which the plumbing then writes through. The copy to
+ * resume from is endpoint_resume.c's, a host name's lookup
+ * endpoint_resolve.c's.
  */
 #include <errno.h>
 #include <netdb.h>

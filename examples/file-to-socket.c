@@ -184,8 +184,8 @@ int main(int argc, char **argv)
     char tmp[] = "/tmp/weir-example-XXXXXX";
     const char *path = argc > 1 ? argv[1] : tmp;
     struct weir_pool_options po = {.count = 32, .threads = 1, .owner = 0};
-    struct weir_endpoint_options so = {.own_fd = true};
-    struct weir_endpoint_options ko = {.own_fd = true, .hwm = 256 * 1024};
+    struct weir_file_source_options so = {.own_fd = true};
+    struct weir_fd_sink_options ko = {.own_fd = true, .hwm = 256 * 1024};
     struct weir_pool *pool;
     uint64_t f_bytes, f_sum;
     int tx_fd, in_fd, rc;

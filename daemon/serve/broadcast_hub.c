@@ -202,8 +202,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
 {
     struct stream *s = hub->s;
     const struct weir_pipeline *p = c->bc->env.p;
-    struct weir_endpoint_options o = {
-        .chunk_size = (uint32_t)p->chunk_size,
+    struct weir_fd_sink_options o = {
         .hwm = c->addr->high_water_mark ? c->addr->high_water_mark
                                         : p->high_water_mark,
         .own_fd = true,
@@ -221,7 +220,7 @@ static void client_attach(struct bhub *hub, struct bclient *c)
     struct weir_tls_session *t = NULL;
     int rc;
 
-    stream_peer_options(p, c->addr, &o);
+    stream_peer_options(p, c->addr, &o.peer);
     c->cut_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
     rc = stream_tls_open(s, c->addr, c->fd, &t);
     if (rc == 0)

@@ -51,17 +51,22 @@ static int make_source(struct stream *s)
 {
     struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
-    struct weir_endpoint_options o = {
+    struct weir_file_source_options o = {
         .chunk_size = (uint32_t)p->chunk_size,
         .follow = p->follow || p->source->follow,
         .own_fd = !s->src_file, /* a shared file stays open */
         .counter = &s->bytes_in,
     };
+    struct weir_fd_source_options fo = {
+        .chunk_size = o.chunk_size,
+        .own_fd = o.own_fd,
+        .counter = o.counter,
+    };
     int fd = s->src_fd;
     struct stat st;
     int rc;
 
-    stream_peer_options(p, p->source, &o);
+    stream_peer_options(p, p->source, &fo.peer);
     if (o.follow && p->source->kind == ADDR_FILE) {
         o.follow_path = p->source->path;
         o.on_event = source_event;
@@ -75,7 +80,7 @@ static int make_source(struct stream *s)
             close(fd);
             return rc;
         }
-        o.tls = h->tls_src;
+        fo.tls = h->tls_src;
     }
     /* A live stream starts at the file's end. */
     if (s->sp->src_at_end && s->src_regular && fstat(fd, &st) == 0)
@@ -84,7 +89,7 @@ static int make_source(struct stream *s)
         return weir_endpoint_file_source(&h->src, h->loop, weir_worker_pool(),
                                          fd, &o);
     return weir_endpoint_fd_source(&h->src, h->loop, weir_worker_pool(), fd,
-                                   &o);
+                                   &fo);
 }
 
 static void splice_done(void *ctx, int rc)

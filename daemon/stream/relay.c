@@ -88,8 +88,11 @@ void relay_start(struct stream *s)
 {
     struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
-    struct weir_endpoint_options o = {
+    struct weir_fd_source_options so = {
         .chunk_size = (uint32_t)p->chunk_size,
+        .own_fd = true,
+    };
+    struct weir_fd_sink_options ko = {
         .hwm = p->high_water_mark,
         .own_fd = true,
     };
@@ -97,22 +100,24 @@ void relay_start(struct stream *s)
 
     /* The source listens, so no TCP options: both fds are dups of
      * connections tuned already (the upstream by its sink). */
-    stream_peer_options(p, p->source, &o);
+    stream_peer_options(p, p->source, &so.peer);
+    ko.peer = so.peer;
     if (h->rfd_up < 0 || h->rfd_cli < 0) {
         rc = -EMFILE;
         goto fail;
     }
     fd = h->rfd_up;
-    o.tls = h->tls_up;
-    rc = weir_endpoint_fd_source(&h->rsrc, h->loop, weir_worker_pool(), fd, &o);
+    so.tls = h->tls_up;
+    rc =
+        weir_endpoint_fd_source(&h->rsrc, h->loop, weir_worker_pool(), fd, &so);
     if (rc) {
         h->rsrc = NULL;
         h->rfd_up = -1; /* closed by the endpoint */
         goto fail;
     }
     fd = h->rfd_cli;
-    o.tls = h->tls_src;
-    rc = weir_endpoint_fd_sink(&h->rsink, h->loop, fd, &o);
+    ko.tls = h->tls_src;
+    rc = weir_endpoint_fd_sink(&h->rsink, h->loop, fd, &ko);
     if (rc) {
         h->rsink = NULL;
         h->rfd_cli = -1;

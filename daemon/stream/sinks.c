@@ -131,7 +131,7 @@ void stream_tcp_options(const struct weir_pipeline *p,
 
 void stream_peer_options(const struct weir_pipeline *p,
                          const struct weir_address *a,
-                         struct weir_endpoint_options *o)
+                         struct weir_peer_options *o)
 {
     if (!addr_kind_listens(a->kind))
         stream_tcp_options(p, &o->tcp);
@@ -143,8 +143,7 @@ static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
     struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
     const struct weir_address *a = p->sinks[i];
-    struct weir_endpoint_options o = {
-        .chunk_size = (uint32_t)p->chunk_size,
+    struct weir_fd_sink_options o = {
         .hwm = stream_sink_hwm(p, i),
         .own_fd = true,
         .counter = stream_sink_counter(s, i),
@@ -152,7 +151,7 @@ static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
     struct weir_tls_session *t;
     int fd, rc;
 
-    stream_peer_options(p, a, &o);
+    stream_peer_options(p, a, &o.peer);
     if (s->sp->client_sink) {
         fd = s->sink_fd;
         s->sink_fd = -1;
@@ -190,14 +189,20 @@ static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
         if (fd < 0)
             return -errno;
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
-    case ADDR_NULL:
-        return weir_endpoint_null_sink(out, h->loop, &o);
+    case ADDR_NULL: {
+        struct weir_null_sink_options no = {.hwm = o.hwm, .counter = o.counter};
+
+        return weir_endpoint_null_sink(out, h->loop, &no);
+    }
     case ADDR_TCP:
     case ADDR_UNIX: {
         /* Relaxed: a statistic (struct sink_live). */
         atomic_store_explicit(&s->live[i].state, SINK_CONNECTING,
                               memory_order_relaxed);
         struct weir_socket_sink_options so = {
+            .hwm = o.hwm,
+            .counter = o.counter,
+            .peer = o.peer,
             .addr = s->sp->res[i].addr,
             .addrlen = s->sp->res[i].addrlen,
             .host = s->sp->res[i].host,
@@ -222,7 +227,7 @@ static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
             .tls = a->tls ? a->tls_ctx : NULL,
             .tls_name = a->sni ? a->sni : a->host,
         };
-        return weir_endpoint_socket_sink(out, h->loop, &o, &so);
+        return weir_endpoint_socket_sink(out, h->loop, &so);
     }
     default:
         return -EINVAL;

@@ -75,11 +75,11 @@ int stream_tls_open(struct stream *s, const struct weir_address *a, int fd,
  * stream_tee_policy is the tee's name for an on_full. */
 void stream_peer_options(const struct weir_pipeline *p,
                          const struct weir_address *a,
-                         struct weir_endpoint_options *o);
+                         struct weir_peer_options *o);
 enum weir_tee_policy stream_tee_policy(enum on_full f);
 
 /* How long a served client's connection may stay after the last byte, for
- * the client to read it before weir closes (weir_endpoint_options's
+ * the client to read it before weir closes (weir_fd_sink_options's
  * linger_ns; nginx's lingering_timeout is the same). */
 #define STREAM_LINGER_NS (5ull * 1000 * 1000 * 1000)
 

@@ -1,7 +1,7 @@
 /*
  * endpoint_ack.c - what a sink's far side has of its stream: for
  * checkpoints (weir_endpoint_acked), and for a reconnecting sink's copy
- * and its resume point (endpoint_resume.c, endpoint_socket.c).
+ * and its resume point (endpoint_socket.c, endpoint_resume.c).
  *
  * Two readings, for two kinds of socket:
  *  - a connection the sink made itself: TCP_INFO's tcpi_bytes_acked,
@@ -29,7 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
-#include "endpoint_impl.h"
+#include "endpoint_base.h"
 
 /* Three of the kernel's TCP states (its net/tcp_states.h: a stable ABI,
  * what tcpi_state reports). linux/tcp.h has tcpi_bytes_acked but not
@@ -38,7 +38,7 @@
 enum { ST_FIN_WAIT1 = 4, ST_LAST_ACK = 9, ST_CLOSING = 11 };
 
 /* Of `sent` bytes handed to fd's kernel, those that left its send queue. */
-static uint64_t queue_acked(int fd, uint64_t sent)
+uint64_t weir__ep_queue_acked(int fd, uint64_t sent)
 {
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
@@ -53,45 +53,20 @@ static uint64_t queue_acked(int fd, uint64_t sent)
     return (uint64_t)outq < sent ? sent - (uint64_t)outq : 0;
 }
 
-uint64_t weir__ep_conn_acked(const struct weir_endpoint *ep)
+uint64_t weir__ep_conn_acked(int fd, int family, uint64_t sent)
 {
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
 
-    if (ep->fd < 0)
+    if (fd < 0)
         return 0;
-    if (ep->so.addr.ss_family == AF_UNIX)
-        return queue_acked(ep->fd, ep->conn_sent);
-    if (getsockopt(ep->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+    if (family == AF_UNIX)
+        return weir__ep_queue_acked(fd, sent);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
         len < offsetof(struct tcp_info, tcpi_bytes_acked) +
                   sizeof(ti.tcpi_bytes_acked) ||
         ti.tcpi_bytes_acked == 0)
         return 0; /* cannot tell, or not even the SYN: none */
     /* Never past what was sent: the FIN's acknowledgement counts too. */
-    return ti.tcpi_bytes_acked - 1 < ep->conn_sent ? ti.tcpi_bytes_acked - 1
-                                                   : ep->conn_sent;
-}
-
-int weir_endpoint_acked(const struct weir_endpoint *ep, uint64_t *acked)
-{
-    switch (ep->kind) {
-    case EP_SOCKET_SINK:
-        if (ep->fd < 0 || (ep->conn != CONN_UP && ep->conn != CONN_REPLAY)) {
-            /* Down: what the lost connection's peer had acknowledged. */
-            *acked = ep->replay_off < ep->stream_sent ? ep->replay_off
-                                                      : ep->stream_sent;
-            return 0;
-        }
-        *acked = ep->conn_base + weir__ep_conn_acked(ep);
-        return 0;
-    case EP_FD_SINK:
-        *acked = ep->is_socket && ep->fd >= 0 ? queue_acked(ep->fd, ep->bytes)
-                                              : ep->bytes;
-        return 0;
-    case EP_NULL_SINK:
-        *acked = ep->bytes;
-        return 0;
-    default:
-        return -EINVAL;
-    }
+    return ti.tcpi_bytes_acked - 1 < sent ? ti.tcpi_bytes_acked - 1 : sent;
 }

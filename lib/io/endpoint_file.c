@@ -35,77 +35,113 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "endpoint_impl.h"
+#include "endpoint_base.h"
 
-static void fsrc_issue(struct weir_endpoint *ep);
+/* One positional read. */
+struct fsrc_read {
+    struct weir_op op;
+    struct file_source *f;
+    struct weir_buf *buf;
+    uint64_t off;
+    uint32_t len;
+    uint32_t gen; /* the source's generation when it was issued */
+    int res;
+    bool done;
+};
 
-static void fsrc_end(struct weir_endpoint *ep)
+struct file_source {
+    struct weir_endpoint ep;
+    struct weir_file_source_options o; /* defaults filled in */
+    struct weir_pool *pool;
+    bool ended;
+    struct fsrc_read *reads; /* depth slots, ring by sequence */
+    uint32_t head, tail;     /* sequence numbers */
+    uint32_t gen;
+    uint64_t next_off, size;
+    uint64_t inflight_bytes;
+    /* A followed file's rotation and truncation. */
+    char *path;     /* o.follow_path, owned */
+    uint8_t fp[64]; /* the file's first bytes, as read */
+    uint32_t fp_len;
+    bool rotating;      /* the path names another file: finishing this one */
+    uint64_t rot_size;  /* this file's size when that was seen */
+    int64_t file_start; /* bytes at this file's byte 0 (file position) */
+};
+
+static struct file_source *file_source_of(struct weir_endpoint *ep)
 {
-    ep->ended = true;
-    weir_readable_close(ep->rs);
+    return EP_CONTAINER(ep, struct file_source, ep);
+}
+
+static void fsrc_issue(struct file_source *f);
+
+static void fsrc_end(struct file_source *f)
+{
+    f->ended = true;
+    weir_readable_close(f->ep.rs);
 }
 
 static void fsrc_timer(struct weir_endpoint *ep)
 {
-    fsrc_issue(ep);
+    fsrc_issue(file_source_of(ep));
 }
 
-static void fsrc_event(struct weir_endpoint *ep, enum weir_endpoint_event ev,
+static void fsrc_event(struct file_source *f, enum weir_endpoint_event ev,
                        uint64_t off)
 {
-    if (ep->o.on_event)
-        ep->o.on_event(ep->o.event_arg, ev, 0, off);
+    if (f->o.on_event)
+        f->o.on_event(f->o.event_arg, ev, 0, off);
 }
 
 /* What is there now is new data, from the start. */
-static void fsrc_restart(struct weir_endpoint *ep)
+static void fsrc_restart(struct file_source *f)
 {
-    ep->next_off = 0;
-    ep->fp_len = 0;
-    ep->gen++;
+    f->next_off = 0;
+    f->fp_len = 0;
+    f->gen++;
     /* Called with nothing in flight: every byte read so far was the old
      * file's. */
-    ep->file_start = (int64_t)ep->bytes;
+    f->file_start = (int64_t)f->ep.bytes;
 }
 
 /* Whether the file's first bytes are still the ones read there. */
-static bool fsrc_same_head(struct weir_endpoint *ep, uint64_t size)
+static bool fsrc_same_head(struct file_source *f, uint64_t size)
 {
-    uint8_t now[sizeof(ep->fp)];
+    uint8_t now[sizeof(f->fp)];
 
-    if (ep->fp_len == 0 || size < ep->fp_len)
-        return size >= ep->fp_len;
-    return pread(ep->fd, now, ep->fp_len, 0) == (ssize_t)ep->fp_len &&
-           memcmp(now, ep->fp, ep->fp_len) == 0;
+    if (f->fp_len == 0 || size < f->fp_len)
+        return size >= f->fp_len;
+    return pread(f->ep.fd, now, f->fp_len, 0) == (ssize_t)f->fp_len &&
+           memcmp(now, f->fp, f->fp_len) == 0;
 }
 
-static bool fsrc_refresh_size(struct weir_endpoint *ep)
+static bool fsrc_refresh_size(struct file_source *f)
 {
     struct stat st;
 
-    if (ep->fd < 0 || fstat(ep->fd, &st) != 0)
+    if (f->ep.fd < 0 || fstat(f->ep.fd, &st) != 0)
         return false;
-    if (ep->o.follow && ep->head == ep->tail && ep->next_off > 0 &&
-        ((uint64_t)st.st_size < ep->next_off ||
-         !fsrc_same_head(ep, (uint64_t)st.st_size))) {
-        fsrc_event(ep, WEIR_EP_TRUNCATED, ep->next_off);
-        fsrc_restart(ep);
+    if (f->o.follow && f->head == f->tail && f->next_off > 0 &&
+        ((uint64_t)st.st_size < f->next_off ||
+         !fsrc_same_head(f, (uint64_t)st.st_size))) {
+        fsrc_event(f, WEIR_EP_TRUNCATED, f->next_off);
+        fsrc_restart(f);
     }
-    ep->size = (uint64_t)st.st_size;
-    return ep->next_off < ep->size;
+    f->size = (uint64_t)st.st_size;
+    return f->next_off < f->size;
 }
 
 /* Keeps the file's first bytes as they are read, for fsrc_same_head. */
-static void fsrc_fingerprint(struct weir_endpoint *ep, uint64_t off,
+static void fsrc_fingerprint(struct file_source *f, uint64_t off,
                              const uint8_t *p, uint32_t len)
 {
-    if (!ep->path || off > ep->fp_len || off >= sizeof(ep->fp))
+    if (!f->path || off > f->fp_len || off >= sizeof(f->fp))
         return;
-    if (len > sizeof(ep->fp) - off)
-        len = (uint32_t)(sizeof(ep->fp) - off);
-    if (off + len > ep->fp_len) {
-        memcpy(ep->fp + off, p, len);
-        ep->fp_len = (uint32_t)(off + len);
+    if (len > sizeof(f->fp) - off)
+        len = (uint32_t)(sizeof(f->fp) - off);
+    if (off + len > f->fp_len) {
+        memcpy(f->fp + off, p, len);
+        f->fp_len = (uint32_t)(off + len);
     }
 }
 
@@ -113,251 +149,308 @@ static void fsrc_fingerprint(struct weir_endpoint *ep, uint64_t off,
  * Caught up with nothing in flight: has the path moved on to another
  * file? True when reading goes on now (from a new file).
  */
-static bool fsrc_follow_path(struct weir_endpoint *ep)
+static bool fsrc_follow_path(struct file_source *f)
 {
     struct stat now, mine;
     int fd;
 
-    if (!ep->path || stat(ep->path, &now) != 0)
+    if (!f->path || stat(f->path, &now) != 0)
         return false; /* gone, not yet replaced: this file is all there is */
-    if (ep->fd >= 0) {
-        if (fstat(ep->fd, &mine) != 0 ||
+    if (f->ep.fd >= 0) {
+        if (fstat(f->ep.fd, &mine) != 0 ||
             (now.st_dev == mine.st_dev && now.st_ino == mine.st_ino)) {
-            ep->rotating = false;
+            f->rotating = false;
             return false;
         }
         /* Another file, and this one read to its end. Once the new one
          * has bytes its writer has moved on; until then a writer may
          * still append here, so this one must first stay still for a
          * period. */
-        if (now.st_size == 0 && (!ep->rotating || ep->size != ep->rot_size)) {
-            ep->rotating = true;
-            ep->rot_size = ep->size;
+        if (now.st_size == 0 && (!f->rotating || f->size != f->rot_size)) {
+            f->rotating = true;
+            f->rot_size = f->size;
             return false;
         }
     }
-    fd = open(ep->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return false;
-    fsrc_event(ep, ep->fd >= 0 ? WEIR_EP_ROTATED : WEIR_EP_APPEARED,
-               ep->next_off);
-    if (ep->fd >= 0)
-        close(ep->fd);
-    ep->fd = fd;
-    ep->rotating = false;
-    ep->size = 0;
-    fsrc_restart(ep);
+    fsrc_event(f, f->ep.fd >= 0 ? WEIR_EP_ROTATED : WEIR_EP_APPEARED,
+               f->next_off);
+    if (f->ep.fd >= 0)
+        close(f->ep.fd);
+    f->ep.fd = fd;
+    f->rotating = false;
+    f->size = 0;
+    fsrc_restart(f);
     return true;
 }
 
 static void fsrc_read_done(struct weir_op *op, int res, uint32_t flags);
 
-static void fsrc_issue(struct weir_endpoint *ep)
+static void fsrc_issue(struct file_source *f)
 {
-    while (!ep->destroyed && !ep->ended && !ep->timer.op.pending &&
-           ep->tail - ep->head < ep->o.depth) {
-        struct ep_read *r;
+    while (!f->ep.destroyed && !f->ended && !f->ep.timer.op.pending &&
+           f->tail - f->head < f->o.depth) {
+        struct fsrc_read *r;
         struct weir_buf *b;
         uint64_t len;
         int rc;
 
-        if (ep->stopping) {
-            if (ep->head == ep->tail)
-                fsrc_end(ep);
+        if (f->ep.stopping) {
+            if (f->head == f->tail)
+                fsrc_end(f);
             return;
         }
         /* Bytes in flight count against the stream's room, so queue and
          * reads together stay near the high-water mark. */
-        if (ep->head != ep->tail &&
-            (int64_t)ep->inflight_bytes >= weir_readable_desired_size(ep->rs))
+        if (f->head != f->tail &&
+            (int64_t)f->inflight_bytes >= weir_readable_desired_size(f->ep.rs))
             return;
-        if (ep->next_off >= ep->size && !fsrc_refresh_size(ep)) {
-            if (ep->head != ep->tail)
+        if (f->next_off >= f->size && !fsrc_refresh_size(f)) {
+            if (f->head != f->tail)
                 return;
-            if (!ep->o.follow) {
-                fsrc_end(ep);
+            if (!f->o.follow) {
+                fsrc_end(f);
                 return;
             }
-            if (fsrc_follow_path(ep))
+            if (fsrc_follow_path(f))
                 continue; /* a new file: read it */
-            weir__ep_timer(ep, ep->o.poll_ns, fsrc_timer);
+            weir__ep_timer(&f->ep, f->o.poll_ns, fsrc_timer);
             return;
         }
-        if (weir_pool_get(ep->pool, &b) != 0) {
+        if (weir_pool_get(f->pool, &b) != 0) {
             /* Every buffer is out: some come home soon. */
-            weir__ep_timer(ep, 1000 * 1000, fsrc_timer);
+            weir__ep_timer(&f->ep, 1000 * 1000, fsrc_timer);
             return;
         }
-        len = ep->size - ep->next_off;
-        if (len > ep->o.chunk_size)
-            len = ep->o.chunk_size;
-        r = &ep->reads[ep->tail % ep->o.depth];
-        *r = (struct ep_read){.ep = ep,
-                              .buf = b,
-                              .off = ep->next_off,
-                              .len = (uint32_t)len,
-                              .gen = ep->gen};
+        len = f->size - f->next_off;
+        if (len > f->o.chunk_size)
+            len = f->o.chunk_size;
+        r = &f->reads[f->tail % f->o.depth];
+        *r = (struct fsrc_read){.f = f,
+                                .buf = b,
+                                .off = f->next_off,
+                                .len = (uint32_t)len,
+                                .gen = f->gen};
         r->op.fn = fsrc_read_done;
-        rc = weir_loop_read(ep->loop, &r->op, ep->fd, b->data, r->len, r->off);
+        rc = weir_loop_read(f->ep.loop, &r->op, f->ep.fd, b->data, r->len,
+                            r->off);
         if (rc) {
             r->buf = NULL;
-            weir_buf_unref(b, ep->slot);
+            weir_buf_unref(b, f->ep.slot);
             if (rc == -EBUSY)
-                weir__ep_timer(ep, 1000 * 1000, fsrc_timer);
+                weir__ep_timer(&f->ep, 1000 * 1000, fsrc_timer);
             else {
-                ep->ended = true;
-                weir_readable_error(ep->rs, rc);
+                f->ended = true;
+                weir_readable_error(f->ep.rs, rc);
             }
             return;
         }
-        ep_op_started(ep);
-        ep->tail++;
-        ep->next_off += len;
-        ep->inflight_bytes += len;
+        ep_op_started(&f->ep);
+        f->tail++;
+        f->next_off += len;
+        f->inflight_bytes += len;
     }
 }
 
 /* Hands completed reads to the stream in file order. */
-static void fsrc_deliver(struct weir_endpoint *ep)
+static void fsrc_deliver(struct file_source *f)
 {
-    while (ep->head != ep->tail && !ep->destroyed) {
-        struct ep_read *r = &ep->reads[ep->head % ep->o.depth];
+    while (f->head != f->tail && !f->ep.destroyed) {
+        struct fsrc_read *r = &f->reads[f->head % f->o.depth];
         struct weir_buf *b = r->buf;
 
         if (!r->done)
             return;
-        ep->head++;
-        ep->inflight_bytes -= r->len;
+        f->head++;
+        f->inflight_bytes -= r->len;
         r->buf = NULL;
         r->done = false;
-        if (r->gen != ep->gen || ep->ended || r->res <= 0) {
-            weir_buf_unref(b, ep->slot);
-            if (r->gen == ep->gen && !ep->ended && r->res < 0) {
-                ep->ended = true;
-                weir_readable_error(ep->rs, r->res);
+        if (r->gen != f->gen || f->ended || r->res <= 0) {
+            weir_buf_unref(b, f->ep.slot);
+            if (r->gen == f->gen && !f->ended && r->res < 0) {
+                f->ended = true;
+                weir_readable_error(f->ep.rs, r->res);
                 return;
             }
-            if (r->gen == ep->gen && r->res == 0) {
+            if (r->gen == f->gen && r->res == 0) {
                 /* Shrank to exactly this offset. */
-                ep->gen++;
-                ep->next_off = r->off;
-                ep->size = r->off;
+                f->gen++;
+                f->next_off = r->off;
+                f->size = r->off;
             }
             continue;
         }
         if ((uint32_t)r->res < r->len) {
-            ep->gen++;
-            ep->next_off = r->off + (uint32_t)r->res;
-            ep->size = ep->next_off;
+            f->gen++;
+            f->next_off = r->off + (uint32_t)r->res;
+            f->size = f->next_off;
         }
-        weir__ep_count(ep, (uint32_t)r->res);
-        fsrc_fingerprint(ep, r->off, b->data, (uint32_t)r->res);
-        weir_readable_enqueue(ep->rs, weir_chunk_of(b, (uint32_t)r->res));
+        weir__ep_count(&f->ep, (uint32_t)r->res);
+        fsrc_fingerprint(f, r->off, b->data, (uint32_t)r->res);
+        weir_readable_enqueue(f->ep.rs, weir_chunk_of(b, (uint32_t)r->res));
     }
 }
 
 static void fsrc_read_done(struct weir_op *op, int res, uint32_t flags)
 {
-    struct ep_read *r = EP_CONTAINER(op, struct ep_read, op);
-    struct weir_endpoint *ep = r->ep;
+    struct fsrc_read *r = EP_CONTAINER(op, struct fsrc_read, op);
+    struct file_source *f = r->f;
 
     (void)flags;
     r->res = res;
     r->done = true;
-    if (weir__ep_op_done(ep))
+    if (weir__ep_op_done(&f->ep))
         return;
-    fsrc_deliver(ep);
-    if (!ep->destroyed && !ep->ended && weir_readable_desired_size(ep->rs) > 0)
-        fsrc_issue(ep);
+    fsrc_deliver(f);
+    if (!f->ep.destroyed && !f->ended &&
+        weir_readable_desired_size(f->ep.rs) > 0)
+        fsrc_issue(f);
 }
 
 static int fsrc_pull(struct weir_readable *rs, void *ctx)
 {
     (void)rs;
-    fsrc_issue(ctx);
+    fsrc_issue(file_source_of(ctx));
     return 0;
 }
 
 static int fsrc_cancel(struct weir_readable *rs, void *ctx, int reason)
 {
-    struct weir_endpoint *ep = ctx;
+    struct file_source *f = file_source_of(ctx);
 
     (void)rs;
     (void)reason;
-    ep->ended = true;
-    if (ep->timer.op.pending)
-        weir_loop_timer_stop(ep->loop, &ep->timer);
+    f->ended = true;
+    weir__ep_timer_stop(&f->ep);
     return 0;
 }
 
-int weir_endpoint_file_position(const struct weir_endpoint *ep,
-                                struct weir_file_position *pos)
+static const struct weir_source_ops fsrc_stream = {
+    .pull = fsrc_pull,
+    .cancel = fsrc_cancel,
+};
+
+static int fsrc_position(const struct weir_endpoint *ep,
+                         struct weir_file_position *pos)
 {
+    const struct file_source *f =
+        EP_CONTAINER(ep, const struct file_source, ep);
     struct stat st;
 
-    if (ep->kind != EP_FILE_SOURCE)
-        return -EINVAL;
     if (ep->fd < 0)
         return -ENOENT;
     if (fstat(ep->fd, &st) != 0)
         return -errno;
     pos->dev = (uint64_t)st.st_dev;
     pos->ino = (uint64_t)st.st_ino;
-    pos->start = ep->file_start;
-    pos->head_len = ep->fp_len;
-    memcpy(pos->head, ep->fp, ep->fp_len);
+    pos->start = f->file_start;
+    pos->head_len = f->fp_len;
+    memcpy(pos->head, f->fp, f->fp_len);
     return 0;
 }
 
-static const struct weir_source_ops fsrc_ops = {
-    .pull = fsrc_pull,
-    .cancel = fsrc_cancel,
+static void fsrc_stop(struct weir_endpoint *ep)
+{
+    struct file_source *f = file_source_of(ep);
+
+    if (f->ended)
+        return;
+    ep->stopping = true;
+    weir__ep_timer_stop(ep);
+    if (f->head == f->tail)
+        fsrc_end(f);
+}
+
+static void fsrc_close(struct weir_endpoint *ep)
+{
+    struct file_source *f = file_source_of(ep);
+
+    weir_readable_destroy(ep->rs);
+    ep->rs = NULL;
+    weir__ep_timer_stop(ep);
+    for (uint32_t s = f->head; s != f->tail; s++) {
+        struct fsrc_read *r = &f->reads[s % f->o.depth];
+
+        if (r->op.pending)
+            weir_loop_cancel(ep->loop, &r->op);
+    }
+}
+
+static void fsrc_release(struct weir_endpoint *ep)
+{
+    struct file_source *f = file_source_of(ep);
+
+    if (f->reads) {
+        for (uint32_t i = 0; i < f->o.depth; i++)
+            if (f->reads[i].buf)
+                weir_buf_unref(f->reads[i].buf, ep->slot);
+        free(f->reads);
+    }
+    free(f->path);
+}
+
+static const struct ep_ops file_source_ops = {
+    .source = &fsrc_stream,
+    .stop = fsrc_stop,
+    .position = fsrc_position,
+    .close = fsrc_close,
+    .release = fsrc_release,
 };
 
 int weir_endpoint_file_source(struct weir_endpoint **out,
                               struct weir_loop *loop, struct weir_pool *pool,
-                              int fd, const struct weir_endpoint_options *o)
+                              int fd, const struct weir_file_source_options *o)
 {
-    struct weir_readable_options ro = {.strategy = {.bytes = true}};
-    struct weir_endpoint *ep;
+    static const struct weir_file_source_options none;
+    struct file_source *f;
     int rc;
 
-    if (!pool || (o && o->depth > 64) ||
-        (fd < 0 && !(o && o->follow && o->follow_path && o->own_fd)))
+    if (!o)
+        o = &none;
+    if (!pool || o->depth > 64 ||
+        (fd < 0 && !(o->follow && o->follow_path && o->own_fd)))
         return -EINVAL;
-    rc = weir__ep_new(&ep, EP_FILE_SOURCE, loop, pool, fd, o);
-    if (rc)
-        return rc;
-    if (ep->o.follow && ep->o.follow_path && ep->o.own_fd) {
-        ep->path = strdup(ep->o.follow_path);
-        if (!ep->path) {
-            weir__ep_free_now(ep);
+    f = weir__ep_new(sizeof(*f), &file_source_ops, loop, fd, o->own_fd,
+                     o->counter, NULL);
+    if (!f)
+        return -ENOMEM;
+    f->o = *o;
+    f->pool = pool;
+    if (f->o.depth == 0)
+        f->o.depth = 4;
+    if (f->o.depth < 2)
+        f->o.depth = 2;
+    if (f->o.poll_ns == 0)
+        f->o.poll_ns = 100 * 1000 * 1000ull;
+    if (f->o.chunk_size == 0 || f->o.chunk_size > weir_pool_buf_size(pool))
+        f->o.chunk_size = (uint32_t)weir_pool_buf_size(pool);
+    if (f->o.follow && f->o.follow_path && f->o.own_fd) {
+        f->path = strdup(f->o.follow_path);
+        if (!f->path) {
+            weir__ep_free_now(&f->ep);
             return -ENOMEM;
         }
         /* Reading starts past the head: take its fingerprint now. */
-        if (fd >= 0 && ep->o.offset > 0) {
-            ssize_t n = pread(fd, ep->fp, sizeof(ep->fp), 0);
+        if (fd >= 0 && f->o.offset > 0) {
+            ssize_t n = pread(fd, f->fp, sizeof(f->fp), 0);
 
-            ep->fp_len = n > 0 ? (uint32_t)n : 0;
+            f->fp_len = n > 0 ? (uint32_t)n : 0;
         }
     }
-    if (ep->o.depth < 2)
-        ep->o.depth = 2;
-    ep->next_off = ep->o.offset;
-    ep->file_start = -(int64_t)ep->o.offset;
-    ep->reads = calloc(ep->o.depth, sizeof(*ep->reads));
-    if (!ep->reads) {
-        weir__ep_free_now(ep);
+    f->o.follow_path = NULL; /* the caller's: f->path is the copy */
+    f->next_off = f->o.offset;
+    f->file_start = -(int64_t)f->o.offset;
+    f->reads = calloc(f->o.depth, sizeof(*f->reads));
+    if (!f->reads) {
+        weir__ep_free_now(&f->ep);
         return -ENOMEM;
     }
     /* The source's own queue only smooths the reads: depth chunks. */
-    ro.strategy.hwm = (size_t)ep->o.depth * ep->o.chunk_size;
-    ro.slot = ep->slot;
-    rc = weir_readable_create(&ep->rs, &fsrc_ops, ep, &ro);
-    if (rc) {
-        weir__ep_free_now(ep);
+    rc = weir__ep_open_stream(&f->ep, (uint64_t)f->o.depth * f->o.chunk_size);
+    if (rc)
         return rc;
-    }
-    *out = ep;
+    *out = &f->ep;
     return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * endpoint_resolve.c - a socket sink's host name, looked up off the
- * loop's thread.
+ * loop's thread (endpoint_resolve.h).
  *
  * getaddrinfo blocks (for as long as the resolver's timeouts say, seconds
  * when a DNS server does not answer), so each lookup runs on a detached
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endpoint_impl.h"
+#include "endpoint_resolve.h"
 
 #define LOOKUP_MAX_ADDRS 16
 
@@ -34,7 +34,7 @@ struct ep_lookup {
     bool posted;    /* the task is on its way */
     struct weir_task task;
     struct weir_loop *loop;
-    struct weir_endpoint *ep;
+    struct ep_resolve *r;
     char port[8];
     int eai;
     unsigned n;
@@ -89,36 +89,36 @@ static void *lookup_run(void *arg)
 static void lookup_done(struct weir_task *t)
 {
     struct ep_lookup *l = EP_CONTAINER(t, struct ep_lookup, task);
-    struct weir_endpoint *ep = l->ep;
+    struct ep_resolve *r = l->r;
     int eai = l->eai;
 
-    ep->lookup = NULL;
-    if (weir__ep_op_done(ep)) {
+    r->lookup = NULL;
+    if (weir__ep_op_done(r->ep)) {
         lookup_put(l);
         return;
     }
     if (eai == 0) {
-        free(ep->addrs);
-        free(ep->addrlens);
-        ep->addrs = malloc(l->n * sizeof(*ep->addrs));
-        ep->addrlens = malloc(l->n * sizeof(*ep->addrlens));
-        if (!ep->addrs || !ep->addrlens) {
+        free(r->addrs);
+        free(r->addrlens);
+        r->addrs = malloc(l->n * sizeof(*r->addrs));
+        r->addrlens = malloc(l->n * sizeof(*r->addrlens));
+        if (!r->addrs || !r->addrlens) {
             eai = EAI_MEMORY;
-            ep->naddrs = 0;
+            r->naddrs = 0;
         } else {
-            memcpy(ep->addrs, l->addrs, l->n * sizeof(*ep->addrs));
-            memcpy(ep->addrlens, l->lens, l->n * sizeof(*ep->addrlens));
-            ep->naddrs = l->n;
+            memcpy(r->addrs, l->addrs, l->n * sizeof(*r->addrs));
+            memcpy(r->addrlens, l->lens, l->n * sizeof(*r->addrlens));
+            r->naddrs = l->n;
         }
-        ep->addr_at = 0;
+        r->addr_at = 0;
     }
     lookup_put(l);
-    weir__ep_resolved(ep, eai);
+    r->done(r, eai);
 }
 
-int weir__ep_lookup_start(struct weir_endpoint *ep)
+int weir__ep_lookup_start(struct ep_resolve *r)
 {
-    size_t hl = strlen(ep->host);
+    size_t hl = strlen(r->host);
     struct ep_lookup *l = calloc(1, sizeof(*l) + hl + 1);
     pthread_attr_t attr;
     pthread_t th;
@@ -128,20 +128,20 @@ int weir__ep_lookup_start(struct weir_endpoint *ep)
         return -ENOMEM;
     pthread_mutex_init(&l->mu, NULL);
     l->refs = 2;
-    l->loop = ep->loop;
-    l->ep = ep;
-    memcpy(l->host, ep->host, hl + 1);
-    snprintf(l->port, sizeof(l->port), "%u", ep->so.port);
+    l->loop = r->ep->loop;
+    l->r = r;
+    memcpy(l->host, r->host, hl + 1);
+    snprintf(l->port, sizeof(l->port), "%u", r->port);
     weir_task_init(&l->task, lookup_done);
-    ep->lookup = l;
-    ep_op_started(ep);
+    r->lookup = l;
+    ep_op_started(r->ep);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     rc = pthread_create(&th, &attr, lookup_run, l);
     pthread_attr_destroy(&attr);
     if (rc) {
-        ep->lookup = NULL;
-        ep->inflight--;
+        r->lookup = NULL;
+        ep_op_unstarted(r->ep);
         pthread_mutex_destroy(&l->mu);
         free(l);
         return -rc;
@@ -149,9 +149,9 @@ int weir__ep_lookup_start(struct weir_endpoint *ep)
     return 0;
 }
 
-void weir__ep_lookup_drop(struct weir_endpoint *ep)
+void weir__ep_lookup_drop(struct ep_resolve *r)
 {
-    struct ep_lookup *l = ep->lookup;
+    struct ep_lookup *l = r->lookup;
     bool mine;
 
     if (!l)
@@ -162,7 +162,14 @@ void weir__ep_lookup_drop(struct weir_endpoint *ep)
     pthread_mutex_unlock(&l->mu);
     if (!mine)
         return; /* the task runs and finishes the op */
-    ep->lookup = NULL;
-    ep->inflight--;
+    r->lookup = NULL;
+    ep_op_unstarted(r->ep);
     lookup_put(l);
+}
+
+void weir__ep_resolve_free(struct ep_resolve *r)
+{
+    free(r->host);
+    free(r->addrs);
+    free(r->addrlens);
 }

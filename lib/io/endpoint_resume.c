@@ -4,7 +4,7 @@
  * count of what its peers acknowledged.
  *
  * Bytes are kept as they are sent, from the latest boundary at or before
- * the peer's acknowledged byte (weir__ep_conn_acked, endpoint_ack.c). The
+ * the peer's acknowledged byte (as the socket sink counts it). The
  * boundaries are read off the stream itself, by a small parser that only skips:
  * a gzip member of weir's carries its size in its header's extra field
  * ('W','R'), and a zstd frame is a header and blocks that state their sizes. A
@@ -13,12 +13,10 @@
  * copy.
  */
 #include <errno.h>
-#include <netinet/in.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "endpoint_impl.h"
+#include "endpoint_resume.h"
 
 enum {
     FR_GZ_HDR,  /* the 20 bytes of a member's header, with its size */
@@ -40,12 +38,12 @@ static void fr_want(struct ep_framer *f, uint8_t st, uint8_t n)
     f->hwant = n;
 }
 
-static void fr_start(struct weir_endpoint *ep)
+static void fr_start(struct ep_resume *r)
 {
-    if (ep->so.resume == WEIR_RESUME_GZIP)
-        fr_want(&ep->fr, FR_GZ_HDR, 20);
+    if (r->mode == WEIR_RESUME_GZIP)
+        fr_want(&r->fr, FR_GZ_HDR, 20);
     else
-        fr_want(&ep->fr, FR_Z_MAGIC, 4);
+        fr_want(&r->fr, FR_Z_MAGIC, 4);
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -54,20 +52,20 @@ static uint32_t le32(const uint8_t *p)
            (uint32_t)p[3] << 24;
 }
 
-static void bound_add(struct weir_endpoint *ep, uint64_t off)
+static void bound_add(struct ep_resume *r, uint64_t off)
 {
-    if (ep->nbounds == sizeof(ep->bounds) / sizeof(ep->bounds[0])) {
-        memmove(ep->bounds, ep->bounds + 1,
-                (ep->nbounds - 1) * sizeof(ep->bounds[0]));
-        ep->nbounds--;
+    if (r->nbounds == sizeof(r->bounds) / sizeof(r->bounds[0])) {
+        memmove(r->bounds, r->bounds + 1,
+                (r->nbounds - 1) * sizeof(r->bounds[0]));
+        r->nbounds--;
     }
-    ep->bounds[ep->nbounds++] = off;
+    r->bounds[r->nbounds++] = off;
 }
 
 /* A header is complete: what to skip, and what comes next. */
-static void fr_header(struct weir_endpoint *ep)
+static void fr_header(struct ep_resume *r)
 {
-    struct ep_framer *f = &ep->fr;
+    struct ep_framer *f = &r->fr;
     const uint8_t *h = f->hb;
     static const uint8_t did[4] = {0, 1, 2, 4};
     uint32_t m, b;
@@ -134,9 +132,9 @@ static void fr_header(struct weir_endpoint *ep)
 }
 
 /* Follows the member structure over n sent bytes. */
-static void fr_feed(struct weir_endpoint *ep, const uint8_t *p, size_t n)
+static void fr_feed(struct ep_resume *r, const uint8_t *p, size_t n)
 {
-    struct ep_framer *f = &ep->fr;
+    struct ep_framer *f = &r->fr;
 
     while (n && !f->lost) {
         if (f->skip) {
@@ -157,12 +155,12 @@ static void fr_feed(struct weir_endpoint *ep, const uint8_t *p, size_t n)
             p += k;
             n -= k;
             if (f->hn == f->hwant)
-                fr_header(ep);
+                fr_header(r);
         }
         if (f->skip == 0 && (f->st & (FR_AFTER_END | FR_AFTER_BLOCK))) {
             if (f->st & FR_AFTER_END) {
-                bound_add(ep, f->at);
-                fr_start(ep);
+                bound_add(r, f->at);
+                fr_start(r);
             } else {
                 fr_want(f, FR_Z_BLK, 3);
             }
@@ -170,107 +168,111 @@ static void fr_feed(struct weir_endpoint *ep, const uint8_t *p, size_t n)
     }
 }
 
-int weir__ep_resume_sent(struct weir_endpoint *ep, size_t n)
+int weir__ep_resume_keep(struct ep_resume *r, const struct iovec *iov,
+                         unsigned niov, size_t n)
 {
-    size_t need = ep->rb_len + n;
+    size_t need = r->rb_len + n;
 
-    if (ep->so.resume == WEIR_RESUME_OFF || n == 0)
+    if (r->mode == WEIR_RESUME_OFF || n == 0)
         return 0;
-    if (ep->rb_cap == 0)
-        fr_start(ep);
-    if (ep->rb_off + need > ep->rb_cap) {
-        if (ep->rb_off) {
-            memmove(ep->rb, ep->rb + ep->rb_off, ep->rb_len);
-            ep->rb_off = 0;
+    if (r->rb_cap == 0)
+        fr_start(r);
+    if (r->rb_off + need > r->rb_cap) {
+        if (r->rb_off) {
+            memmove(r->rb, r->rb + r->rb_off, r->rb_len);
+            r->rb_off = 0;
         }
-        if (need > ep->rb_cap) {
-            size_t cap = ep->rb_cap ? ep->rb_cap : 256 * 1024;
+        if (need > r->rb_cap) {
+            size_t cap = r->rb_cap ? r->rb_cap : 256 * 1024;
             uint8_t *p;
 
             while (cap < need)
                 cap *= 2;
-            p = realloc(ep->rb, cap);
+            p = realloc(r->rb, cap);
             if (!p)
                 return -ENOMEM;
-            ep->rb = p;
-            ep->rb_cap = cap;
+            r->rb = p;
+            r->rb_cap = cap;
         }
     }
-    for (unsigned i = ep->iov_at; i < ep->niov && n; i++) {
-        size_t k = ep->iov[i].iov_len < n ? ep->iov[i].iov_len : n;
+    for (unsigned i = 0; i < niov && n; i++) {
+        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
 
-        memcpy(ep->rb + ep->rb_off + ep->rb_len, ep->iov[i].iov_base, k);
-        if (ep->so.resume != WEIR_RESUME_BYTES)
-            fr_feed(ep, ep->iov[i].iov_base, k);
-        ep->rb_len += k;
+        memcpy(r->rb + r->rb_off + r->rb_len, iov[i].iov_base, k);
+        if (r->mode != WEIR_RESUME_BYTES)
+            fr_feed(r, iov[i].iov_base, k);
+        r->rb_len += k;
         n -= k;
     }
     return 0;
 }
 
 /* The latest boundary at or before off (the bytes kept start there). */
-static uint64_t bound_before(struct weir_endpoint *ep, uint64_t off)
+static uint64_t bound_before(const struct ep_resume *r, uint64_t off)
 {
-    uint64_t b = ep->rb_base;
+    uint64_t b = r->rb_base;
 
-    if (ep->so.resume == WEIR_RESUME_BYTES || ep->fr.lost)
+    if (r->mode == WEIR_RESUME_BYTES || r->fr.lost)
         return off;
-    for (unsigned i = 0; i < ep->nbounds && ep->bounds[i] <= off; i++)
-        b = ep->bounds[i];
+    for (unsigned i = 0; i < r->nbounds && r->bounds[i] <= off; i++)
+        b = r->bounds[i];
     return b;
 }
 
-void weir__ep_resume_acked(struct weir_endpoint *ep)
+void weir__ep_resume_release(struct ep_resume *r, uint64_t acked)
 {
-    uint64_t acked = ep->conn_base + weir__ep_conn_acked(ep), keep;
+    uint64_t keep;
     unsigned k = 0;
 
-    if (acked > ep->acked_hi) {
-        weir__ep_count(ep, acked - ep->acked_hi);
-        ep->acked_hi = acked;
-    }
-    if (ep->so.resume == WEIR_RESUME_OFF || ep->conn == CONN_REPLAY)
+    if (r->mode == WEIR_RESUME_OFF)
         return;
-    keep = bound_before(ep, acked);
-    if (keep <= ep->rb_base)
+    keep = bound_before(r, acked);
+    if (keep <= r->rb_base)
         return;
-    ep->rb_off += keep - ep->rb_base;
-    ep->rb_len -= keep - ep->rb_base;
-    ep->rb_base = keep;
-    while (k < ep->nbounds && ep->bounds[k] <= keep)
+    r->rb_off += keep - r->rb_base;
+    r->rb_len -= keep - r->rb_base;
+    r->rb_base = keep;
+    while (k < r->nbounds && r->bounds[k] <= keep)
         k++;
-    memmove(ep->bounds, ep->bounds + k, (ep->nbounds - k) * sizeof(uint64_t));
-    ep->nbounds -= k;
+    memmove(r->bounds, r->bounds + k, (r->nbounds - k) * sizeof(uint64_t));
+    r->nbounds -= k;
 }
 
-uint64_t weir__ep_resume_point(struct weir_endpoint *ep, uint64_t acked)
+uint64_t weir__ep_resume_point(const struct ep_resume *r, uint64_t acked)
 {
-    uint64_t b = bound_before(ep, acked);
+    uint64_t b = bound_before(r, acked);
 
-    if (acked < ep->rb_base)
-        return ep->rb_base; /* cannot be: kept from at most acked */
-    return b < ep->rb_base ? ep->rb_base : b;
+    if (acked < r->rb_base)
+        return r->rb_base; /* cannot be: kept from at most acked */
+    return b < r->rb_base ? r->rb_base : b;
 }
 
-bool weir__ep_resume_room(struct weir_endpoint *ep, size_t n)
+bool weir__ep_resume_fits(const struct ep_resume *r, size_t n)
 {
-    uint64_t acked, cut;
+    return r->mode == WEIR_RESUME_OFF || r->rb_len + n <= WEIR_RESUME_MAX;
+}
 
-    if (ep->so.resume == WEIR_RESUME_OFF || ep->rb_len + n <= WEIR_RESUME_MAX)
-        return true;
-    weir__ep_resume_acked(ep);
-    if (ep->rb_len + n <= WEIR_RESUME_MAX || ep->rb_len == 0)
+bool weir__ep_resume_room(struct ep_resume *r, size_t n, uint64_t acked)
+{
+    uint64_t cut;
+
+    if (weir__ep_resume_fits(r, n) || r->rb_len == 0)
         return true;
     /* A member bigger than the copy (not one of weir's gzip's, nor a
      * zstd frame of 4 MiB of input behind a usual send queue): let go of
      * its acknowledged part. A loss before its end then resumes at the
      * acknowledged byte, inside the member; the next one is whole. */
-    acked = ep->acked_hi;
-    if (acked <= ep->rb_base || acked > ep->rb_base + ep->rb_len)
+    if (acked <= r->rb_base || acked > r->rb_base + r->rb_len)
         return false;
-    cut = acked - ep->rb_base;
-    ep->rb_off += cut;
-    ep->rb_len -= cut;
-    ep->rb_base = acked;
-    return ep->rb_len + n <= WEIR_RESUME_MAX;
+    cut = acked - r->rb_base;
+    r->rb_off += cut;
+    r->rb_len -= cut;
+    r->rb_base = acked;
+    return weir__ep_resume_fits(r, n);
+}
+
+void weir__ep_resume_free(struct ep_resume *r)
+{
+    free(r->rb);
+    r->rb = NULL;
 }

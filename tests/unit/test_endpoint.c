@@ -79,7 +79,7 @@ static void sink_pipe_done(void *ctx, int rc)
 
 static void make_sink(struct run *r, struct weir_readable *rs)
 {
-    struct weir_endpoint_options o = {.own_fd = true, .hwm = 256 * 1024};
+    struct weir_fd_sink_options o = {.own_fd = true, .hwm = 256 * 1024};
     int fd = open(r->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int rc;
 
@@ -96,7 +96,7 @@ static void start_src(struct weir_task *t)
 {
     struct run *r =
         (struct run *)(void *)((char *)t - offsetof(struct run, start_src));
-    struct weir_endpoint_options o = {
+    struct weir_file_source_options o = {
         .own_fd = true,
         .chunk_size = r->chunk,
         .follow = r->follow,

@@ -105,8 +105,8 @@ static void run_teardown(struct run *r)
 /* fd -> (fd source) -> (fd sink) -> a temp file; the pipe's result. */
 static int copy_to_file(struct run *r, int fd, char *path)
 {
-    struct weir_endpoint_options so = {.own_fd = true};
-    struct weir_endpoint_options ko = {.own_fd = true};
+    struct weir_fd_source_options so = {.own_fd = true};
+    struct weir_fd_sink_options ko = {.own_fd = true};
     int out = mkstemp(path), rc;
 
     assert_true(out >= 0);
@@ -223,7 +223,7 @@ static void until_home_fn(struct weir_op *op, int res, uint32_t flags)
 static void test_destroy_reading(void **state)
 {
     struct until_home u;
-    struct weir_endpoint_options so = {.own_fd = true};
+    struct weir_fd_source_options so = {.own_fd = true};
     struct run r;
     int fds[2];
 
@@ -245,7 +245,7 @@ static void test_destroy_reading(void **state)
  * cancelled and its buffer comes back. */
 static void test_cancel_reading(void **state)
 {
-    struct weir_endpoint_options so = {.own_fd = true};
+    struct weir_fd_source_options so = {.own_fd = true};
     struct weir_reader rd = {0};
     struct until_home u;
     struct run r;
@@ -275,8 +275,8 @@ static void test_cancel_reading(void **state)
  * comes first) arrive whole. */
 static void test_stop(void **state)
 {
-    struct weir_endpoint_options so = {.own_fd = true};
-    struct weir_endpoint_options ko = {.own_fd = true};
+    struct weir_fd_source_options so = {.own_fd = true};
+    struct weir_fd_sink_options ko = {.own_fd = true};
     char path[] = "/tmp/weir-epfd-XXXXXX", got[16] = {0};
     int fds[2], out, rc;
     struct run r;
@@ -402,8 +402,8 @@ static void sink_done(void *ctx, int rc)
  * the sink does not own; the sink is left for the caller to look at. */
 static void send_ack_len(struct run *r, int fd)
 {
-    struct weir_endpoint_options so = {.own_fd = true};
-    struct weir_endpoint_options ko = {0};
+    struct weir_file_source_options so = {.own_fd = true};
+    struct weir_fd_sink_options ko = {0};
     char path[] = "/tmp/weir-epfd-XXXXXX";
     int in = mkstemp(path);
 

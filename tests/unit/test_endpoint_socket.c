@@ -37,7 +37,6 @@ struct run {
     struct weir_workers *w;
     char in[600];
     struct weir_socket_sink_options so;
-    struct weir_endpoint_options o;
     int src_fd; /* >= 0: an fd source on it instead of the file */
     /* worker side */
     struct weir_endpoint *src, *sink;
@@ -86,22 +85,22 @@ static void start_task(struct weir_task *t)
 {
     struct run *x =
         (struct run *)(void *)((char *)t - offsetof(struct run, start));
-    struct weir_endpoint_options so = {.own_fd = true};
+    struct weir_fd_source_options fo = {.own_fd = true};
+    struct weir_file_source_options so = {.own_fd = true};
     int fd = x->src_fd >= 0 ? x->src_fd : open(x->in, O_RDONLY | O_CLOEXEC);
     int rc;
 
     assert_true(fd >= 0);
     if (x->src_fd >= 0)
         assert_int_equal(weir_endpoint_fd_source(&x->src, weir_loop_current(),
-                                                 weir_worker_pool(), fd, &so),
+                                                 weir_worker_pool(), fd, &fo),
                          0);
     else
         assert_int_equal(weir_endpoint_file_source(&x->src, weir_loop_current(),
                                                    weir_worker_pool(), fd, &so),
                          0);
     assert_int_equal(
-        weir_endpoint_socket_sink(&x->sink, weir_loop_current(), &x->o, &x->so),
-        0);
+        weir_endpoint_socket_sink(&x->sink, weir_loop_current(), &x->so), 0);
     rc = weir_pipe_to(weir_endpoint_readable(x->src),
                       weir_endpoint_writable(x->sink), NULL, pipe_done, x);
     if (rc != WEIR_PENDING)
@@ -402,7 +401,7 @@ static void test_send_timeout(void **state)
     lfd = tcp_socket(true, &sa);
     run_begin(64u << 20);
     set_addr(&sa);
-    r.o.send_timeout_ns = 200 * 1000 * 1000;
+    r.so.peer.send_timeout_ns = 200 * 1000 * 1000;
     run_go();
     cfd = accept_wait(lfd);
     assert_int_equal(run_end(), -ETIMEDOUT);
@@ -496,8 +495,7 @@ static void destroy_task(struct weir_task *t)
         (struct run *)(void *)((char *)t - offsetof(struct run, start));
 
     assert_int_equal(
-        weir_endpoint_socket_sink(&x->sink, weir_loop_current(), &x->o, &x->so),
-        0);
+        weir_endpoint_socket_sink(&x->sink, weir_loop_current(), &x->so), 0);
     /* Its start began the lookup, which is still out on its thread. */
     weir_endpoint_destroy(x->sink);
     x->done = true;
@@ -772,7 +770,7 @@ static void test_resume_bound_timeout(void **state)
     r.so.resume = WEIR_RESUME_BYTES;
     r.so.reconnect = true;
     r.so.cut_stalled = true;
-    r.o.send_timeout_ns = 200 * 1000 * 1000;
+    r.so.peer.send_timeout_ns = 200 * 1000 * 1000;
     run_go();
     cfd = accept_wait(lfd);
     assert_int_equal(run_end(), -ETIMEDOUT);

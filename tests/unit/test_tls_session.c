@@ -129,7 +129,9 @@ static void start(struct weir_task *t)
     struct weir_loop *loop = weir_workers_loop(r->w, 0);
     struct weir_pool *pool = weir_worker_pool();
     struct weir_tls_session *cli, *srv;
-    struct weir_endpoint_options o = {.own_fd = true};
+    struct weir_file_source_options o = {.own_fd = true};
+    struct weir_fd_sink_options ko = {.own_fd = true};
+    struct weir_fd_source_options so = {.own_fd = true};
     int sv[2], in, out;
 
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -141,14 +143,14 @@ static void start(struct weir_task *t)
     assert_int_equal(weir_tls_session_create(&srv, r->sctx, loop, sv[1], NULL),
                      0);
     assert_int_equal(weir_endpoint_file_source(&r->src, loop, pool, in, &o), 0);
-    o.tls = cli;
-    assert_int_equal(weir_endpoint_fd_sink(&r->tsink, loop, sv[0], &o), 0);
-    o.tls = srv;
-    assert_int_equal(weir_endpoint_fd_source(&r->tsrc, loop, pool, sv[1], &o),
+    ko.tls = cli;
+    assert_int_equal(weir_endpoint_fd_sink(&r->tsink, loop, sv[0], &ko), 0);
+    so.tls = srv;
+    assert_int_equal(weir_endpoint_fd_source(&r->tsrc, loop, pool, sv[1], &so),
                      0);
-    o.tls = NULL;
-    o.counter = &r->got;
-    assert_int_equal(weir_endpoint_fd_sink(&r->sink, loop, out, &o), 0);
+    ko.tls = NULL;
+    ko.counter = &r->got;
+    assert_int_equal(weir_endpoint_fd_sink(&r->sink, loop, out, &ko), 0);
     weir_tls_session_release(cli);
     weir_tls_session_release(srv);
     r->left = 2;

@@ -102,41 +102,76 @@ struct weir_tcp_options {
  */
 int weir_tcp_apply(int fd, const struct weir_tcp_options *t);
 
-struct weir_endpoint_options {
+/*
+ * What every endpoint on a peer's socket shares (fd sources, fd sinks and
+ * socket sinks): how long a send may stall, and what is set on the TCP
+ * connection.
+ */
+struct weir_peer_options {
+    /* A sink on a socket: a send that moves no byte for this long ends
+     * the connection with -ETIMEDOUT (a socket sink that reconnects
+     * reconnects; any other sink fails its write). 0: no bound. Sources
+     * do not send: unused there. */
+    uint64_t send_timeout_ns;
+    struct weir_tcp_options tcp; /* TCP sockets: see above */
+};
+
+/*
+ * Each constructor has its own options. Fields they share mean the same
+ * in each:
+ *   own_fd   close the fd on destroy (and on a constructor's failure).
+ *   counter  statistics: bytes delivered (sinks) or read (sources) are
+ *            added here when not NULL, relaxed: another thread may
+ *            sample it.
+ *   hwm      a sink's stream's high-water mark in bytes; 0: 1 MiB.
+ *   tls      a TLS session on the fd (weir/tls.h): the endpoint reads or
+ *            writes plaintext through it, and holds its own reference.
+ *            NULL: plain.
+ */
+struct weir_file_source_options {
     uint32_t chunk_size; /* bytes per read; 0: the pool's buffer size */
-    uint64_t hwm;        /* the stream's high-water mark in bytes; 0: 1 MiB */
-    /* File source. */
-    uint32_t depth;   /* reads in flight, 2..64; 0: 4 */
-    uint64_t offset;  /* where reading starts */
-    bool follow;      /* keep reading what is appended */
-    uint64_t poll_ns; /* follow: how often to look at the size; 0: 100 ms */
+    uint32_t depth;      /* reads in flight, 2..64; 0: 4 */
+    uint64_t offset;     /* where reading starts */
+    bool follow;         /* keep reading what is appended */
+    uint64_t poll_ns;    /* follow: how often to look at the size; 0: 100 ms */
     /* Follow: the file's path, watched for rotation (see endpoint_file.c);
      * with it the fd may be -1 (the file does not exist yet). NULL: the
      * fd alone. Requires own_fd. */
     const char *follow_path;
-    weir_endpoint_event_fn on_event; /* file source; may be NULL */
+    weir_endpoint_event_fn on_event; /* may be NULL */
     void *event_arg;
-    bool own_fd; /* close the fd on destroy (sources and fd sinks) */
-    /* An fd sink on a socket: after the last byte its close shuts the
-     * sending side down and reads (and drops) what the peer still sends,
-     * up to 1 MiB, until the peer closes or linger_ns have passed, so
-     * that closing never resets a connection whose peer has not read
-     * everything yet (a client that sent a request). 0: close at once. */
-    uint64_t linger_ns;
-    /* A sink on a socket: a send that moves no byte for this long ends
-     * the connection with -ETIMEDOUT (a socket sink that reconnects
-     * reconnects; any other sink fails its write). 0: no bound. */
-    uint64_t send_timeout_ns;
-    struct weir_tcp_options tcp; /* sockets: see above */
-    /* Statistics: bytes delivered (sinks) or read (sources) are added here
-     * when not NULL, relaxed: another thread may sample it. */
+    bool own_fd;
     _Atomic uint64_t *counter;
-    /* A TLS session on the fd (weir/tls.h): the endpoint reads or writes
-     * plaintext through it, and holds its own reference. A TLS sink's
-     * close sends close_notify first; a sink whose session no source
-     * reads lingers after it (linger_ns, or 2 s when 0) so that the
-     * peer's last records are read, not reset. NULL: plain. */
+};
+
+struct weir_fd_source_options {
+    uint32_t chunk_size; /* bytes per read; 0: the pool's buffer size */
+    bool own_fd;
+    _Atomic uint64_t *counter;
+    struct weir_peer_options peer; /* the fd is a socket: its TCP options */
     struct weir_tls_session *tls;
+};
+
+struct weir_fd_sink_options {
+    uint64_t hwm;
+    bool own_fd;
+    _Atomic uint64_t *counter;
+    /* On a socket: after the last byte the close shuts the sending side
+     * down and reads (and drops) what the peer still sends, up to 1 MiB,
+     * until the peer closes or linger_ns have passed, so that closing
+     * never resets a connection whose peer has not read everything yet
+     * (a client that sent a request). 0: close at once. */
+    uint64_t linger_ns;
+    struct weir_peer_options peer;
+    /* A TLS sink's close sends close_notify first; one whose session no
+     * source reads lingers after it (linger_ns, or 2 s when 0) so that
+     * the peer's last records are read, not reset. */
+    struct weir_tls_session *tls;
+};
+
+struct weir_null_sink_options {
+    uint64_t hwm;
+    _Atomic uint64_t *counter;
 };
 
 /* What a reconnecting socket sink keeps to resend (see resume below). */
@@ -152,6 +187,9 @@ enum weir_resume {
 
 /* Options of a socket sink that connects by itself. */
 struct weir_socket_sink_options {
+    uint64_t hwm;
+    _Atomic uint64_t *counter; /* bytes the peers acknowledged */
+    struct weir_peer_options peer;
     struct sockaddr_storage addr;
     socklen_t addrlen;
     /* Or a host name (copied) and port: resolved at every connect
@@ -206,22 +244,21 @@ struct weir_socket_sink_options {
 /*
  * Owner of `loop`. Each creates the endpoint and its stream. Returns 0,
  * -EINVAL (bad options), -ENOMEM. On failure an fd marked own_fd is
- * closed.
+ * closed. Options may be NULL (all zero) except a socket sink's.
  */
 int weir_endpoint_file_source(struct weir_endpoint **out,
                               struct weir_loop *loop, struct weir_pool *pool,
-                              int fd, const struct weir_endpoint_options *o);
+                              int fd, const struct weir_file_source_options *o);
 int weir_endpoint_fd_source(struct weir_endpoint **out, struct weir_loop *loop,
                             struct weir_pool *pool, int fd,
-                            const struct weir_endpoint_options *o);
+                            const struct weir_fd_source_options *o);
 int weir_endpoint_fd_sink(struct weir_endpoint **out, struct weir_loop *loop,
-                          int fd, const struct weir_endpoint_options *o);
+                          int fd, const struct weir_fd_sink_options *o);
 int weir_endpoint_socket_sink(struct weir_endpoint **out,
                               struct weir_loop *loop,
-                              const struct weir_endpoint_options *o,
-                              const struct weir_socket_sink_options *so);
+                              const struct weir_socket_sink_options *o);
 int weir_endpoint_null_sink(struct weir_endpoint **out, struct weir_loop *loop,
-                            const struct weir_endpoint_options *o);
+                            const struct weir_null_sink_options *o);
 
 /* Owner. The endpoint's stream (NULL for the other direction). */
 struct weir_readable *weir_endpoint_readable(struct weir_endpoint *ep);

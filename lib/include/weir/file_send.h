@@ -46,7 +46,7 @@ struct weir_file_send_options {
     uint64_t max_length;       /* a longer range: -EFBIG; 0: no limit */
     _Atomic uint64_t *counter; /* bytes sent are added here (relaxed) */
     /* After the range: read and drop what the peer sends, until it closes
-     * or linger_ns passed, before done runs (weir_endpoint_options's
+     * or linger_ns passed, before done runs (weir_fd_sink_options's
      * linger_ns says why). 0: done at once. */
     uint64_t linger_ns;
     /* When sock_fd is -1: connect to this address first (once). */
@@ -56,7 +56,7 @@ struct weir_file_send_options {
      * connects when connect_addr is an IPv4 or IPv6 one. */
     struct weir_tcp_options tcp;
     /* A socket that takes no byte for this long fails the stage with
-     * -ETIMEDOUT, its connection reset (weir_endpoint_options's
+     * -ETIMEDOUT, its connection reset (weir_peer_options's
      * send_timeout_ns). 0: no bound. */
     uint64_t send_timeout_ns;
 };

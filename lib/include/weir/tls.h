@@ -10,7 +10,7 @@
  * never blocks the loop. The handshake is a state of the session with its
  * own timeout; writes and reads wait for it.
  *
- * An endpoint made with a session (weir_endpoint_options.tls) reads or
+ * An endpoint made with a session (the tls of its options) reads or
  * writes plaintext through it; a socket sink given a context
  * (weir_socket_sink_options.tls) makes a new session for every connection
  * it opens and reports the connection up only after the handshake. Both

@@ -131,6 +131,7 @@ enum addr_kind {
     ADDR_STDIN,
     ADDR_STDOUT,
     ADDR_NULL,
+    ADDR_KINDS /* how many; a new kind goes before it */
 };
 
 /* Which end of a pipeline an address is parsed for. */

@@ -28,6 +28,7 @@
 #include "conf/address.h"
 #include "conf/sockaddr.h"
 #include "sys/log.h"
+#include "sys/port_holder.h"
 
 /* weir.service's User=; WEIR_SERVICE_USER names another (tests). */
 static const char *service_user(void)
@@ -191,86 +192,12 @@ static void check_sink_file(struct env *e, const struct weir_address *a)
                   a->path, dir, for_whom(e), strerror(err));
 }
 
-/* The process that holds the listening TCP socket of port (by its inode
- * in /proc/net/tcp{,6}); its comm into name. 0 when none was found. */
-static pid_t holder(uint16_t port, char *name, size_t len)
-{
-    static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-    unsigned long inode = 0;
-    char want[32], line[512];
-    DIR *procs;
-    struct dirent *pe;
-    pid_t found = 0;
-
-    for (size_t t = 0; t < 2 && !inode; t++) {
-        FILE *f = fopen(tables[t], "re");
-
-        if (!f)
-            continue;
-        while (!inode && fgets(line, sizeof(line), f)) {
-            char local[64];
-            unsigned st;
-            unsigned long ino;
-            char *colon;
-
-            if (sscanf(line, "%*d: %63s %*s %x %*s %*s %*s %*s %*s %lu", local,
-                       &st, &ino) != 3 ||
-                st != 0x0A) /* TCP_LISTEN */
-                continue;
-            colon = strrchr(local, ':');
-            if (colon && strtoul(colon + 1, NULL, 16) == port)
-                inode = ino;
-        }
-        fclose(f);
-    }
-    if (!inode || !(procs = opendir("/proc")))
-        return 0;
-    snprintf(want, sizeof(want), "socket:[%lu]", inode);
-    while (!found && (pe = readdir(procs))) {
-        char dpath[300], lpath[600], target[64];
-        DIR *fds;
-        struct dirent *fe;
-
-        if (pe->d_name[0] < '1' || pe->d_name[0] > '9')
-            continue;
-        snprintf(dpath, sizeof(dpath), "/proc/%s/fd", pe->d_name);
-        if (!(fds = opendir(dpath)))
-            continue;
-        while (!found && (fe = readdir(fds))) {
-            ssize_t n;
-
-            snprintf(lpath, sizeof(lpath), "%s/%s", dpath, fe->d_name);
-            n = readlink(lpath, target, sizeof(target) - 1);
-            if (n <= 0)
-                continue;
-            target[n] = '\0';
-            if (strcmp(target, want) == 0)
-                found = (pid_t)atoi(pe->d_name);
-        }
-        closedir(fds);
-    }
-    closedir(procs);
-    if (found) {
-        char cpath[64];
-        FILE *f;
-
-        snprintf(cpath, sizeof(cpath), "/proc/%d/comm", (int)found);
-        name[0] = '\0';
-        if ((f = fopen(cpath, "re"))) {
-            if (fgets(name, (int)len, f))
-                name[strcspn(name, "\n")] = '\0';
-            fclose(f);
-        }
-    }
-    return found;
-}
-
 /* Whether port's listener belongs to weir or to systemd (weir.socket),
  * which a start or reload of this config takes over. The holder's pid and
  * name go to pid and name. */
 static bool held_by_us(uint16_t port, pid_t *pid, char *name, size_t len)
 {
-    *pid = holder(port, name, len);
+    *pid = port_holder(port, name, len);
     return *pid && (strcmp(name, "weir") == 0 || strcmp(name, "systemd") == 0);
 }
 

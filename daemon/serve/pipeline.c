@@ -24,6 +24,7 @@
 #include "conf/address.h"
 #include "conf/sockaddr.h"
 #include "sys/log.h"
+#include "sys/port_holder.h"
 
 struct pl_mode {
     const char *name;
@@ -519,20 +520,26 @@ int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
         listener_add(pl, p->source);
     for (unsigned j = 0; j < pl->nls; j++) {
         struct listener *l = &pl->ls[j];
-        char w[320];
+        char w[320], comm[64];
+        pid_t holder;
         int err;
 
         l->from = taken ? taken(env->owner, l->addr) : NULL;
         if (l->from)
             continue;
         err = listener_open(l, env->lfds);
-        if (err) {
+        if (err == -EADDRINUSE && l->addr->kind == ADDR_TCP_LISTEN &&
+            (holder = port_holder(l->addr->port, comm, sizeof(comm))) > 0)
+            log_errx("%spipeline %s: cannot listen on %s: it is in use by "
+                     "pid %ld (%s)",
+                     at(l->addr, w, sizeof(w)), p->name, l->addr->text,
+                     (long)holder, comm);
+        else if (err)
             log_errx("%spipeline %s: cannot listen on %s: %s",
                      at(l->addr, w, sizeof(w)), p->name, l->addr->text,
                      strerror(-err));
-            if (!rc)
-                rc = err;
-        }
+        if (err && !rc)
+            rc = err;
     }
     return rc;
 }

@@ -1232,15 +1232,16 @@ static void test_start_errors(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",            /* 9 */
                  h_dir, p1, h_dir, p2);
     h_expect_exit(&w, 1, false, 30000);
+    /* Each names the process that holds its port: this test. */
     snprintf(want, sizeof(want),
              "%s/start.conf:6: pipeline a: cannot listen on "
-             "tcp-listen:127.0.0.1:%u: Address already in use",
-             h_dir, p1);
+             "tcp-listen:127.0.0.1:%u: it is in use by pid %ld (",
+             h_dir, p1, (long)getpid());
     h_expect_log(&w, want, 1);
     snprintf(want, sizeof(want),
              "%s/start.conf:9: pipeline b: cannot listen on "
-             "tcp-listen:127.0.0.1:%u: Address already in use",
-             h_dir, p2);
+             "tcp-listen:127.0.0.1:%u: it is in use by pid %ld (",
+             h_dir, p2, (long)getpid());
     h_expect_log(&w, want, 1);
     h_expect_log(&w, "2 pipelines could not start; exiting", 1);
     close(f1);

@@ -578,12 +578,14 @@ static void test_pipe_stdio(void **state)
     assert_string_equal(hex, small_hex);
 }
 
-/* A listen address already taken: weir says so and exits 1. */
+/* A listen address already taken: weir says so, names the process that
+ * holds it (this test), as --check does, and exits 1. */
 static void test_listen_in_use(void **state)
 {
     uint16_t port = h_free_port(false);
     int lfd = h_listen(false, port);
     struct h_weir w;
+    char want[128];
 
     (void)state;
     assert_true(lfd >= 0);
@@ -592,7 +594,11 @@ static void test_listen_in_use(void **state)
                  "sink = tcp-listen:127.0.0.1:%u\n",
                  small, port);
     h_expect_exit(&w, 1, false, WAIT);
-    h_expect_log(&w, "cannot listen on tcp-listen:127.0.0.1:", WAIT);
+    snprintf(want, sizeof(want),
+             "cannot listen on tcp-listen:127.0.0.1:%u: it is in use by pid "
+             "%ld (",
+             port, (long)getpid());
+    h_expect_log(&w, want, WAIT);
     close(lfd);
 }
 

@@ -186,12 +186,14 @@ static void client_evicted(void *ctx)
     struct bclient *c = ctx;
     const struct weir_pipeline *p = c->bc->env.p;
 
-    log_warnx("pipeline %s: evicted client %s: its queue passed "
-              "high_water_mark=%llu (on_full=disconnect)",
+    log_warnx("pipeline %s: evicted client %s: its queue stayed full "
+              "(high_water_mark=%llu) for %.0f s while other clients kept "
+              "up (on_full=disconnect)",
               p->name, c->peer,
               (unsigned long long)(c->addr->high_water_mark
                                        ? c->addr->high_water_mark
-                                       : p->high_water_mark));
+                                       : p->high_water_mark),
+              (double)BCAST_LAG_NS / 1e9);
     if (c->cut_fd >= 0)
         shutdown(c->cut_fd, SHUT_RDWR);
 }
@@ -213,7 +215,12 @@ static void client_attach(struct bhub *hub, struct bclient *c)
      * sink of any other pipeline does. */
     struct weir_tee_branch_options bo = {
         .strategy = {.hwm = p->chunk_size, .bytes = true},
-        .policy = stream_tee_policy(c->addr->on_full),
+        /* A disconnect client holds the source back like a block one
+         * until the watch finds it lagging (watch_clients): a burst is
+         * paced to the clients, not cut at the first full queue. */
+        .policy = c->addr->on_full == ON_FULL_DISCONNECT
+                      ? WEIR_TEE_BLOCK
+                      : stream_tee_policy(c->addr->on_full),
         .on_disconnect = client_evicted,
         .disconnect_ctx = c,
     };
@@ -324,8 +331,27 @@ static bool client_full(const struct bhub *hub, const struct bclient *c)
            0;
 }
 
+/* Worker: an on_full=disconnect client that lags: full while another
+ * client has room (it is the one holding the source back, not a burst
+ * that fills everyone) for BCAST_LAG_NS in a row is cut loose. */
+static void watch_lag(struct bhub *hub, struct bclient *c, bool full,
+                      bool others, int64_t now)
+{
+    if (!full || !others) {
+        c->lag_since = 0;
+        return;
+    }
+    if (c->lag_since == 0) {
+        c->lag_since = now;
+        return;
+    }
+    if (now - c->lag_since >= BCAST_LAG_NS)
+        (void)weir_tee_disconnect_branch(hub->tee, c->branch);
+}
+
 /* Worker: the block clients of the hub that have held the source back
- * for long get a warning line, as a stream's sinks do. */
+ * for long get a warning line, as a stream's sinks do; disconnect
+ * clients that lag behind the others are cut. */
 static void watch_clients(struct bhub *hub, int64_t now)
 {
     const struct weir_pipeline *p = hub->bc->env.p;
@@ -347,7 +373,13 @@ static void watch_clients(struct bhub *hub, int64_t now)
         struct bclient *c = weir_list_entry(pos, struct bclient, wlink);
         int64_t held;
 
-        if (c->hub != hub || c->addr->on_full != ON_FULL_BLOCK)
+        if (c->hub != hub)
+            continue;
+        if (c->addr->on_full == ON_FULL_DISCONNECT) {
+            watch_lag(hub, c, client_full(hub, c), others, now);
+            continue;
+        }
+        if (c->addr->on_full != ON_FULL_BLOCK)
             continue;
         uint64_t was = c->blocked_ns;
 

@@ -14,6 +14,12 @@
  * SINK_WATCH_NS steps); joins waiting for a sync point retry faster. */
 #define WATCH_NS      SINK_WATCH_NS
 #define JOIN_RETRY_NS (20ull * 1000 * 1000)
+/* How long an on_full=disconnect client may hold the source back while
+ * other clients have room before it is cut: long enough that a reader
+ * which drains in bursts (a pager, a busy collector) is not cut for one
+ * pause, short enough that the others wait at most this for a stalled
+ * one. */
+#define BCAST_LAG_NS (2ll * 1000 * 1000 * 1000)
 
 struct bclient {
     struct bcast *bc;
@@ -31,7 +37,9 @@ struct bclient {
     struct weir_endpoint *ep;
     int cut_fd; /* a dup, to cut the connection at an eviction */
     unsigned branch;
-    struct sink_watch sw;   /* on_full=block: held the source? */
+    struct sink_watch sw;   /* held the source back? */
+    int64_t lag_since;      /* on_full=disconnect: full while others were
+                             * not, since; 0: keeping up */
     struct weir_list wlink; /* in bc->joined or bc->waiting */
     /* Written by the worker before `done` is posted. */
     int rc;

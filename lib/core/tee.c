@@ -799,6 +799,26 @@ int weir_tee_add_branch(struct weir_tee *t,
     return 0;
 }
 
+int weir_tee_disconnect_branch(struct weir_tee *t, unsigned i)
+{
+    struct tee_branch *b = i < t->n ? br(t, i) : NULL;
+
+    if (!b || !b->used)
+        return -EINVAL;
+    if (!branch_live(b))
+        return -EALREADY;
+    tee_hold(t);
+    b->disconnected = true;
+    weir_readable_error(b->rs, -ENOBUFS);
+    branch_gone(t, b, -ENOBUFS);
+    if (b->on_disconnect)
+        b->on_disconnect(b->disconnect_ctx);
+    /* It may have been the branch holding the others back. */
+    tee_read(t);
+    tee_put(t);
+    return 0;
+}
+
 void weir_tee_remove_branch(struct weir_tee *t, unsigned i)
 {
     struct tee_branch *b = i < t->n ? br(t, i) : NULL;

@@ -453,6 +453,60 @@ static void expect_from(const char *got, size_t len, int64_t from,
     free(all);
 }
 
+/* A burst far past every queue (40 MiB appended at once, a 256 KiB mark)
+ * with on_full=disconnect: the clients that keep up are paced through it
+ * and get every byte; only the one that reads nothing is evicted. Before,
+ * the burst filled every queue at once and every client was evicted. */
+static void test_disconnect_paces_a_burst(void **state)
+{
+    enum { HEALTHY = 3, BURST = 40 << 20 };
+    uint16_t port = h_free_port(false);
+    struct client ok[HEALTHY], slow;
+    char file[600], *burst = malloc(BURST);
+    struct feed f;
+    struct h_weir w;
+    char *t;
+
+    (void)state;
+    assert_non_null(burst);
+    h_path(file, sizeof(file), "burst.txt");
+    f.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    f.size = 0;
+    assert_true(f.fd >= 0);
+    start(&w, "burst", file, port,
+          ",on_full=disconnect,high_water_mark=256KiB");
+    for (int i = 0; i < HEALTHY; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "ok%d", i);
+        join(&ok[i], &f, port, 0, name);
+        sync_on(&ok[i], &f);
+    }
+    join(&slow, &f, port, 4096, "slow");
+    for (size_t i = 0; i < BURST; i += 64) {
+        snprintf(burst + i, 65, "%-63zu", i);
+        burst[i + 63] = '\n';
+    }
+    append(&f, burst, BURST);
+    appendf(&f, "END\n");
+    read_all_to(ok, HEALTHY, "END\n");
+    for (int i = 0; i < HEALTHY; i++) {
+        expect_tail(&ok[i], file);
+        assert_true(ok[i].len > (size_t)BURST);
+        close(ok[i].fd);
+        free(ok[i].got);
+    }
+    h_expect_log(&w, "evicted client", WAIT);
+    close(slow.fd);
+    free(slow.got);
+    h_expect_exit(&w, 0, true, WAIT);
+    t = h_slurp(w.log);
+    assert_int_equal(h_count(t, "evicted client"), 1);
+    free(t);
+    close(f.fd);
+    free(burst);
+}
+
 #define NCLIENTS 200u
 #define WAVE     (NCLIENTS / 2)
 
@@ -880,6 +934,7 @@ int main(void)
                                   h_teardown),
         cmocka_unit_test_teardown(test_disconnect_evicts_the_stalled_client,
                                   h_teardown),
+        cmocka_unit_test_teardown(test_disconnect_paces_a_burst, h_teardown),
         cmocka_unit_test_teardown(test_drop_oldest_spares_the_fast_client,
                                   h_teardown),
         cmocka_unit_test_teardown(test_drop_newest_spares_the_fast_client,

@@ -144,6 +144,14 @@ void weir_tee_stats(const struct weir_tee *t, unsigned i,
 uint64_t weir_tee_produced(const struct weir_tee *t);
 uint64_t weir_tee_produced_bytes(const struct weir_tee *t);
 
+/* Cuts branch i loose now, as the disconnect policy does when its queue
+ * is full: the branch errors with -ENOBUFS, its stats say disconnected,
+ * its on_disconnect runs, and the tee reads again if it was what held
+ * the tee back. For a caller that decides when (a branch with the block
+ * policy that has held the others back for too long). 0, -EINVAL for no
+ * such branch, -EALREADY when it has left already. */
+int weir_tee_disconnect_branch(struct weir_tee *t, unsigned i);
+
 /* Frees the tee and its branches and unlocks the source (which stays the
  * caller's). Safe inside the branches' callbacks (marked and reaped). */
 void weir_tee_destroy(struct weir_tee *t);

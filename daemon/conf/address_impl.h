@@ -20,9 +20,10 @@
 #define ALL_KINDS ((1u << ADDR_KINDS) - 1)
 #define LISTENERS (KIND(ADDR_TCP_LISTEN) | KIND(ADDR_UNIX_LISTEN))
 #define TLS_ONLY  (1u << 16) /* the option needs tls: or tls-listen: */
-_Static_assert(ADDR_KINDS <= 16, "kinds are bits below TLS_ONLY");
 #define TLS_BOTH  (KIND(ADDR_TCP) | KIND(ADDR_TCP_LISTEN) | TLS_ONLY)
 #define ROLE(r)   (1u << (r))
+
+_Static_assert(ADDR_KINDS <= 16, "kinds are bits below TLS_ONLY");
 
 struct kind_def {
     const char *name;

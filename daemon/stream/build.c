@@ -287,6 +287,7 @@ void stream_cut_task(struct weir_task *t)
     struct stream *s = weir_container_of(t, struct stream, home.cut);
     struct stream_home *h = &s->home;
 
+    h->cutting = true;
     for (unsigned i = 0; !h->finished && h->sinks && i < s->sp->nsinks; i++)
         if (h->sinks[i])
             weir_endpoint_cut(h->sinks[i]);

@@ -95,7 +95,10 @@ static void sink_failed(struct stream *s, unsigned i, int rc)
 {
     const struct weir_address *a = s->sp->p->sinks[i];
 
-    if (rc >= 0 || rc == -ECANCELED || s->sp->nsinks < 2 || s->sp->client_sink)
+    /* A cut at the drain timeout ends every sink; the closing line says
+     * so once, not a failure per sink. */
+    if (rc >= 0 || rc == -ECANCELED || s->sp->nsinks < 2 ||
+        s->sp->client_sink || s->home.cutting)
         return;
     if (rc == -ENOBUFS && a->on_full == ON_FULL_DISCONNECT)
         log_warnx("pipeline %s: sink %s cut loose: its queue stayed full "

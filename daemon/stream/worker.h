@@ -69,6 +69,7 @@ struct stream_home {
     unsigned pipes; /* holds: the build, and each pipe still running */
     bool finished;
     bool stopped; /* stop arrived (a connect may still be in flight) */
+    bool cutting; /* the owner cut the stream: its sinks' ends are no news */
     /* A connect on the worker before the stages are built (relay.c). */
     struct weir_op conn_op;
     /* The reverse direction of a relayed proxy stream (relay.c): the

@@ -664,6 +664,56 @@ static void test_top_80x24(void **state)
     close(held);
 }
 
+/* A tee whose file sink has finished while its tcp sink takes nothing:
+ * the finished sink holds nothing back. Before, its closed queue read as
+ * full (desired size 0): it was shown at 100 % and its blocked seconds
+ * grew, so the operator blamed the wrong sink. */
+static void test_finished_sink_not_blamed(void **state)
+{
+    char copy[300], sink[400], tcp[64], *out;
+    uint16_t port;
+    int lfd = h_listen_any(&port), cfd, small = 4096;
+    struct h_weir w;
+    double blocked, queued;
+
+    (void)state;
+    h_path(copy, sizeof(copy), "tee-copy");
+    unlink(copy);
+    setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    snprintf(tcp, sizeof(tcp), "tcp:127.0.0.1:%u", port);
+    snprintf(sink, sizeof(sink), "file:%s", copy);
+    h_start_conf(&w, "teefinish", H_CONF_FRESH_LOG,
+                 "[daemon]\nworkers = 2\ncontrol_socket = %s\n"
+                 "drain_timeout = 1s\n\n"
+                 "[pipeline tee]\nsource = file:%s\nsink = %s\nsink = %s\n",
+                 sock, data, sink, tcp);
+    cfd = h_accept(lfd, WAIT);
+    assert_true(cfd >= 0);
+    for (int64_t end = h_now_ms() + WAIT;;) {
+        struct stat st;
+
+        if (stat(copy, &st) == 0 && (uint64_t)st.st_size == DATA_SIZE)
+            break;
+        if (h_now_ms() > end)
+            fail_msg("the file sink did not get the whole file");
+        h_sleep_ms(20);
+    }
+    /* Eight watches later the file sink has still held nothing back. */
+    h_sleep_ms(2000);
+    assert_int_equal(run_weir(&out, "status", "--json", "-s", sock, NULL), 0);
+    blocked = json_field(out, "tee", sink, "blocked_seconds");
+    queued = json_field(out, "tee", sink, "queue_bytes");
+    if (blocked < 0 || blocked > 0.3 || queued != 0)
+        fail_msg("the finished file sink: blocked %.3f s, queue %.0f B:\n%s",
+                 blocked, queued, out);
+    /* The tcp sink is the one that holds the source. */
+    assert_true(json_field(out, "tee", tcp, "queue_bytes") > 0);
+    free(out);
+    h_expect_exit(&w, 0, true, WAIT);
+    close(cfd);
+    close(lfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -672,6 +722,7 @@ int main(void)
         cmocka_unit_test_teardown(test_top_frames, h_teardown),
         cmocka_unit_test_teardown(test_top_tmux, h_teardown),
         cmocka_unit_test_teardown(test_top_80x24, h_teardown),
+        cmocka_unit_test_teardown(test_finished_sink_not_blamed, h_teardown),
         cmocka_unit_test_teardown(test_access_log, h_teardown),
         cmocka_unit_test_teardown(test_reload_shows_once, h_teardown),
         cmocka_unit_test_teardown(test_control_socket_spares_files, h_teardown),

@@ -153,6 +153,20 @@ static inline bool rs_should_pull(const struct weir_readable *rs)
     return rs_can_pull(rs) && (weir_rs_read_waits(rs) || rs_desired(rs) > 0);
 }
 
+/* A cancel discards what waiting BYOB reads had filled: they end done
+ * with no bytes (the spec resolves them with an undefined value), where a
+ * close hands back what they hold. */
+static void rs_forget_filled(struct weir_readable *rs)
+{
+    for (uint32_t i = rs->reads.head; i != rs->reads.tail; i++) {
+        struct weir_read_req_ *q = weir_q_at(&rs->reads, REQ_SZ, i);
+
+        q->filled = 0;
+    }
+    if (rs->sync_want)
+        rs->sync_req.filled = 0;
+}
+
 static void rs_close_now(struct weir_readable *rs)
 {
     rs->state = RS_CLOSED;
@@ -890,6 +904,7 @@ int weir_reader_cancel(struct weir_reader *r, int reason)
     if (rs->state == RS_ERRORED)
         return rs->err;
     rs_hold(rs);
+    rs_forget_filled(rs);
     rs_close_now(rs);
     rs_drop_queue(rs);
     if (rs->ops && rs->ops->cancel)

@@ -661,8 +661,12 @@ static void view_then_cancel(void **state)
     assert_int_equal(weir_reader_read_byob(&r, b, 1, 1, &c, read_cb, &d),
                      WEIR_PENDING);
     assert_int_equal(weir_reader_cancel(&r, E1), 0);
+    /* done, and no bytes (the spec's undefined value) */
+    assert_int_equal(d.calls, 1);
     assert_int_equal(d.rc, WEIR_DONE);
+    assert_int_equal(d.chunk.len, 0);
     assert_int_equal(s.cancels, 1);
+    assert_int_equal(s.cancel_reason, E1);
     weir_reader_release(&r);
     weir_readable_destroy(rs);
 }
@@ -670,9 +674,15 @@ static void view_then_cancel(void **state)
 /* F: "ReadableStream with byte source: cancel() with partially filled
  * pending pull() request" (a 2-byte view answered 1 byte by enqueue, the
  * pull still pending) */
+static size_t view_lens[2];
+
 static int pull_one_byte_pending(struct rsrc *s)
 {
+    uint8_t *p;
+
+    assert_int_equal(weir_readable_byob_request(s->rs, &p, &view_lens[0]), 0);
     weir_readable_enqueue(s->rs, bytes(buf1, 1));
+    assert_int_equal(weir_readable_byob_request(s->rs, &p, &view_lens[1]), 0);
     return WEIR_PENDING;
 }
 
@@ -691,8 +701,15 @@ static void cancel_partial_pull(void **state)
     assert_int_equal(weir_reader_read_byob(&r, b, 2, 2, &c, read_cb, &d),
                      WEIR_PENDING);
     assert_int_equal(s.pulls, 1);
+    assert_int_equal(view_lens[0], 2); /* before the enqueue */
+    assert_int_equal(view_lens[1], 1); /* after it */
+    assert_int_equal(d.calls, 0);
     weir_reader_cancel(&r, E1);
+    /* done, and the byte the enqueue filled is not handed back (the
+     * spec's undefined value) */
+    assert_int_equal(d.calls, 1);
     assert_int_equal(d.rc, WEIR_DONE);
+    assert_int_equal(d.chunk.len, 0);
     assert_int_equal(s.pulls, 1);
     weir_reader_release(&r);
     weir_readable_destroy(rs);

@@ -61,6 +61,9 @@
  *   - no element types: BYOB reads are in bytes; there are no typed views
  *     and so no element-size checks (the spec's errors for a partial
  *     element at close do not arise).
+ *   - close answers BYOB reads: a close ends the BYOB reads waiting on it
+ *     at once (done, with the bytes they hold); the spec leaves them
+ *     waiting for the source's respond(0), which here finds no request.
  *   - synchronous cancel and abort: a source's, a sink's and a
  *     transformer's cancel or abort report their result when they return;
  *     none can be left pending (a sink that needs time to shut down does

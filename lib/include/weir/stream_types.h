@@ -56,8 +56,6 @@
  *   - one abort completion: a second weir_writer_abort while the first is
  *     pending returns -EALREADY (the spec returns the first's promise);
  *     one after the first settled finds the stream errored and returns 0.
- *   - iterator return: a second weir_iter_return returns 0 (the
- *     iteration has ended) rather than failing.
  *   - no element types: BYOB reads are in bytes; there are no typed views
  *     and so no element-size checks (the spec's errors for a partial
  *     element at close do not arise).

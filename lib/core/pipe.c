@@ -227,9 +227,13 @@ static void pipe_read_cb(void *ctx, int rc, struct weir_chunk chunk)
         struct weir_writable *ws = dst_of(p);
 
         /* A chunk read is written even during shutdown, while the
-         * destination can take it. */
+         * destination can take it. One it cannot take (it started
+         * erroring or closing while the read waited) was never the
+         * pipe's: it goes back to the source, for whoever reads next. */
         if (p->phase != PH_DONE && ws->state == WS_WRITABLE && !dst_closing(ws))
             pipe_write(p, chunk);
+        else if (src_of(p))
+            weir_readable_unread_(src_of(p), chunk);
         else
             weir_chunk_unref(&chunk, p->slot);
     }

@@ -349,6 +349,35 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
     return rc;
 }
 
+/*
+ * A chunk handed to a parked read whose reader can no longer use it (a
+ * pipe whose destination started erroring while the read waited) goes
+ * back to the front of the queue, as if it had never been read: the
+ * spec's pipe gives up its read when the destination errors, so a chunk
+ * that arrives after that stays in the source for the next reader. A
+ * stream that is no longer readable has no queue to keep it: dropped.
+ */
+void weir_readable_unread_(struct weir_readable *rs, struct weir_chunk chunk)
+{
+    struct weir_chunk *slot;
+
+    if (rs->state != RS_READABLE) {
+        weir_chunk_unref(&chunk, rs->slot);
+        return;
+    }
+    slot = weir_q_unshift(&rs->queue, CHUNK_SZ,
+                          rs->hwm < 64 ? (uint32_t)rs->hwm + 1 : 64);
+    if (!slot) {
+        weir_chunk_unref(&chunk, rs->slot);
+        return;
+    }
+    rs->qmask = rs->queue.cap - 1;
+    rs_update_room(rs);
+    *slot = chunk;
+    if (rs->weigh_bytes)
+        rs->queued_bytes += chunk.len;
+}
+
 /* The out-of-line halves of the inline fast paths in weir/readable.h. */
 /* The rest of a pull that weir_readable_pull_inline_ started (and
  * held the stream for): rc is that pull's result. */

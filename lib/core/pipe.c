@@ -269,9 +269,16 @@ static void pipe_run(struct weir_pipe *p)
         if (pipe_check(p) || p->reading)
             return;
         if (weir_ws_desired(ws) <= 0) {
-            if (weir_writer_ready(&p->writer, pipe_ready_cb, p) == WEIR_PENDING)
+            int ready = weir_writer_ready(&p->writer, pipe_ready_cb, p);
+
+            if (ready == WEIR_PENDING)
                 return;
-            continue;
+            /* Ready without room: the destination closed, errored (the
+             * states are checked again), or released its backpressure
+             * (weir_writable_release_backpressure), which lets one chunk
+             * through. */
+            if (ready != 0 || !ws->bp_released)
+                continue;
         }
         rc = weir_reader_read_as_(&p->reader, &chunk, pipe_read_cb, p, true);
         if (rc == 0)

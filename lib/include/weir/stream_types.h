@@ -40,7 +40,10 @@
  *     only while every branch has room, so the slowest branch governs;
  *     the spec's tee follows the fastest and lets the slow branch's queue
  *     grow without bound (whatwg/streams #1233). Branches may choose drop
- *     or disconnect policies instead (weir/tee.h).
+ *     or disconnect policies instead (weir/tee.h). Default branches hold
+ *     one chunk (hwm 1) also for a byte stream, whose spec branches hold
+ *     none, so that one branch can read while another is idle; the tee
+ *     reads that chunk ahead.
  *   - tee cancel reason: C has no array of reasons; the source is
  *     cancelled once, when the last branch cancels, with that branch's
  *     reason, and only that branch's cancel reports the source cancel's

@@ -577,6 +577,64 @@ static void enqueue_close_while_pulling(void **state)
     fx_close(&f);
 }
 
+/* templatedRSTeeCancel of rs-test-templates.js, with a byte source. */
+
+/* "...: canceling both branches should aggregate the cancel reasons into
+ * an array", "... in reverse order ...". Departure (tee cancel reason):
+ * the source is cancelled once, with the last branch's reason. */
+static void cancel_both_order(bool reverse)
+{
+    struct fx f = {0};
+
+    fx_open(&f);
+    assert_int_equal(weir_reader_cancel(reverse ? &f.r2 : &f.r1, E1), 0);
+    assert_int_equal(f.s.cancels, 0);
+    assert_int_equal(weir_reader_cancel(reverse ? &f.r1 : &f.r2, E2), 0);
+    assert_int_equal(f.s.cancels, 1);
+    assert_int_equal(f.s.cancel_reason, E2);
+    fx_close(&f);
+}
+
+static void cancel_both(void **state)
+{
+    (void)state;
+    cancel_both_order(false);
+}
+
+static void cancel_both_reverse(void **state)
+{
+    (void)state;
+    cancel_both_order(true);
+}
+
+/* "...: failing to cancel the original stream should cause cancel() to
+ * reject on branches". Departure (tee cancel reason): only the last
+ * branch's cancel sees the failure. */
+static void cancel_fails(void **state)
+{
+    struct fx f = {.s = {.cancel_rc = E1}};
+
+    (void)state;
+    fx_open(&f);
+    assert_int_equal(weir_reader_cancel(&f.r1, E2), 0);
+    assert_int_equal(weir_reader_cancel(&f.r2, E2), E1);
+    fx_close(&f);
+}
+
+/* "...: erroring a teed stream should properly handle canceled
+ * branches" */
+static void error_then_cancel(void **state)
+{
+    struct fx f = {0};
+
+    (void)state;
+    fx_open(&f);
+    weir_readable_error(f.rs, E1);
+    assert_int_equal(weir_reader_cancel(&f.r1, E2), E1);
+    assert_int_equal(weir_reader_cancel(&f.r2, E2), E1);
+    fx_close(&f);
+}
+
 #define T(fn, rest) WPT(fn, "ReadableStream teeing with byte source: " rest)
 
 int main(void)
@@ -593,6 +651,15 @@ int main(void)
           "errors in the source should propagate to both branches"),
         T(cancel_branch1, "canceling branch1 should not impact branch2"),
         T(cancel_branch2, "canceling branch2 should not impact branch1"),
+        T(cancel_both, "canceling both branches should aggregate the cancel "
+                       "reasons into an array"),
+        T(cancel_both_reverse, "canceling both branches in reverse order "
+                               "should aggregate the cancel reasons into an "
+                               "array"),
+        T(cancel_fails, "failing to cancel the original stream should cause "
+                        "cancel() to reject on branches"),
+        T(error_then_cancel, "erroring a teed stream should properly handle "
+                             "canceled branches"),
         T(close_closes_branches,
           "closing the original should close the branches"),
         T(error_errors_branches,

@@ -109,8 +109,8 @@ struct weir_strategy {
 
 /* Completion of a read: rc is 0 with a chunk (the reader's now), WEIR_DONE
  * when the stream closed (a BYOB read still gets the bytes it had filled,
- * possibly none), or -errno when the stream errored or the read was
- * released. */
+ * possibly none; none after a cancel), or -errno when the stream errored
+ * or the read was released. */
 typedef void (*weir_read_cb)(void *ctx, int rc, struct weir_chunk chunk);
 
 /* Completion of a write, a close, a ready wait, a pipe: rc is 0 or

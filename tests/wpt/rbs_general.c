@@ -1403,6 +1403,148 @@ static void byob_reader_needs_unlocked(void **state)
     weir_readable_destroy(rs);
 }
 
+/* The releaseLock() cases: a BYOB read waits on a pull that is still
+ * running; its reader is released, which fails it (-ECANCELED, the spec's
+ * TypeError), and a second reader's BYOB read takes its place. The
+ * source's request then describes the second read's buffer: weir's
+ * request is the waiting read's own memory, and the first read's buffer
+ * went back to its caller with the release (the spec keeps answering
+ * into the first buffer and copies over). */
+struct released {
+    struct rsrc s;
+    struct weir_readable *rs;
+    struct weir_reader r2;
+    struct done d1, d2;
+};
+
+static void release_then_second_read(struct released *x, uint8_t *b2,
+                                     size_t len2, size_t min2)
+{
+    static uint8_t b1[3] = {1, 2, 3};
+    struct weir_reader r1;
+    struct weir_chunk c;
+    uint8_t *p;
+    size_t n;
+
+    x->s.pull_rc = WEIR_PENDING;
+    x->rs = rsrc_make(&x->s, 0, true);
+    weir_reader_acquire(&r1, x->rs);
+    assert_int_equal(weir_reader_read_byob(&r1, b1, 3, 1, &c, read_cb, &x->d1),
+                     WEIR_PENDING);
+    assert_int_equal(weir_readable_byob_request(x->rs, &p, &n), 0);
+    assert_ptr_equal(p, b1);
+    assert_int_equal(n, 3);
+    weir_reader_release(&r1);
+    assert_int_equal(x->d1.calls, 1);
+    assert_int_equal(x->d1.rc, -ECANCELED);
+    weir_reader_acquire(&x->r2, x->rs);
+    assert_int_equal(
+        weir_reader_read_byob(&x->r2, b2, len2, min2, &c, read_cb, &x->d2),
+        WEIR_PENDING);
+    assert_int_equal(x->s.pulls, 1);
+}
+
+static void released_done(struct released *x)
+{
+    weir_reader_release(&x->r2);
+    weir_readable_destroy(x->rs);
+}
+
+/* F: "ReadableStream with byte source: releaseLock() with pending
+ * read(view), read(view) on second reader, respond()" */
+static void release_then_respond(void **state)
+{
+    struct released x = {0};
+    uint8_t b2[3] = {4, 5, 6}, *p;
+    size_t n;
+
+    (void)state;
+    release_then_second_read(&x, b2, 3, 1);
+    assert_int_equal(weir_readable_byob_request(x.rs, &p, &n), 0);
+    assert_ptr_equal(p, b2);
+    assert_int_equal(n, 3);
+    p[0] = 11;
+    assert_int_equal(weir_readable_byob_respond(x.rs, 1), 0);
+    assert_int_equal(weir_readable_byob_request(x.rs, &p, &n), -ENOENT);
+    assert_int_equal(x.d2.rc, 0);
+    assert_ptr_equal(x.d2.chunk.data, b2);
+    assert_int_equal(x.d2.chunk.len, 1);
+    assert_int_equal(b2[0], 11);
+    assert_int_equal(b2[1], 5);
+    released_done(&x);
+}
+
+/* F: "ReadableStream with byte source: releaseLock() with pending
+ * read(view), read(view) on second reader with 1 element Uint16Array,
+ * respond(1)" (a 2-byte read with min 2) */
+static void release_then_respond_partial(void **state)
+{
+    struct released x = {0};
+    uint8_t b2[2] = {0}, *p;
+    size_t n;
+
+    (void)state;
+    release_then_second_read(&x, b2, 2, 2);
+    assert_int_equal(weir_readable_byob_request(x.rs, &p, &n), 0);
+    assert_ptr_equal(p, b2);
+    assert_int_equal(n, 2);
+    p[0] = 0x11;
+    assert_int_equal(weir_readable_byob_respond(x.rs, 1), 0);
+    /* Short of min: the request goes on, over the rest of the buffer. */
+    assert_int_equal(x.d2.calls, 0);
+    assert_int_equal(weir_readable_byob_request(x.rs, &p, &n), 0);
+    assert_ptr_equal(p, b2 + 1);
+    assert_int_equal(n, 1);
+    p[0] = 0x22;
+    assert_int_equal(weir_readable_byob_respond(x.rs, 1), 0);
+    assert_int_equal(x.d2.rc, 0);
+    assert_int_equal(x.d2.chunk.len, 2);
+    assert_int_equal(b2[0], 0x11);
+    assert_int_equal(b2[1], 0x22);
+    released_done(&x);
+}
+
+/* F: "ReadableStream with byte source: releaseLock() with pending
+ * read(view), read(view) on second reader, enqueue()" */
+static uint8_t x1112[2] = {11, 12};
+
+static void release_then_enqueue(void **state)
+{
+    struct released x = {0};
+    uint8_t b2[3] = {4, 5, 6}, *p;
+    size_t n;
+
+    (void)state;
+    release_then_second_read(&x, b2, 3, 1);
+    assert_int_equal(weir_readable_enqueue(x.rs, bytes(x1112, 2)), 0);
+    assert_int_equal(weir_readable_byob_request(x.rs, &p, &n), -ENOENT);
+    assert_int_equal(x.d2.rc, 0);
+    assert_int_equal(x.d2.chunk.len, 2);
+    assert_int_equal(b2[0], 11);
+    assert_int_equal(b2[1], 12);
+    assert_int_equal(b2[2], 6);
+    released_done(&x);
+}
+
+/* F: "ReadableStream with byte source: releaseLock() with pending
+ * read(view), read(view) on second reader, close(), respond(0)".
+ * Departure (close answers BYOB reads): the close ends the second read,
+ * done with no bytes, and leaves no request for respond(0). */
+static void release_then_close(void **state)
+{
+    struct released x = {0};
+    uint8_t b2[3] = {4, 5, 6};
+
+    (void)state;
+    release_then_second_read(&x, b2, 3, 1);
+    assert_int_equal(weir_readable_close(x.rs), 0);
+    assert_int_equal(weir_readable_byob_respond(x.rs, 0), -EINVAL);
+    assert_int_equal(x.d2.rc, WEIR_DONE);
+    assert_ptr_equal(x.d2.chunk.data, b2);
+    assert_int_equal(x.d2.chunk.len, 0);
+    released_done(&x);
+}
+
 #define T(fn, rest) WPT(fn, "ReadableStream with byte source: " rest)
 
 int main(void)
@@ -1501,6 +1643,16 @@ int main(void)
                                    "byobRequest should throw even when closed"),
         WPT(respond_after_cancel,
             "calling respond() should throw when canceled"),
+        T(release_then_respond, "releaseLock() with pending read(view), "
+                                "read(view) on second reader, respond()"),
+        T(release_then_respond_partial,
+          "releaseLock() with pending read(view), read(view) on second "
+          "reader with 1 element Uint16Array, respond(1)"),
+        T(release_then_enqueue, "releaseLock() with pending read(view), "
+                                "read(view) on second reader, enqueue()"),
+        T(release_then_close, "releaseLock() with pending read(view), "
+                              "read(view) on second reader, close(), "
+                              "respond(0)"),
         WPT(byob_reader_needs_unlocked, "ReadableStreamBYOBReader constructor "
                                         "requires an unlocked ReadableStream"),
     };

@@ -227,9 +227,13 @@ static void pipe_read_cb(void *ctx, int rc, struct weir_chunk chunk)
         struct weir_writable *ws = dst_of(p);
 
         /* A chunk read is written even during shutdown, while the
-         * destination can take it. */
+         * destination can take it. One it cannot take (it started
+         * erroring or closing while the read waited) was never the
+         * pipe's: it goes back to the source, for whoever reads next. */
         if (p->phase != PH_DONE && ws->state == WS_WRITABLE && !dst_closing(ws))
             pipe_write(p, chunk);
+        else if (src_of(p))
+            weir_readable_unread_(src_of(p), chunk);
         else
             weir_chunk_unref(&chunk, p->slot);
     }
@@ -265,9 +269,16 @@ static void pipe_run(struct weir_pipe *p)
         if (pipe_check(p) || p->reading)
             return;
         if (weir_ws_desired(ws) <= 0) {
-            if (weir_writer_ready(&p->writer, pipe_ready_cb, p) == WEIR_PENDING)
+            int ready = weir_writer_ready(&p->writer, pipe_ready_cb, p);
+
+            if (ready == WEIR_PENDING)
                 return;
-            continue;
+            /* Ready without room: the destination closed, errored (the
+             * states are checked again), or released its backpressure
+             * (weir_writable_release_backpressure), which lets one chunk
+             * through. */
+            if (ready != 0 || !ws->bp_released)
+                continue;
         }
         rc = weir_reader_read_as_(&p->reader, &chunk, pipe_read_cb, p, true);
         if (rc == 0)

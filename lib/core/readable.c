@@ -153,6 +153,20 @@ static inline bool rs_should_pull(const struct weir_readable *rs)
     return rs_can_pull(rs) && (weir_rs_read_waits(rs) || rs_desired(rs) > 0);
 }
 
+/* A cancel discards what waiting BYOB reads had filled: they end done
+ * with no bytes (the spec resolves them with an undefined value), where a
+ * close hands back what they hold. */
+static void rs_forget_filled(struct weir_readable *rs)
+{
+    for (uint32_t i = rs->reads.head; i != rs->reads.tail; i++) {
+        struct weir_read_req_ *q = weir_q_at(&rs->reads, REQ_SZ, i);
+
+        q->filled = 0;
+    }
+    if (rs->sync_want)
+        rs->sync_req.filled = 0;
+}
+
 static void rs_close_now(struct weir_readable *rs)
 {
     rs->state = RS_CLOSED;
@@ -333,6 +347,35 @@ static int rs_enqueue(struct weir_readable *rs, struct weir_chunk chunk)
     if (rc == 0)
         rs_pull_if_needed(rs);
     return rc;
+}
+
+/*
+ * A chunk handed to a parked read whose reader can no longer use it (a
+ * pipe whose destination started erroring while the read waited) goes
+ * back to the front of the queue, as if it had never been read: the
+ * spec's pipe gives up its read when the destination errors, so a chunk
+ * that arrives after that stays in the source for the next reader. A
+ * stream that is no longer readable has no queue to keep it: dropped.
+ */
+void weir_readable_unread_(struct weir_readable *rs, struct weir_chunk chunk)
+{
+    struct weir_chunk *slot;
+
+    if (rs->state != RS_READABLE) {
+        weir_chunk_unref(&chunk, rs->slot);
+        return;
+    }
+    slot = weir_q_unshift(&rs->queue, CHUNK_SZ,
+                          rs->hwm < 64 ? (uint32_t)rs->hwm + 1 : 64);
+    if (!slot) {
+        weir_chunk_unref(&chunk, rs->slot);
+        return;
+    }
+    rs->qmask = rs->queue.cap - 1;
+    rs_update_room(rs);
+    *slot = chunk;
+    if (rs->weigh_bytes)
+        rs->queued_bytes += chunk.len;
 }
 
 /* The out-of-line halves of the inline fast paths in weir/readable.h. */
@@ -890,6 +933,7 @@ int weir_reader_cancel(struct weir_reader *r, int reason)
     if (rs->state == RS_ERRORED)
         return rs->err;
     rs_hold(rs);
+    rs_forget_filled(rs);
     rs_close_now(rs);
     rs_drop_queue(rs);
     if (rs->ops && rs->ops->cancel)

@@ -42,4 +42,8 @@ static inline bool weir_rs_read_waits(const struct weir_readable *rs)
     return rs->sync_want | rs->parked;
 }
 
+/* Puts a chunk that a parked read was handed, and that its reader cannot
+ * use after all, back at the front of the stream's queue (readable.c). */
+void weir_readable_unread_(struct weir_readable *rs, struct weir_chunk chunk);
+
 #endif /* WEIR_CORE_STREAM_IMPL_H */

@@ -725,7 +725,13 @@ int weir_tee_create(struct weir_tee **out, struct weir_readable *src,
     t->ready = true;
     *out = t;
     tee_hold(t);
-    tee_read(t);
+    /* A source that has errored already: the branches start errored, as
+     * the spec's do (its tee sees the source's closed promise reject),
+     * not only once a branch reads. */
+    if (src->state == RS_ERRORED)
+        tee_end(t, src->err);
+    else
+        tee_read(t);
     tee_put(t);
     return 0;
 }

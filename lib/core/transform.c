@@ -155,18 +155,24 @@ static int tf_source_pull(struct weir_readable *rs, void *ctx)
 
     (void)rs;
     tf->backpressure = false;
-    if (!tf->has_pending)
-        return 0;
-    if (tf->ws->state != WS_WRITABLE) {
-        /* Aborted or errored while the write was held: it fails with
-         * the writable side's error and is never transformed. */
-        tf_drop_held(tf, tf->ws->err);
-        return 0;
+    if (tf->has_pending) {
+        if (tf->ws->state != WS_WRITABLE) {
+            /* Aborted or errored while the write was held: it fails
+             * with the writable side's error and is never transformed. */
+            tf_drop_held(tf, tf->ws->err);
+            return 0;
+        }
+        tf->has_pending = false;
+        rc = tf_perform(tf, tf->pending);
+        if (rc != WEIR_PENDING)
+            weir_writable_write_done(tf->ws, rc);
     }
-    tf->has_pending = false;
-    rc = tf_perform(tf, tf->pending);
-    if (rc != WEIR_PENDING)
-        weir_writable_write_done(tf->ws, rc);
+    /* A reader wants a chunk: a writable side with hwm 0, which never has
+     * room of its own, lets its writer go (whatwg/streams #1190). The
+     * readable side is made first, and may be pulled before the writable
+     * side exists. */
+    if (tf->ws)
+        weir_writable_release_backpressure(tf->ws);
     return 0;
 }
 

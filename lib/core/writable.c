@@ -353,9 +353,25 @@ void weir_writable_start_done(struct weir_writable *ws, int rc)
     if (rc < 0) {
         ws_deal_with_rejection(ws, rc);
     } else {
-        ws->direct = ws->ops && ws->ops->write;
+        ws->direct = ws->ops && ws->ops->write && !ws->bp_released;
         ws_advance(ws);
     }
+    ws_put(ws);
+}
+
+void weir_writable_release_backpressure(struct weir_writable *ws)
+{
+    if (ws->state != WS_WRITABLE || ws->close_requested ||
+        !weir_q_empty(&ws->queue) || ws_desired(ws) > 0)
+        return;
+    if (!ws->bp_released) {
+        ws->bp_released = true;
+        /* The next write must end the release: the inline path, which
+         * would not, is off until then. */
+        ws->direct = false;
+    }
+    ws_hold(ws);
+    ws_fire_ready(ws, 0);
     ws_put(ws);
 }
 
@@ -468,9 +484,20 @@ int weir_writer_write_slow_(struct weir_writable *ws, struct weir_chunk chunk,
             return ws->err;
         return -EINVAL;
     }
-    if (!ws->in_flight && weir_q_empty(&ws->queue) && ws->direct)
-        return weir_writer_write_done_(ws, chunk, cb, ctx,
-                                       ws->ops->write(ws, ws->ctx, chunk));
+    if (ws->bp_released) {
+        /* This write ends a released backpressure (which had turned the
+         * inline path off to come here). */
+        ws->bp_released = false;
+        ws->direct = ws->started && ws->ops && ws->ops->write;
+    }
+    if (!ws->in_flight && weir_q_empty(&ws->queue) && ws->direct) {
+        /* As the inline path: straight to the idle sink. */
+        int rc = ws->ops->write(ws, ws->ctx, chunk);
+
+        if (rc == 0)
+            return 0;
+        return weir_writer_write_done_(ws, chunk, cb, ctx, rc);
+    }
     r = weir_q_push(&ws->queue, REQ_SZ, 8);
     if (!r) {
         weir_chunk_unref(&chunk, ws->slot);
@@ -494,7 +521,8 @@ int weir_writer_ready(struct weir_writer *w, weir_done_cb cb, void *ctx)
         return -EINVAL;
     if (ws->state == WS_ERRORED || ws->state == WS_ERRORING)
         return ws->err;
-    if (ws->state == WS_CLOSED || ws->close_requested || ws_desired(ws) > 0)
+    if (ws->state == WS_CLOSED || ws->close_requested || ws_desired(ws) > 0 ||
+        ws->bp_released)
         return 0;
     ws->ready_cb = cb;
     ws->ready_ctx = ctx;

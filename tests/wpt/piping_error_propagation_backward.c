@@ -413,6 +413,41 @@ static void controller_after_write(void **state)
     finish(rs, ws);
 }
 
+/* "Errors must be propagated backward: becomes errored immediately before
+ * source receives a chunk; preventCancel = true": the pipe waits on the
+ * source for its second chunk when the destination errors; a chunk
+ * enqueued after that is not the pipe's, and stays for the next reader. */
+static void before_source_chunk(void **state)
+{
+    struct rsrc s = {0};
+    struct rsink k = {.write_rc = WEIR_PENDING};
+    struct weir_readable *rs = rsrc_make(&s, 0, false);
+    struct weir_writable *ws = rsink_make(&k, WEIR_HWM_UNLIMITED);
+    struct weir_reader r;
+    struct done d = {0};
+
+    (void)state;
+    weir_readable_enqueue(rs, S("a"));
+    assert_string_equal(s.ev.s, "");
+    pipe_go(rs, ws, P_CANCEL, &d);
+    /* The pipe wrote the first chunk and, the destination wanting more,
+     * asked the source for the next one. */
+    assert_string_equal(k.ev.s, "write:a");
+    assert_string_equal(s.ev.s, "pull");
+    weir_writable_error(ws, E1);
+    weir_readable_enqueue(rs, S("b"));
+    weir_writable_write_done(ws, 0);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.rc, E1);
+    assert_string_equal(s.ev.s, "pull");
+    assert_string_equal(k.ev.s, "write:a");
+    weir_readable_close(rs);
+    assert_int_equal(weir_reader_acquire(&r, rs), 0);
+    assert_read(&r, "b");
+    weir_reader_release(&r);
+    finish(rs, ws);
+}
+
 #define T(fn, rest) WPT(fn, "Errors must be propagated backward: " rest)
 
 int main(void)
@@ -484,6 +519,8 @@ int main(void)
                                 "preventCancel = true"),
         T(controller_after_write,
           "erroring via the controller errors once pending write completes"),
+        T(before_source_chunk, "becomes errored immediately before source "
+                               "receives a chunk; preventCancel = true"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

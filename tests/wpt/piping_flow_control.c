@@ -69,6 +69,35 @@ static void undesiring_then_desiring(void **state)
     weir_writable_destroy(ws);
 }
 
+/* F: "Piping from a ReadableStream to a WritableStream that does not
+ * desire chunks, but then does using releaseBackpressure()" */
+static void release_backpressure(void **state)
+{
+    struct rsrc s = {.on_start = start_enqueue, .user = (void *)ab, .n = 1};
+    struct rsink k = {0};
+    struct weir_readable *rs = rsrc_new(&s);
+    struct weir_writable *ws = rsink_make(&k, 0);
+    struct weir_writer w;
+    struct done d = {0};
+
+    (void)state;
+    weir_writer_acquire(&w, ws);
+    assert_int_equal(weir_writer_desired_size(&w), 0);
+    weir_writer_release(&w);
+    pipe_go(rs, ws, 0, &d);
+    assert_string_equal(k.ev.s, "");
+    weir_writable_release_backpressure(ws);
+    assert_string_equal(k.ev.s, "write:a");
+    assert_int_equal(d.calls, 0);
+    weir_writable_release_backpressure(ws);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.rc, 0);
+    assert_string_equal(s.nopull.s, "");
+    assert_string_equal(k.ev.s, "write:a write:b close");
+    weir_readable_destroy(rs);
+    weir_writable_destroy(ws);
+}
+
 /* F: "Piping from an empty ReadableStream into a WritableStream that does
  * not desire chunks, but then the readable stream becomes non-empty and
  * the writable stream starts desiring chunks" */
@@ -181,6 +210,9 @@ int main(void)
         WPT(undesiring_then_desiring,
             "Piping from a non-empty ReadableStream into a WritableStream "
             "that does not desire chunks, but then does"),
+        WPT(release_backpressure,
+            "Piping from a ReadableStream to a WritableStream that does not "
+            "desire chunks, but then does using releaseBackpressure()"),
         WPT(empty_then_both,
             "Piping from an empty ReadableStream into a WritableStream that "
             "does not desire chunks, but then the readable stream becomes "

@@ -203,6 +203,28 @@ static void write_rejects_cancel(void **state)
     write_rejects(0);
 }
 
+/* F: "pipeTo() promise should resolve if null is passed" (no options) */
+static int start_close_src(struct rsrc *s)
+{
+    return weir_readable_close(s->rs);
+}
+
+static void null_options(void **state)
+{
+    struct rsrc s = {.on_start = start_close_src};
+    struct rsink k = {0};
+    struct weir_readable *rs = rsrc_new(&s);
+    struct weir_writable *ws = rsink_new(&k);
+
+    (void)state;
+    assert_int_equal(weir_pipe_to(rs, ws, NULL, NULL, NULL), 0);
+    assert_string_equal(k.ev.s, "close");
+    assert_false(weir_readable_locked(rs));
+    assert_false(weir_writable_locked(ws));
+    weir_readable_destroy(rs);
+    weir_writable_destroy(ws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +252,8 @@ int main(void)
         WPT(write_rejects_cancel,
             "an undefined rejection from write should cause pipeTo() to "
             "reject when preventCancel is false"),
+        WPT(null_options, "pipeTo() promise should resolve if null is "
+                          "passed"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

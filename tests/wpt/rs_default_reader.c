@@ -329,6 +329,56 @@ static void twice_then_errored(void **state)
     weir_readable_destroy(rs);
 }
 
+/* F: "controller.close() should clear the list of pending read
+ * requests" */
+static int pull_close(struct rsrc *s)
+{
+    return weir_readable_close(s->rs);
+}
+
+static void close_clears_reads(void **state)
+{
+    struct rsrc s = {.on_pull = pull_close};
+    struct weir_readable *rs;
+    struct weir_reader r;
+    struct weir_chunk c;
+
+    (void)state;
+    /* hwm 0: the read, not the creation, asks the source. */
+    rs = rsrc_make(&s, 0, false);
+    weir_reader_acquire(&r, rs);
+    assert_int_equal(weir_reader_read(&r, &c, never_read, NULL), WEIR_DONE);
+    /* Nothing is left waiting: the release fails no read. */
+    weir_reader_release(&r);
+    assert_false(weir_readable_locked(rs));
+    weir_readable_destroy(rs);
+}
+
+/* F: "Second reader can read chunks after first reader was released with
+ * pending read requests" */
+static void second_reader_after_pending(void **state)
+{
+    struct weir_readable *rs;
+    struct weir_reader r1, r2;
+    struct weir_chunk c;
+    struct done d = {0};
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, NULL, NULL, NULL), 0);
+    weir_reader_acquire(&r1, rs);
+    assert_int_equal(weir_reader_read(&r1, &c, read_cb, &d), WEIR_PENDING);
+    weir_reader_release(&r1);
+    /* The spec's TypeError for a read failed by the release. */
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.rc, -ECANCELED);
+    weir_readable_enqueue(rs, S("a"));
+    assert_int_equal(weir_reader_acquire(&r2, rs), 0);
+    assert_read(&r2, "a");
+    weir_reader_release(&r2);
+    assert_int_equal(d.calls, 1);
+    weir_readable_destroy(rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +419,11 @@ int main(void)
         WPT(twice_on_closed, "Reading twice on a closed stream"),
         WPT(twice_on_errored, "Reading twice on an errored stream"),
         WPT(twice_then_errored, "Reading twice on a stream that gets errored"),
+        WPT(close_clears_reads, "controller.close() should clear the list of "
+                                "pending read requests"),
+        WPT(second_reader_after_pending,
+            "Second reader can read chunks after first reader was released "
+            "with pending read requests"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

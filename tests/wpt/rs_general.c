@@ -544,6 +544,98 @@ static void async_pull_source(void **state)
     shut(rs);
 }
 
+/* F: "ReadableStream integration test: adapting a random push source":
+ * a push source of eight 128-byte chunks, started by pull (readStart) and
+ * stopped (readStop) whenever the stream's desired size falls to 0; each
+ * of its ticks, which the JS source's timers make, pushes one chunk. */
+struct push8 {
+    struct weir_readable *rs;
+    bool reading;
+    int sent, pulls;
+};
+
+static uint8_t bytes128[128];
+
+static int push8_pull(struct weir_readable *rs, void *ctx)
+{
+    struct push8 *p = ctx;
+
+    (void)rs;
+    p->pulls++;
+    p->reading = true; /* readStart */
+    return 0;
+}
+
+static void push8_tick(struct push8 *p)
+{
+    if (!p->reading)
+        return;
+    if (p->sent == 8) {
+        p->reading = false;
+        assert_int_equal(weir_readable_close(p->rs), 0); /* onend */
+        return;
+    }
+    p->sent++;
+    assert_int_equal(
+        weir_readable_enqueue(p->rs, (struct weir_chunk){NULL, bytes128, 128}),
+        0);
+    if (weir_readable_desired_size(p->rs) <= 0)
+        p->reading = false; /* readStop */
+}
+
+static void random_push_source(void **state)
+{
+    static const struct weir_source_ops ops = {.pull = push8_pull};
+    struct push8 p = {0};
+    struct weir_reader r;
+    struct weir_chunk c;
+    struct done d = {0};
+    bool waiting = false, ended = false;
+    int chunks = 0;
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&p.rs, &ops, &p, NULL), 0);
+    weir_reader_acquire(&r, p.rs);
+    for (int tick = 0; tick < 100 && !ended; tick++) {
+        push8_tick(&p);
+        for (;;) {
+            int rc;
+
+            if (waiting) {
+                if (d.calls == 0)
+                    break;
+                waiting = false;
+                d.calls = 0;
+                if (d.rc == WEIR_DONE) {
+                    ended = true;
+                    break;
+                }
+                assert_int_equal(d.rc, 0);
+                assert_int_equal(d.chunk.len, 128);
+                chunks++;
+            }
+            rc = weir_reader_read(&r, &c, read_cb, &d);
+            if (rc == WEIR_PENDING) {
+                waiting = true;
+                break;
+            }
+            if (rc == WEIR_DONE) {
+                ended = true;
+                break;
+            }
+            assert_int_equal(rc, 0);
+            assert_int_equal(c.len, 128);
+            chunks++;
+        }
+    }
+    assert_true(ended);
+    assert_int_equal(chunks, 8);
+    /* The source was stopped by backpressure and started by pull again. */
+    assert_true(p.pulls > 1);
+    weir_reader_release(&r);
+    weir_readable_destroy(p.rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -607,6 +699,8 @@ int main(void)
             "immediately"),
         WPT(sync_pull_source,
             "ReadableStream integration test: adapting a sync pull source"),
+        WPT(random_push_source, "ReadableStream integration test: adapting a "
+                                "random push source"),
         WPT(async_pull_source,
             "ReadableStream integration test: adapting an async pull source"),
     };

@@ -149,7 +149,7 @@ static void cancel_branch1(void **state)
 }
 
 /* F: "ReadableStream teeing: canceling branch2 should not impact
- * branch2" */
+ * branch1" */
 static void cancel_branch2(void **state)
 {
     (void)state;
@@ -301,6 +301,167 @@ static void pull_for_emptiest(void **state)
     fx_close(&f);
 }
 
+/* F: "ReadableStream teeing: canceling both branches in reverse order
+ * should aggregate the cancel reasons into an array". Departure (tee
+ * cancel reason): the source is cancelled once, with the reason of the
+ * last branch to cancel, here branch1's. */
+static void cancel_both_reverse(void **state)
+{
+    struct fx f = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_reader_cancel(&f.r2, E2), 0);
+    assert_int_equal(f.s.cancels, 0);
+    assert_int_equal(weir_reader_cancel(&f.r1, E1), 0);
+    assert_int_equal(f.s.cancels, 1);
+    assert_int_equal(f.s.cancel_reason, E1);
+    fx_close(&f);
+}
+
+/* F: "ReadableStream teeing: erroring a teed stream should error both
+ * branches": with two chunks enqueued, so that no branch is waiting for
+ * one, the error still reaches both branches, whose readers come after
+ * it. */
+static void error_errors_both_branches(void **state)
+{
+    struct weir_readable *rs;
+    struct weir_tee *t;
+    struct weir_reader r1, r2;
+
+    (void)state;
+    assert_int_equal(weir_readable_create(&rs, NULL, NULL, NULL), 0);
+    assert_int_equal(weir_tee_create(&t, rs, 2, NULL), 0);
+    weir_readable_enqueue(rs, S("x"));
+    weir_readable_enqueue(rs, S("y"));
+    weir_readable_error(rs, E1);
+    assert_int_equal(weir_reader_acquire(&r1, weir_tee_branch(t, 0)), 0);
+    assert_int_equal(weir_reader_acquire(&r2, weir_tee_branch(t, 1)), 0);
+    assert_int_equal(rs_err(weir_tee_branch(t, 0)), E1);
+    assert_int_equal(rs_err(weir_tee_branch(t, 1)), E1);
+    assert_int_equal(read_now(&r1, NULL, 0), E1);
+    assert_int_equal(read_now(&r2, NULL, 0), E1);
+    weir_reader_release(&r1);
+    weir_reader_release(&r2);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStream teeing: canceling branch1 should finish when branch2
+ * reads until end of stream" (the WPT cancels the second branch and reads
+ * the first). weir's branch cancel finishes at once; the other branch
+ * goes on to the end and the source is never cancelled. */
+static void cancel_one_other_reads_to_end(void **state)
+{
+    struct fx f = {0};
+    struct weir_chunk c;
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_reader_cancel(&f.r2, E2), 0);
+    weir_readable_enqueue(f.rs, S("a"));
+    assert_read(&f.r1, "a");
+    weir_readable_close(f.rs);
+    assert_int_equal(weir_reader_read(&f.r1, &c, never_read, NULL), WEIR_DONE);
+    assert_true(weir_readable_closed(f.b1));
+    assert_int_equal(f.s.cancels, 0);
+    fx_close(&f);
+}
+
+/* F: "ReadableStream teeing: canceling branch1 should finish when original
+ * stream errors" (again the second branch cancels) */
+static void cancel_one_then_source_errors(void **state)
+{
+    struct fx f = {0};
+    struct done d = {0};
+    struct weir_chunk c;
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_reader_cancel(&f.r2, E2), 0);
+    assert_int_equal(weir_reader_read(&f.r1, &c, read_cb, &d), WEIR_PENDING);
+    weir_readable_error(f.rs, E1);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.rc, E1);
+    assert_int_equal(f.s.cancels, 0);
+    fx_close(&f);
+}
+
+/* F: "ReadableStream teeing: canceling both branches in sequence with
+ * delay" */
+static void cancel_both_in_sequence(void **state)
+{
+    struct fx f = {0};
+
+    (void)state;
+    fx_open(&f, 1);
+    assert_int_equal(weir_reader_cancel(&f.r1, E1), 0);
+    assert_int_equal(f.s.cancels, 0);
+    assert_int_equal(weir_reader_cancel(&f.r2, E2), 0);
+    assert_int_equal(f.s.cancels, 1);
+    fx_close(&f);
+}
+
+/* F: "ReadableStreamTee should not pull when original is already
+ * errored" */
+static void no_pull_when_errored(void **state)
+{
+    struct rsrc s = {0};
+    struct weir_readable *rs = rsrc_make(&s, 0, false);
+    struct weir_tee *t;
+
+    (void)state;
+    weir_readable_error(rs, E1);
+    assert_int_equal(weir_tee_create(&t, rs, 2, NULL), 0);
+    assert_string_equal(s.ev.s, "");
+    assert_int_equal(rs_err(weir_tee_branch(t, 0)), E1);
+    assert_int_equal(rs_err(weir_tee_branch(t, 1)), E1);
+    weir_tee_destroy(t);
+    weir_readable_destroy(rs);
+}
+
+/* F: "ReadableStreamTee stops pulling when original stream errors while
+ * branch 1 is reading", "... branch 2 ...", "... both branches are
+ * reading". Departure (tee block policy): after one branch has read "a",
+ * the other still holds it and is full, so the tee does not pull again
+ * until both have read it; the spec's tee pulls at once. */
+static void stop_pulling_on_error(bool read1, bool read2)
+{
+    struct fx f = {0};
+
+    fx_open(&f, 0);
+    assert_string_equal(f.s.ev.s, "pull");
+    weir_readable_enqueue(f.rs, S("a"));
+    if (read1)
+        assert_read(&f.r1, "a");
+    if (read2)
+        assert_read(&f.r2, "a");
+    assert_string_equal(f.s.ev.s, read1 && read2 ? "pull pull" : "pull");
+    weir_readable_error(f.rs, E1);
+    assert_int_equal(rs_err(f.b1), E1);
+    assert_int_equal(rs_err(f.b2), E1);
+    assert_string_equal(f.s.ev.s, read1 && read2 ? "pull pull" : "pull");
+    fx_close(&f);
+}
+
+static void stop_pulling_branch1(void **state)
+{
+    (void)state;
+    stop_pulling_on_error(true, false);
+}
+
+static void stop_pulling_branch2(void **state)
+{
+    (void)state;
+    stop_pulling_on_error(false, true);
+}
+
+static void stop_pulling_both(void **state)
+{
+    (void)state;
+    stop_pulling_on_error(true, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,16 +477,22 @@ int main(void)
         WPT(cancel_branch1, "ReadableStream teeing: canceling branch1 should "
                             "not impact branch2"),
         WPT(cancel_branch2, "ReadableStream teeing: canceling branch2 should "
-                            "not impact branch2"),
+                            "not impact branch1"),
         WPT(cancel_both, "ReadableStream teeing: canceling both branches "
                          "should aggregate the cancel reasons into an "
                          "array"),
+        WPT(cancel_both_reverse,
+            "ReadableStream teeing: canceling both branches in reverse order "
+            "should aggregate the cancel reasons into an array"),
         WPT(cancel_fails, "ReadableStream teeing: failing to cancel the "
                           "original stream should cause cancel() to reject "
                           "on branches"),
         WPT(error_then_cancel, "ReadableStream teeing: erroring a teed "
                                "stream should properly handle canceled "
                                "branches"),
+        WPT(error_errors_both_branches, "ReadableStream teeing: erroring a "
+                                        "teed stream should error both "
+                                        "branches"),
         WPT(close_closes_branches, "ReadableStream teeing: closing the "
                                    "original should immediately close the "
                                    "branches"),
@@ -338,10 +505,29 @@ int main(void)
         WPT(close_closes_full_branches,
             "ReadableStream teeing: closing the original should immediately "
             "close the branches (branches full)"),
+        WPT(cancel_one_other_reads_to_end,
+            "ReadableStream teeing: canceling branch1 should finish when "
+            "branch2 reads until end of stream"),
+        WPT(cancel_one_then_source_errors,
+            "ReadableStream teeing: canceling branch1 should finish when "
+            "original stream errors"),
+        WPT(cancel_both_in_sequence, "ReadableStream teeing: canceling both "
+                                     "branches in sequence with delay"),
         WPT(no_overpull, "ReadableStreamTee should not pull more chunks than "
                          "can fit in the branch queue"),
         WPT(pull_for_emptiest, "ReadableStreamTee should only pull enough to "
                                "fill the emptiest queue"),
+        WPT(no_pull_when_errored, "ReadableStreamTee should not pull when "
+                                  "original is already errored"),
+        WPT(stop_pulling_branch1,
+            "ReadableStreamTee stops pulling when original stream errors "
+            "while branch 1 is reading"),
+        WPT(stop_pulling_branch2,
+            "ReadableStreamTee stops pulling when original stream errors "
+            "while branch 2 is reading"),
+        WPT(stop_pulling_both,
+            "ReadableStreamTee stops pulling when original stream errors "
+            "while both branches are reading"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

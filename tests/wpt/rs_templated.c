@@ -6,6 +6,7 @@
  * and the title is the WPT's (label, then the template's case).
  */
 #include "wpt.h"
+#include "wpt_throw_after.h"
 
 /* A stream in some state, and a reader when the factory takes one. */
 struct made {
@@ -610,6 +611,8 @@ static void new_reader_reads_on(void **state)
 #define L_TWO_OPEN   "ReadableStream (two chunks enqueued, still open) reader"
 #define L_TWO_CLOSED "ReadableStream (two chunks enqueued, then closed) reader"
 
+THROW_AFTER_TESTS(plain, false)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,6 +681,7 @@ int main(void)
             L_TWO_CLOSED ": reader's closed property always returns the same "
                          "promise",
             f_two_closed),
+        THROW_AFTER_ENTRIES(plain, "ReadableStream"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

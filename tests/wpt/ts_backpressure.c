@@ -259,6 +259,37 @@ static void cancel_full_pipe(void **state)
     pipe_then_cancel(true);
 }
 
+/* F: "calling pull() resolves writer.ready with a writable HWM of 0": the
+ * readable side's pull releases the writable side's backpressure
+ * (weir_writable_release_backpressure). */
+static void pull_resolves_ready_hwm0(void **state)
+{
+    struct fx f = {0};
+    struct weir_chunk c;
+    struct done r1 = {0}, r2 = {0}, rd = {0};
+
+    (void)state;
+    f.tf = rtf_make(&f.t, 0, 0);
+    f.rs = weir_transform_readable(f.tf);
+    f.ws = weir_transform_writable(f.tf);
+    assert_int_equal(weir_reader_acquire(&f.r, f.rs), 0);
+    assert_int_equal(weir_writer_acquire(&f.w, f.ws), 0);
+    assert_int_equal(weir_writer_desired_size(&f.w), 0);
+    assert_int_equal(weir_writer_ready(&f.w, done_cb, &r1), WEIR_PENDING);
+    assert_int_equal(r1.calls, 0);
+    assert_int_equal(weir_reader_read(&f.r, &c, read_cb, &rd), WEIR_PENDING);
+    assert_int_equal(r1.calls, 1);
+    assert_int_equal(r1.rc, 0);
+    assert_int_equal(weir_writer_desired_size(&f.w), 0);
+    weir_writer_write(&f.w, S("a"), NULL, NULL);
+    assert_int_equal(weir_writer_ready(&f.w, done_cb, &r2), WEIR_PENDING);
+    assert_int_equal(r2.calls, 0);
+    assert_int_equal(weir_writer_desired_size(&f.w), 0);
+    assert_int_equal(rd.rc, 0);
+    assert_string_equal(rd.text, "a");
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +327,8 @@ int main(void)
             "an empty pipe after startup"),
         WPT(cancel_full_pipe, "cancelling the readable side of a "
                               "TransformStream should abort a full pipe"),
+        WPT(pull_resolves_ready_hwm0, "calling pull() resolves writer.ready "
+                                      "with a writable HWM of 0"),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

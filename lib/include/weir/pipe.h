@@ -17,7 +17,8 @@
  * The states are watched whether or not a read is waiting on the source:
  * a destination that errors or closes ends a pipe whose source is idle.
  * A destination still erroring (its error waits for a write at its sink)
- * is waited for: the pipe neither reads nor writes until it has errored.
+ * is waited for: the pipe neither reads nor writes until it has errored,
+ * and a chunk that reaches a read it had parked goes back to the source.
  * When the action is an abort or a cancel that fails, the pipe reports
  * that failure instead of the error it acted on.
  * Before acting, it waits until every chunk it has read has been written

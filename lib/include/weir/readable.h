@@ -158,7 +158,9 @@ int weir_reader_read_byob(struct weir_reader *r, uint8_t *buf, size_t len,
 
 /*
  * Cancels the stream with `reason` (< 0): it closes, waiting reads finish
- * with WEIR_DONE, queued chunks are dropped, the source's cancel runs.
+ * with WEIR_DONE (a BYOB read with no bytes: what it had filled is
+ * dropped with the queue), queued chunks are dropped, the source's cancel
+ * runs.
  * 0 (also when already closed), the source's cancel error, the error of
  * an errored stream, or -EINVAL for a released reader.
  */

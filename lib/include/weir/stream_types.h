@@ -40,7 +40,10 @@
  *     only while every branch has room, so the slowest branch governs;
  *     the spec's tee follows the fastest and lets the slow branch's queue
  *     grow without bound (whatwg/streams #1233). Branches may choose drop
- *     or disconnect policies instead (weir/tee.h).
+ *     or disconnect policies instead (weir/tee.h). Default branches hold
+ *     one chunk (hwm 1) also for a byte stream, whose spec branches hold
+ *     none, so that one branch can read while another is idle; the tee
+ *     reads that chunk ahead.
  *   - tee cancel reason: C has no array of reasons; the source is
  *     cancelled once, when the last branch cancels, with that branch's
  *     reason, and only that branch's cancel reports the source cancel's
@@ -56,11 +59,12 @@
  *   - one abort completion: a second weir_writer_abort while the first is
  *     pending returns -EALREADY (the spec returns the first's promise);
  *     one after the first settled finds the stream errored and returns 0.
- *   - iterator return: a second weir_iter_return returns 0 (the
- *     iteration has ended) rather than failing.
  *   - no element types: BYOB reads are in bytes; there are no typed views
  *     and so no element-size checks (the spec's errors for a partial
  *     element at close do not arise).
+ *   - close answers BYOB reads: a close ends the BYOB reads waiting on it
+ *     at once (done, with the bytes they hold); the spec leaves them
+ *     waiting for the source's respond(0), which here finds no request.
  *   - synchronous cancel and abort: a source's, a sink's and a
  *     transformer's cancel or abort report their result when they return;
  *     none can be left pending (a sink that needs time to shut down does
@@ -105,8 +109,8 @@ struct weir_strategy {
 
 /* Completion of a read: rc is 0 with a chunk (the reader's now), WEIR_DONE
  * when the stream closed (a BYOB read still gets the bytes it had filled,
- * possibly none), or -errno when the stream errored or the read was
- * released. */
+ * possibly none; none after a cancel), or -errno when the stream errored
+ * or the read was released. */
 typedef void (*weir_read_cb)(void *ctx, int rc, struct weir_chunk chunk);
 
 /* Completion of a write, a close, a ready wait, a pipe: rc is 0 or

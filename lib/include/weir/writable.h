@@ -79,6 +79,15 @@ void weir_writable_destroy(struct weir_writable *ws);
  * closed). No effect unless writable. */
 void weir_writable_error(struct weir_writable *ws, int err);
 
+/* Controller. Lets a writer waiting for room go although the desired size
+ * is 0 (the releaseBackpressure() that WPT tests, whatwg/streams #1190):
+ * for a stream whose queue is empty, writable and not closing, the ready
+ * wait ends now and weir_writer_ready returns 0 until the next write. A
+ * stream with hwm 0 otherwise never has room. No effect while chunks are
+ * queued or the desired size is positive. A transform calls it on its
+ * writable side whenever its readable side is pulled. */
+void weir_writable_release_backpressure(struct weir_writable *ws);
+
 /* Sink. Finishes a start, write(v) or close that returned WEIR_PENDING:
  * rc 0, or -errno to error the stream. */
 void weir_writable_start_done(struct weir_writable *ws, int rc);

@@ -45,6 +45,7 @@ struct weir_writable {
     bool direct; /* started, and the sink has a write */
     bool weigh_bytes, started, close_in_flight;
     bool abort_pending, locked, doomed;
+    bool bp_released; /* ready though full, until the next write */
     struct weir_watch watch;
     bool abort_on_sink; /* the pending abort calls the sink's abort */
     weir_done_cb ready_cb, close_cb, abort_cb;

@@ -453,13 +453,13 @@ static void expect_from(const char *got, size_t len, int64_t from,
     free(all);
 }
 
-/* A burst far past every queue (40 MiB appended at once, a 256 KiB mark)
+/* A burst far past every queue (16 MiB appended at once, a 256 KiB mark)
  * with on_full=disconnect: the clients that keep up are paced through it
  * and get every byte; only the one that reads nothing is evicted. Before,
  * the burst filled every queue at once and every client was evicted. */
 static void test_disconnect_paces_a_burst(void **state)
 {
-    enum { HEALTHY = 3, BURST = 40 << 20 };
+    enum { HEALTHY = 3, BURST = 16 << 20 };
     uint16_t port = h_free_port(false);
     struct client ok[HEALTHY], slow;
     char file[600], *burst = malloc(BURST);

@@ -74,28 +74,22 @@ static void demo_hints(const struct weir_config *conf)
 
 /*
  * A daemon whose pipelines follow files keeps their checkpoints in the
- * state directory, which is its alone while it runs (sys/statelock.h);
- * the lock's fd stays open until exit. False when another weir holds
- * it. A directory that cannot be written is not an error here: the
- * pipelines ship without checkpoints, as the config check warned.
+ * state directory, which is its alone while it runs (sys/statelock.h;
+ * a reload that names another takes that one too, run/reload.c). False
+ * when another weir holds it. A directory that cannot be written is not an
+ * error here: the pipelines ship without checkpoints, as the config check
+ * warned.
  */
 static bool lock_state_dir(const struct weir_config *conf)
 {
     const char *dir = conf->daemon.state_directory;
-    bool follows = false;
     pid_t holder;
-    int fd;
+    int rc;
 
-    for (size_t i = 0; i < conf->npipelines; i++) {
-        const struct weir_pipeline *p = conf->pipelines[i];
-
-        follows = follows || (p->source && p->source->kind == ADDR_FILE &&
-                              (p->follow || p->source->follow));
-    }
-    if (!follows || dir == NULL)
+    if (!config_follows(conf) || dir == NULL)
         return true;
-    fd = statelock_take(dir, &holder);
-    if (fd == -EWOULDBLOCK) {
+    rc = statelock_take(dir, &holder);
+    if (rc == -EWOULDBLOCK) {
         char pid[48] = "";
 
         if (holder > 0)
@@ -106,8 +100,8 @@ static bool lock_state_dir(const struct weir_config *conf)
                  dir, pid);
         return false;
     }
-    if (fd < 0)
-        log_debug("state_directory %s: no lock taken: %s", dir, strerror(-fd));
+    if (rc < 0)
+        log_debug("state_directory %s: no lock taken: %s", dir, strerror(-rc));
     return true;
 }
 

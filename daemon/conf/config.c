@@ -133,6 +133,18 @@ char *config_default_state_dir(void)
     return strndup(e, n);
 }
 
+bool config_follows(const struct weir_config *conf)
+{
+    for (size_t i = 0; i < conf->npipelines; i++) {
+        const struct weir_pipeline *p = conf->pipelines[i];
+
+        if (p->source && p->source->kind == ADDR_FILE &&
+            (p->follow || p->source->follow))
+            return true;
+    }
+    return false;
+}
+
 /* The control socket when the config names none: in the unit's
  * RuntimeDirectory under systemd ($RUNTIME_DIRECTORY); /run/weir for
  * root; $XDG_RUNTIME_DIR/weir for another user, whose session has one. A

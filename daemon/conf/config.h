@@ -292,6 +292,9 @@ void config_check(struct weir_config *conf, struct conf_diag *diag);
 /* The state directory when the config names none: $STATE_DIRECTORY's
  * first, else CONF_DEFAULT_STATE_DIR. NULL when out of memory. */
 char *config_default_state_dir(void);
+/* Whether a pipeline follows a file: then the config keeps checkpoints
+ * in its state directory. */
+bool config_follows(const struct weir_config *conf);
 /* The control socket when the config names none (config.c says where).
  * NULL when out of memory. */
 char *config_default_control(void);

@@ -30,6 +30,7 @@
 #include "conf/keymap.h"
 #include "conf/pipeline_same.h"
 #include "conf/tls.h"
+#include "sys/statelock.h"
 #include "conf/sockaddr.h"
 #include "run/run_impl.h"
 #include "sys/notify.h"
@@ -329,6 +330,20 @@ static void reload_file(struct run *r)
                  errors, errors == 1 ? "" : "s", r->conffile);
         config_free(conf);
         return;
+    }
+    /* A config that follows files now, or elsewhere, needs its state
+     * directory to itself, as a start does (main.c). */
+    if (config_follows(conf) && conf->daemon.state_directory) {
+        pid_t holder;
+
+        rc = statelock_take(conf->daemon.state_directory, &holder);
+        if (rc == -EWOULDBLOCK) {
+            log_errx("reload: state_directory %s is in use by another weir "
+                     "(pid %ld); the running configuration stays",
+                     conf->daemon.state_directory, (long)holder);
+            config_free(conf);
+            return;
+        }
     }
     cref = conf_ref_new(conf); /* ours, until the commit or the undo */
     if (cref == NULL) {

@@ -12,9 +12,10 @@
 #include <sys/types.h>
 
 /* Takes the lock of dir, making dir first when it does not exist (one
- * level). The lock's fd, to keep open while the state is used; or
- * -EWOULDBLOCK with *holder the pid of the process that holds it (0 when
- * it cannot be read), or another -errno. */
+ * level), and keeps it until the process exits; a dir this process holds
+ * already is 0 at once. 0; or -EWOULDBLOCK with *holder the pid of the
+ * process that holds it (0 when it cannot be read), or another -errno.
+ * Main thread only. */
 int statelock_take(const char *dir, pid_t *holder);
 
 #endif

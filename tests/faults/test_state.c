@@ -212,6 +212,49 @@ static void test_two_daemons_one_state_dir(void **state)
     fc_free(&t.c);
 }
 
+/* A daemon without a followed file shares the directory until a reload
+ * asks for checkpoints: that reload is refused, names the holder, and
+ * the running configuration stays. */
+static void test_reload_into_a_held_state_dir(void **state)
+{
+    static struct st t;
+    struct h_weir second;
+    char log[300], needle[480], conf[300];
+    uint64_t want = (uint64_t)LINES * FC_LOG_LINE;
+    uint16_t port = h_free_port(false);
+
+    (void)state;
+    h_path(log, sizeof(log), "held-app.log");
+    setup(&t, "held", log);
+    start(&t, "held");
+    wait_total(&t, want);
+    h_start_conf(&second, "held2", 0,
+                 "[daemon]\nworkers = 1\nstate_directory = %s\n\n"
+                 "[pipeline serve]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n",
+                 t.state, t.log, port);
+    h_expect_log(&second, "pipeline serve: listening on", WAIT);
+    h_path(conf, sizeof(conf), "held2.conf");
+    h_write_text(conf,
+                 "[daemon]\nworkers = 1\nstate_directory = %s\n\n"
+                 "[pipeline serve]\nsource = file:%s\n"
+                 "sink = tcp-listen:127.0.0.1:%u\n\n"
+                 "[pipeline p]\nsource = file:%s\nfollow = yes\n"
+                 "sink = tcp:127.0.0.1:%u\n",
+                 t.state, t.log, port, t.log, t.c.port);
+    kill(second.pid, SIGHUP);
+    snprintf(needle, sizeof(needle),
+             "reload: state_directory %s is in use by another weir (pid %ld)",
+             t.state, (long)t.w.pid);
+    h_expect_log(&second, needle, WAIT);
+    h_expect_exit(&second, 0, true, WAIT);
+    h_expect_exit(&t.w, 0, true, WAIT);
+    /* Only the first daemon's stream reached the collector. */
+    assert_int_equal(t.c.nconns, 1);
+    assert_int_equal(ckpt_offset(&t), (int64_t)want);
+    fc_free(&t.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +262,8 @@ int main(void)
         cmocka_unit_test_teardown(test_fifo_checkpoint, h_teardown),
         cmocka_unit_test_teardown(test_checkpoint_of_other_path, h_teardown),
         cmocka_unit_test_teardown(test_two_daemons_one_state_dir, h_teardown),
+        cmocka_unit_test_teardown(test_reload_into_a_held_state_dir,
+                                  h_teardown),
     };
     int rc;
 

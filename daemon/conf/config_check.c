@@ -41,6 +41,17 @@ static void check_source_file(const struct weir_address *a, bool follow,
 
     /* O_NONBLOCK: opening a FIFO for reading must not wait for a writer. */
     fd = open(a->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    /* A pattern that names no file would be waited for as a file of that
+     * very name, for ever: say so (a file named so, if there is one, is
+     * read as any other). */
+    if (fd < 0 && errno == ENOENT && strpbrk(a->path, "*?[")) {
+        config_error(diag, &a->loc,
+                     "source: '%s' is a pattern, and no file has that name: "
+                     "weir reads one named file per source, and does not "
+                     "expand patterns (name the file; one pipeline per file)",
+                     a->path);
+        return;
+    }
     if (fd < 0 && errno == ENOENT && follow) {
         /* A log that is not there yet is waited for; its directory must
          * be, or it never will. */

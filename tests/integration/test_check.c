@@ -376,6 +376,13 @@ static const struct bad_case bad_cases[] = {
      "[pipeline a]\nsource = file:data.txt\nsink = stdout\nsink = stdout\n",
      {4},
      "stdout is already written"},
+    /* A glob is not expanded: followed, it would wait for a file named
+     * '*.log' for ever. */
+    {"glob_source",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\nfollow = yes\n"
+     "sink = null\n",
+     {2},
+     "is a pattern, and no file has that name"},
     /* The series call a sink by its address without options: two that
      * differ only there need a name= each could be told apart by. */
     {"same_label",

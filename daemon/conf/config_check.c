@@ -317,14 +317,8 @@ static void check_state_dir(const struct weir_config *conf)
     const struct weir_daemon_conf *d = &conf->daemon;
     const char *dir = d->state_directory;
     char parent[PATH_MAX], *slash;
-    bool follows = false;
 
-    for (size_t i = 0; i < conf->npipelines; i++) {
-        const struct weir_address *src = conf->pipelines[i]->source;
-
-        follows = follows || (src && src->kind == ADDR_FILE && src->follow);
-    }
-    if (conf->oneshot || !follows || dir == NULL)
+    if (conf->oneshot || !config_follows(conf) || dir == NULL)
         return;
     if (access(dir, W_OK | X_OK) == 0)
         return;

@@ -27,20 +27,29 @@
 #define WARN_NS       (5ll * 1000 * 1000 * 1000)
 #define WARN_EVERY_NS (60ll * 1000 * 1000 * 1000)
 
-/* Whether sink i's queue is full. A sink that has finished (closed, or
- * errored: its desired size is 0 or "none") holds nothing back and is
- * not full, or a tee's finished file sink would be shown at 100 % and
- * blamed for the time another sink held the source. */
-static bool sink_full(struct stream *s, unsigned i)
+/* Sink i's desired size, while it can still take bytes: false when it
+ * has no endpoint or has finished (closed: desired size 0; errored:
+ * "none"). A finished sink holds nothing back and nothing queued, or a
+ * tee's finished file sink would be shown at 100 % and blamed for the
+ * time another sink held the source. */
+static bool sink_desired(struct stream *s, unsigned i, int64_t *desired)
 {
-    struct stream_home *h = &s->home;
     const struct weir_writable *ws;
 
-    if (!h->sinks[i])
+    if (!s->home.sinks[i])
         return false;
-    ws = weir_endpoint_writable(h->sinks[i]);
-    return !weir_writable_closed(ws) && !weir_writable_errored(ws, NULL) &&
-           weir_writable_desired_size(ws) <= 0;
+    ws = weir_endpoint_writable(s->home.sinks[i]);
+    if (weir_writable_closed(ws) || weir_writable_errored(ws, NULL))
+        return false;
+    *desired = weir_writable_desired_size(ws);
+    return true;
+}
+
+static bool sink_full(struct stream *s, unsigned i)
+{
+    int64_t desired;
+
+    return sink_desired(s, i, &desired) && desired <= 0;
 }
 
 int64_t sink_watch_step(struct sink_watch *w, bool full, uint64_t bytes,
@@ -91,7 +100,6 @@ static void watch_live(struct stream *s, unsigned i)
 {
     struct stream_home *h = &s->home;
     struct weir_tee_stats st;
-    const struct weir_writable *ws;
     int64_t desired, hwm = (int64_t)stream_sink_hwm(s->sp->p, i);
 
     if (h->tee) {
@@ -113,15 +121,8 @@ static void watch_live(struct stream *s, unsigned i)
         atomic_store_explicit(&s->live[i].dropped, dropped,
                               memory_order_relaxed);
     }
-    if (!h->sinks[i])
-        return;
-    ws = weir_endpoint_writable(h->sinks[i]);
-    desired = weir_writable_desired_size(ws);
-    /* A closed sink (desired size 0) or an errored one ("none") holds
-     * nothing it will send. */
     atomic_store_explicit(&s->live[i].queued,
-                          !weir_writable_closed(ws) &&
-                                  desired != WEIR_DESIRED_NONE && desired < hwm
+                          sink_desired(s, i, &desired) && desired < hwm
                               ? (uint64_t)(hwm - desired)
                               : 0,
                           memory_order_relaxed);

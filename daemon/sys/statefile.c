@@ -35,7 +35,7 @@ static int regular_or_none(int dfd, const char *name)
     return S_ISREG(st.st_mode) ? 0 : -EFTYPE_STATE;
 }
 
-static int open_dir(const char *dir, int create)
+int statefile_dir(const char *dir, bool create)
 {
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -52,7 +52,7 @@ int statefile_write(const char *dir, const char *name, const char *text,
 
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
-    if ((dfd = open_dir(dir, 1)) < 0)
+    if ((dfd = statefile_dir(dir, true)) < 0)
         return dfd;
     /* The rename would replace whatever is at the name: refuse what weir
      * did not write. A stale temporary file of a crash goes first, and
@@ -90,7 +90,7 @@ int statefile_read(const char *dir, const char *name, char *buf, size_t size)
     size_t got = 0;
     int fd, dfd, rc = 0;
 
-    if ((dfd = open_dir(dir, 0)) < 0)
+    if ((dfd = statefile_dir(dir, false)) < 0)
         return dfd;
     /* O_NONBLOCK: a FIFO at the name must not hold the start up; it is
      * refused by the fstat below. */

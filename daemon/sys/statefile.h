@@ -11,11 +11,15 @@
 #define WEIR_DAEMON_STATEFILE_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Something other than a regular file is at the name. */
 #define EFTYPE_STATE EMEDIUMTYPE
 
+/* The directory dir opened (O_DIRECTORY), made first when create is set
+ * and it does not exist (one level, mode 0750). The fd, or -errno. */
+int statefile_dir(const char *dir, bool create);
 /* Writes dir/name.tmp, fsyncs it, renames it over dir/name and fsyncs
  * dir, making dir first when it does not exist (one level). 0 or
  * -errno; on failure dir/name is untouched. */

@@ -4,13 +4,15 @@
 #include "sys/statelock.h"
 
 #include <errno.h>
-#include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "sys/statefile.h"
 
 static pid_t read_pid(int fd)
 {
@@ -25,47 +27,14 @@ static pid_t read_pid(int fd)
     return v > 0 ? (pid_t)v : 0;
 }
 
-/* The directories this process holds (a reload may name another one;
- * the first stays held until exit, as its fd does). */
-#define HELD_MAX 8
-static struct {
-    char *dir;
-    int fd;
-} held[HELD_MAX];
-
-static int take(const char *dir, pid_t *holder);
-
-int statelock_take(const char *dir, pid_t *holder)
-{
-    int fd;
-
-    *holder = 0;
-    for (int i = 0; i < HELD_MAX; i++)
-        if (held[i].dir && strcmp(held[i].dir, dir) == 0)
-            return 0;
-    fd = take(dir, holder);
-    if (fd < 0)
-        return fd;
-    for (int i = 0; i < HELD_MAX; i++)
-        if (!held[i].dir) {
-            held[i].dir = strdup(dir);
-            held[i].fd = fd;
-            break;
-        }
-    return 0;
-}
-
 static int take(const char *dir, pid_t *holder)
 {
     char pid[32];
     struct stat st;
     int dfd, fd, rc, n;
 
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 && errno == ENOENT && mkdir(dir, 0750) == 0)
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -errno;
+    if ((dfd = statefile_dir(dir, true)) < 0)
+        return dfd;
     /* O_NONBLOCK and O_NOFOLLOW: a FIFO or a link put at the name is
      * refused below, never waited on or followed. */
     fd = openat(dfd, "lock",
@@ -92,4 +61,28 @@ static int take(const char *dir, pid_t *holder)
         return rc;
     }
     return fd;
+}
+
+/* The directories this process holds: their lock fds stay open until
+ * exit (a reload may name another one; the first stays held). */
+#define HELD_MAX 8
+static char *held[HELD_MAX];
+
+int statelock_take(const char *dir, pid_t *holder)
+{
+    int fd;
+
+    *holder = 0;
+    for (int i = 0; i < HELD_MAX; i++)
+        if (held[i] && strcmp(held[i], dir) == 0)
+            return 0;
+    fd = take(dir, holder);
+    if (fd < 0)
+        return fd;
+    for (int i = 0; i < HELD_MAX; i++)
+        if (!held[i]) {
+            held[i] = strdup(dir);
+            break;
+        }
+    return 0;
 }

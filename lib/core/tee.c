@@ -280,6 +280,17 @@ static int branch_gone(struct weir_tee *t, struct tee_branch *b, int reason)
     return 0;
 }
 
+/* The branch is cut loose: its reader sees -ENOBUFS, its counters say
+ * disconnected, its owner hears of it. */
+static void branch_disconnect(struct weir_tee *t, struct tee_branch *b)
+{
+    b->disconnected = true;
+    weir_readable_error(b->rs, -ENOBUFS);
+    branch_gone(t, b, -ENOBUFS);
+    if (b->on_disconnect)
+        b->on_disconnect(b->disconnect_ctx);
+}
+
 /* What branch b does with the next chunk: take it (true) or not. */
 static TEE_SPECIALISE bool branch_accepts(struct weir_tee *t,
                                           struct tee_branch *b, uint32_t len)
@@ -316,11 +327,7 @@ static TEE_SPECIALISE bool branch_accepts(struct weir_tee *t,
         b->delivered--;
         return true;
     case WEIR_TEE_DISCONNECT:
-        b->disconnected = true;
-        weir_readable_error(rs, -ENOBUFS);
-        branch_gone(t, b, -ENOBUFS);
-        if (b->on_disconnect)
-            b->on_disconnect(b->disconnect_ctx);
+        branch_disconnect(t, b);
         return false;
     default:
         return true;
@@ -814,11 +821,7 @@ int weir_tee_disconnect_branch(struct weir_tee *t, unsigned i)
     if (!branch_live(b))
         return -EALREADY;
     tee_hold(t);
-    b->disconnected = true;
-    weir_readable_error(b->rs, -ENOBUFS);
-    branch_gone(t, b, -ENOBUFS);
-    if (b->on_disconnect)
-        b->on_disconnect(b->disconnect_ctx);
+    branch_disconnect(t, b);
     /* It may have been the branch holding the others back. */
     tee_read(t);
     tee_put(t);

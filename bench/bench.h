@@ -64,5 +64,7 @@ int bench_core_creation(int argc, char **argv);
 int bench_core_tee_memory(int argc, char **argv);
 int bench_xform_core(int argc, char **argv);
 int bench_xform(int argc, char **argv);
+int bench_logs_glob(int argc, char **argv);
+int bench_logs_idle(int argc, char **argv);
 
 #endif /* WEIR_BENCH_H */

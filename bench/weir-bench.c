@@ -44,6 +44,10 @@ static const struct {
     {"xform-core", bench_xform_core, "transforms in process: MB/s, ratio"},
     {"xform", bench_xform,
      "file -> uppercase -> gzip -1 -> TCP vs tr | gzip | nc, Node; tee"},
+    {"logs-glob", bench_logs_glob,
+     "10 log files to a TCP collector: vs rsyslog, syslog-ng"},
+    {"logs-idle", bench_logs_idle,
+     "10,000 followed files, 10 written: CPU, fds, RSS"},
 };
 
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

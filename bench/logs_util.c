@@ -75,12 +75,17 @@ static void *collect(void *arg)
             pf[1 + k] = (struct pollfd){.fd = fds[k], .events = POLLIN};
         if (poll(pf, 1 + n, 50) <= 0)
             continue;
-        if ((pf[0].revents & POLLIN) && n < LG_MAX_CONNS) {
+        if (pf[0].revents & POLLIN) {
             int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
 
-            if (fd >= 0) {
+            if (fd >= 0 && n < LG_MAX_CONNS) {
                 fds[n++] = fd;
                 atomic_store(&c->nconns, n);
+            } else if (fd >= 0) {
+                /* More reconnects than a run should need: refused, and
+                 * the run fails its check. */
+                close(fd);
+                atomic_store(&c->overflow, true);
             }
         }
         for (unsigned k = 0; k < n; k++) {

@@ -49,7 +49,7 @@ struct weir_records {
 
     uint64_t off, line_off, rec_off;
     size_t line_len; /* the current line's bytes kept (<= max) */
-    size_t rec_len;  /* the open record's bytes (<= max + 1) */
+    size_t rec_len;  /* the open record's bytes (<= max + 1; cut: its text) */
     bool rec_open, rec_cut, rec_skip;
     uint8_t *buf;
 
@@ -201,8 +201,7 @@ static int close_record(struct weir_records *r, size_t len, bool cut, bool skip,
     }
     if (cut) {
         r->st.truncated++;
-        r->buf[r->max] = '\n';
-        len = (size_t)r->max + 1;
+        r->buf[len++] = '\n';
     }
     r->st.records++;
     return out(r, r->buf, len, now_ns, emit, arg);
@@ -244,10 +243,13 @@ static void join_record(struct weir_records *r, size_t at, size_t kept,
         r->rec_len = 0;
         return;
     }
-    take = r->max - r->rec_len;
+    /* A cut record holds its text without the final '\n' (put back when
+     * it goes out). One that is full already takes nothing of the line,
+     * and loses the newline it ends in rather than end in two. */
+    take = r->rec_len < r->max ? r->max - r->rec_len : 0;
     memmove(r->buf + r->rec_len, r->buf + at, take);
     r->rec_cut = true;
-    r->rec_len = r->max;
+    r->rec_len = take ? r->max : r->rec_len - 1;
 }
 
 /* The current line ended (a newline fed, or a flush): `full` is its

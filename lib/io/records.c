@@ -56,6 +56,7 @@ struct weir_records {
     uint8_t *json; /* the JSON record being made; NULL for raw */
     uint8_t *suffix;
     size_t suffix_len;
+    struct weir__json_clock clock;
 
     struct weir_records_stats st;
 };
@@ -82,7 +83,10 @@ static int compile(struct weir_records *r, const char *pattern, char *errbuf,
         return -EINVAL;
     }
     /* JIT is an optimisation: a kernel or build without it (W^X
-     * policies, an architecture PCRE2 has no JIT for) still matches. */
+     * policies, an architecture PCRE2 has no JIT for) still matches.
+     * JIT matching allocates nothing (its stack is on the machine's);
+     * the interpreter keeps its backtracking frames in the match data,
+     * allocated at its first match and grown only for deep patterns. */
     r->jit = pcre2_jit_compile(r->re, PCRE2_JIT_COMPLETE) == 0;
     r->md = pcre2_match_data_create_from_pattern(r->re, NULL);
     return r->md ? 0 : -ENOMEM;
@@ -127,6 +131,7 @@ int weir_records_new(struct weir_records **out,
         r->json = r->buf + buf_len;
         r->suffix = r->json + json_len;
         r->suffix_len = weir__records_json_suffix(r->suffix, path, h);
+        r->clock.sec = UINT64_MAX;
     }
     if (o->multiline_start) {
         rc = compile(r, o->multiline_start, errbuf, errlen);
@@ -159,7 +164,8 @@ static int out(struct weir_records *r, const uint8_t *p, size_t n,
 {
     if (r->json == NULL)
         return emit(arg, p, n, weir_records_consumed(r));
-    n = weir__records_json(r->json, p, n - 1, r->suffix, r->suffix_len, now_ns);
+    n = weir__records_json(r->json, p, n - 1, r->suffix, r->suffix_len,
+                           &r->clock, now_ns);
     return emit(arg, r->json, n, weir_records_consumed(r));
 }
 

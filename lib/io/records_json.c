@@ -131,16 +131,21 @@ size_t weir__records_json_suffix(uint8_t *out, const char *path,
 
 /* 2026-12-06T12:00:00.123Z: 24 bytes (a uint64_t of nanoseconds ends
  * in 2554, so the year always has four digits). */
-static uint8_t *put_time(uint8_t *w, uint64_t now_ns)
+static uint8_t *put_time(uint8_t *w, struct weir__json_clock *c,
+                         uint64_t now_ns)
 {
-    time_t s = (time_t)(now_ns / 1000000000u);
+    uint64_t sec = now_ns / 1000000000u;
     unsigned ms = (unsigned)(now_ns / 1000000u % 1000u);
-    struct tm tm;
-    char t[32];
 
-    gmtime_r(&s, &tm);
-    strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-    w = put(w, t, 19);
+    if (sec != c->sec) {
+        time_t s = (time_t)sec;
+        struct tm tm;
+
+        gmtime_r(&s, &tm);
+        strftime(c->text, sizeof(c->text), "%Y-%m-%dT%H:%M:%S", &tm);
+        c->sec = sec;
+    }
+    w = put(w, c->text, 19);
     *w++ = '.';
     *w++ = (uint8_t)('0' + ms / 100);
     *w++ = (uint8_t)('0' + ms / 10 % 10);
@@ -151,13 +156,13 @@ static uint8_t *put_time(uint8_t *w, uint64_t now_ns)
 
 size_t weir__records_json(uint8_t *out, const uint8_t *text, size_t n,
                           const uint8_t *suffix, size_t suffix_len,
-                          uint64_t now_ns)
+                          struct weir__json_clock *clock, uint64_t now_ns)
 {
     uint8_t *w = put(out, "{\"message\":\"", 12);
 
     w += weir__json_escape(w, text, n);
     w = put(w, (const char *)suffix, suffix_len);
-    w = put_time(w, now_ns);
+    w = put_time(w, clock, now_ns);
     w = put(w, "\"}\n", 3);
     return (size_t)(w - out);
 }

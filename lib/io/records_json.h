@@ -28,12 +28,19 @@ size_t weir__json_escape(uint8_t *out, const uint8_t *p, size_t n);
 size_t weir__records_json_suffix(uint8_t *out, const char *path,
                                  const char *host);
 
+/* The last second formatted: gmtime_r takes glibc's time zone lock
+ * even for UTC, and workers would meet there once a record. */
+struct weir__json_clock {
+    uint64_t sec; /* UINT64_MAX: none yet */
+    char text[20];
+};
+
 /* One record: the text (n bytes, its final '\n' left off by the caller)
  * in the envelope, the suffix made above, now_ns as the timestamp. out
  * has room for WEIR__JSON_FIXED + WEIR__JSON_PER_BYTE * n + suffix_len.
  * Returns the bytes written, '\n' included. */
 size_t weir__records_json(uint8_t *out, const uint8_t *text, size_t n,
                           const uint8_t *suffix, size_t suffix_len,
-                          uint64_t now_ns);
+                          struct weir__json_clock *clock, uint64_t now_ns);
 
 #endif /* WEIR_IO_RECORDS_JSON_H */

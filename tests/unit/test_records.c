@@ -440,6 +440,35 @@ static void json_parses_and_keeps_the_text(void **state)
     col_free(&c);
 }
 
+/* The timestamp is each feed's now_ns, to the millisecond, in UTC. */
+static void json_timestamps_follow_now(void **state)
+{
+    struct weir_records *r = make((struct weir_records_options){
+        .format = WEIR_RECORDS_JSON, .path = "p", .host = "h"});
+    static const uint64_t at[] = {NOW, NOW + 1500000000ull,
+                                  NOW + 1500000000ull + 86399000000000ull,
+                                  NOW + 7000000ull};
+    static const char *want =
+        "{\"message\":\"a\",\"file\":\"p\",\"host\":\"h\",\"timestamp\":"
+        "\"2026-12-06T12:00:00.123Z\"}\n"
+        "{\"message\":\"a\",\"file\":\"p\",\"host\":\"h\",\"timestamp\":"
+        "\"2026-12-06T12:00:01.623Z\"}\n"
+        "{\"message\":\"a\",\"file\":\"p\",\"host\":\"h\",\"timestamp\":"
+        "\"2026-12-07T12:00:00.623Z\"}\n"
+        "{\"message\":\"a\",\"file\":\"p\",\"host\":\"h\",\"timestamp\":"
+        "\"2026-12-06T12:00:00.130Z\"}\n";
+    struct col c = {0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+        assert_int_equal(
+            weir_records_feed(r, (const uint8_t *)"a\n", 2, at[i], collect, &c),
+            2);
+    assert_string_equal(c.buf, want);
+    weir_records_free(r);
+    col_free(&c);
+}
+
 /* Each emit stops the feed; the rest fed later gives the same bytes. */
 static void emit_stops_and_the_rest_resumes(void **state)
 {
@@ -522,6 +551,7 @@ int main(void)
         cmocka_unit_test(multiline_groups_a_stack_trace),
         cmocka_unit_test(a_bad_pattern_says_where),
         cmocka_unit_test(json_parses_and_keeps_the_text),
+        cmocka_unit_test(json_timestamps_follow_now),
         cmocka_unit_test(emit_stops_and_the_rest_resumes),
         cmocka_unit_test(consumed_offsets_are_exact),
     };

@@ -156,10 +156,6 @@ void weir_records_free(struct weir_records *r)
 /* Records out: raw as they are, or each in its JSON envelope. The state
  * is already past the record, so emit may ask weir_records_consumed. */
 static int out(struct weir_records *r, const uint8_t *p, size_t n,
-               uint64_t now_ns, weir_records_emit_fn emit, void *arg);
-
-/* Records out: raw as they are, or each in its JSON envelope. */
-static int out(struct weir_records *r, const uint8_t *p, size_t n,
                uint64_t now_ns, weir_records_emit_fn emit, void *arg)
 {
     if (r->json == NULL)

@@ -229,8 +229,6 @@ bool ckpt_set_resume(void *arg, const struct weir_file_set_file *f,
     if (!best || best->offset > f->size)
         return false;
     *offset = best->offset;
-    log_debug("pipeline %s: %s resumes at byte %" PRIu64 " (its checkpoint)",
-              cs->p->name, f->path, best->offset);
     return true;
 }
 

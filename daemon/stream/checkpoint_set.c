@@ -4,7 +4,6 @@
 #include "stream/checkpoint_set.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -78,7 +78,12 @@ static void set_event(void *arg, enum weir_file_set_event ev, const char *path,
                  p->name, path);
         break;
     case WEIR_FS_DONE:
-        log_info("pipeline %s: %s read to its end and closed", p->name, path);
+        /* An import (follow = no) finishes every file: that is no news. */
+        if (p->follow || p->source->follow)
+            log_info("pipeline %s: %s read to its end and closed", p->name,
+                     path);
+        else
+            log_debug("pipeline %s: %s read to its end", p->name, path);
         break;
     case WEIR_FS_LOST:
         log_warnx("pipeline %s: %s: %llu bytes could not be read (deleted "

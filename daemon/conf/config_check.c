@@ -225,7 +225,8 @@ static void check_shared(struct weir_config *conf, struct conf_diag *diag)
     keymap_free(&sh.seen);
 }
 
-static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
+static void check_follow(struct weir_pipeline *p, bool oneshot,
+                         struct conf_diag *diag)
 {
     struct weir_address *src = p->source;
     char at[32];
@@ -247,9 +248,10 @@ static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
         return;
     }
     /* A glob source follows unless told not to: its files are logs that
-     * grow and appear. */
+     * grow and appear. `weir pipe` reads it once unless given --follow,
+     * as it does a file. */
     if (src->kind == ADDR_FILE_SET && !src->follow_set &&
-        !conf_loc_set(&p->follow_loc))
+        !conf_loc_set(&p->follow_loc) && !oneshot)
         p->follow = true;
     if (!src->follow_set)
         src->follow = p->follow;
@@ -341,7 +343,7 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         config_error(diag, &p->loc, "pipeline '%s' has no source", p->name);
     if (p->sink_keys == 0)
         config_error(diag, &p->loc, "pipeline '%s' has no sink", p->name);
-    check_follow(p, diag);
+    check_follow(p, oneshot, diag);
     check_file_set(p, diag);
     if (src != NULL && src->kind == ADDR_FILE)
         check_source_file(src, p->follow || src->follow, diag);

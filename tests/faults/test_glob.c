@@ -311,10 +311,86 @@ static void test_glob_follow_restart(void **state)
     fc_free(&t.c);
 }
 
+/* The number after needle in text, or -1. */
+static long long number_after(const char *text, const char *needle)
+{
+    const char *at = strstr(text, needle);
+
+    return at ? strtoll(at + strlen(needle), NULL, 10) : -1;
+}
+
+/*
+ * A collector that takes its connection and reads nothing: the file's
+ * bytes wait in weir's queue and the sockets' buffers, read but not
+ * acknowledged. Status names the file among the most behind, with those
+ * bytes, and /metrics has them; once the collector reads, nothing is
+ * behind and every line has arrived once.
+ */
+static void test_glob_behind(void **state)
+{
+    static struct gt t;
+    char big[400], needle[600], *text;
+    int lfd, c, small = 4096;
+    long long behind;
+    int64_t got;
+
+    (void)state;
+    snprintf(t.conf_name, sizeof(t.conf_name), "behind");
+    h_path(t.logs, sizeof(t.logs), "behind-logs");
+    h_path(t.ctl, sizeof(t.ctl), "behind.ctl");
+    h_rm_tree(t.logs);
+    assert_int_equal(mkdir(t.logs, 0750), 0);
+    t.mport = h_free_port(false);
+    lfd = h_listen_any(&t.c.port);
+    setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    add_lines(&t, 0, 200000); /* 4.4 MiB, past the 1 MiB queue */
+    add_lines(&t, 1, 10);
+    log_path(&t, 0, big, sizeof(big));
+    start(&t);
+    c = h_accept(lfd, WAIT);
+    assert_true(c >= 0);
+    snprintf(needle, sizeof(needle),
+             "\"most_behind\":[{\"path\":\"%s\",\"bytes_behind\":", big);
+    {
+        static const char *json[2];
+
+        json[0] = needle;
+        expect_text(&t, get_status_json, json);
+    }
+    text = get_status_json(&t);
+    behind = number_after(text, needle);
+    free(text);
+    /* More than the sockets could hold: weir's own queue is in it. */
+    assert_true(behind > 256 * 1024);
+    text = get_status(&t);
+    assert_non_null(strstr(text, "      BEHIND  FILE\n"));
+    snprintf(needle, sizeof(needle), "  %s\n", big);
+    assert_non_null(strstr(text, needle));
+    free(text);
+    text = get_metrics(&t);
+    assert_true(
+        number_after(text, "weir_file_bytes_behind{pipeline=\"behind\"} ") > 0);
+    free(text);
+
+    /* The collector reads: everything arrives, nothing is behind. */
+    got = h_drain(c, NULL, written(&t), WAIT);
+    assert_int_equal(got, (int64_t)written(&t));
+    {
+        static const char *const none[] = {
+            "weir_file_bytes_behind{pipeline=\"behind\"} 0\n", NULL};
+
+        expect_text(&t, get_metrics, none);
+    }
+    h_expect_exit(&t.w, 0, true, WAIT);
+    close(c);
+    close(lfd);
+}
+
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_glob_follow_restart, h_teardown),
+        cmocka_unit_test_teardown(test_glob_behind, h_teardown),
     };
     int rc;
 

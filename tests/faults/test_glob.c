@@ -369,7 +369,7 @@ static void test_glob_behind(void **state)
     free(text);
     text = get_metrics(&t);
     assert_true(
-        number_after(text, "weir_file_bytes_behind{pipeline=\"behind\"} ") > 0);
+        number_after(text, "weir_file_bytes_behind{pipeline=\"glob\"} ") > 0);
     free(text);
 
     /* The collector reads: everything arrives, nothing is behind. */
@@ -377,7 +377,7 @@ static void test_glob_behind(void **state)
     assert_int_equal(got, (int64_t)written(&t));
     {
         static const char *const none[] = {
-            "weir_file_bytes_behind{pipeline=\"behind\"} 0\n", NULL};
+            "weir_file_bytes_behind{pipeline=\"glob\"} 0\n", NULL};
 
         expect_text(&t, get_metrics, none);
     }

@@ -138,6 +138,24 @@ static int parse_path(struct weir_address *a, const char *arg,
     return 0;
 }
 
+/* A file source whose path holds * ? or [ names every file it matches,
+ * now and later. Absolute only: a pattern joined to the config's
+ * directory would follow the config file around if it moved. */
+static int parse_pattern(struct weir_address *a, const char *arg, char *err,
+                         size_t errlen)
+{
+    a->kind = ADDR_FILE_SET;
+    if (arg[0] != '/') {
+        snprintf(err, errlen,
+                 "the pattern '%s' is not an absolute path (a glob source "
+                 "names its files from /)",
+                 arg);
+        return -EINVAL;
+    }
+    a->path = strdup(arg);
+    return a->path ? 0 : -ENOMEM;
+}
+
 /* tls: and tls-listen: (and socat's OPENSSL spellings) are the tcp kinds
  * with TLS on. socat's OPENSSL-LISTEN takes a bare PORT; parse_tcp asks
  * for the host then, as for tcp-listen. */
@@ -331,6 +349,9 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
     }
     if (a->kind == ADDR_TCP || a->kind == ADDR_TCP_LISTEN)
         return parse_tcp(a, colon + 1, err, errlen);
+    if (a->kind == ADDR_FILE && a->role == ADDR_SOURCE &&
+        strpbrk(colon + 1, "*?["))
+        return parse_pattern(a, colon + 1, err, errlen);
     return parse_path(a, colon + 1, base_dir, err, errlen);
 }
 

@@ -48,6 +48,9 @@ static const struct kind_def kinds[] = {
     [ADDR_STDIN] = {"stdin", false, ROLE(ADDR_SOURCE), "stdin"},
     [ADDR_STDOUT] = {"stdout", false, ROLE(ADDR_SINK), "stdout"},
     [ADDR_NULL] = {"null", false, ROLE(ADDR_SINK), "null"},
+    /* Never found by name: a file source whose path is a pattern
+     * (address.c). */
+    [ADDR_FILE_SET] = {"file", true, ROLE(ADDR_SOURCE), "file:PATTERN"},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

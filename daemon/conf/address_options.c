@@ -229,7 +229,8 @@ static int opt_handshake_timeout(struct weir_address *a, const char *v,
 }
 
 static const struct option_def options[] = {
-    {"follow", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_follow},
+    {"follow", KIND(ADDR_FILE) | KIND(ADDR_FILE_SET), ROLE(ADDR_SOURCE),
+     "a file source", opt_follow},
     {"append", KIND(ADDR_FILE), ROLE(ADDR_SINK), "a file sink", opt_append},
     {"fifo", KIND(ADDR_FILE), ROLE(ADDR_SOURCE), "a file source", opt_fifo},
     {"name", ALL_KINDS, ROLE(ADDR_SINK), "sinks", opt_name},

@@ -141,6 +141,10 @@ bool config_follows(const struct weir_config *conf)
         if (p->source && p->source->kind == ADDR_FILE &&
             (p->follow || p->source->follow))
             return true;
+        /* A glob source keeps checkpoints, following or not: a one-off
+         * import stopped half way resumes where it was. */
+        if (p->source && p->source->kind == ADDR_FILE_SET)
+            return true;
     }
     return false;
 }
@@ -216,6 +220,11 @@ struct weir_pipeline *config_add_pipeline(struct weir_config *conf,
     p->send_timeout_ms = CONF_DEFAULT_SEND_TIMEOUT_MS;
     p->connect_timeout_ms = CONF_DEFAULT_CONNECT_TIMEOUT_MS;
     p->flush_interval_ms = CONF_DEFAULT_FLUSH_INTERVAL_MS;
+    p->rotate_wait_ms = CONF_DEFAULT_ROTATE_WAIT_MS;
+    p->line_timeout_ms = CONF_DEFAULT_LINE_TIMEOUT_MS;
+    p->max_open_files = CONF_DEFAULT_MAX_OPEN_FILES;
+    p->rescan_interval_ms = CONF_DEFAULT_RESCAN_MS;
+    p->max_record = CONF_DEFAULT_MAX_RECORD;
     conf->pipelines = v;
     conf->pipelines[conf->npipelines++] = p;
     return p;
@@ -258,6 +267,10 @@ static void pipeline_conf_free(struct weir_pipeline *p)
     for (size_t i = 0; i < p->ntransforms; i++)
         free(p->transforms[i].spec);
     free(p->transforms);
+    for (size_t i = 0; i < p->nexclude; i++)
+        free(p->exclude[i]);
+    free(p->exclude);
+    free(p->multiline_start);
     free(p->name);
     free(p);
 }

@@ -69,6 +69,22 @@
 #define CONF_MAX_PEER_TIMEOUT_MS         (3600 * 1000)
 #define CONF_DEFAULT_FLUSH_INTERVAL_MS   1000
 #define CONF_MAX_FLUSH_INTERVAL_MS       (3600 * 1000)
+/* A glob source (config/weir.conf.md says why these values). */
+#define CONF_DEFAULT_ROTATE_WAIT_MS  5000
+#define CONF_MAX_ROTATE_WAIT_MS      (3600 * 1000)
+#define CONF_DEFAULT_LINE_TIMEOUT_MS 1000
+#define CONF_MIN_LINE_TIMEOUT_MS     1
+#define CONF_MAX_LINE_TIMEOUT_MS     (3600 * 1000)
+#define CONF_DEFAULT_MAX_OPEN_FILES  32
+#define CONF_MAX_OPEN_FILES          65536
+#define CONF_DEFAULT_RESCAN_MS       10000
+#define CONF_MIN_RESCAN_MS           100
+#define CONF_MAX_RESCAN_MS           (3600 * 1000)
+#define CONF_MAX_IGNORE_OLDER_MS     (UINT64_C(10) * 365 * 86400 * 1000)
+#define CONF_DEFAULT_MAX_RECORD      (64 * KiB)
+#define CONF_MIN_MAX_RECORD          UINT64_C(16)
+#define CONF_MAX_MAX_RECORD          (64 * MiB)
+#define CONF_MAX_EXCLUDES            64
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -131,6 +147,9 @@ enum addr_kind {
     ADDR_STDIN,
     ADDR_STDOUT,
     ADDR_NULL,
+    /* A file source whose path holds * ? or [: every file it matches,
+     * now and later (weir/file_set.h). Spelt file: as the one file. */
+    ADDR_FILE_SET,
     ADDR_KINDS /* how many; a new kind goes before it */
 };
 
@@ -227,6 +246,31 @@ struct weir_pipeline {
      * its beginning (read_from). */
     bool read_from_end;
     struct conf_loc read_from_loc;
+    /* A glob source's keys (ADDR_FILE_SET; config_check refuses them on
+     * any other source). */
+    char **exclude; /* absolute patterns */
+    size_t nexclude;
+    struct conf_loc exclude_loc;
+    uint64_t ignore_older_ms; /* 0: off */
+    struct conf_loc ignore_older_loc;
+    uint64_t rotate_wait_ms;
+    struct conf_loc rotate_wait_loc;
+    uint64_t line_timeout_ms;
+    struct conf_loc line_timeout_loc;
+    unsigned max_open_files;
+    struct conf_loc max_open_files_loc;
+    uint64_t rescan_interval_ms;
+    struct conf_loc rescan_interval_loc;
+    bool framing_bytes; /* framing = bytes (refused with a glob) */
+    struct conf_loc framing_loc;
+    uint64_t max_record;
+    struct conf_loc max_record_loc;
+    bool on_long_skip; /* on_long = skip; else truncate */
+    struct conf_loc on_long_loc;
+    char *multiline_start; /* a PCRE2 pattern, or NULL */
+    struct conf_loc multiline_start_loc;
+    bool format_json; /* format = json; else raw */
+    struct conf_loc format_loc;
 };
 
 struct weir_daemon_conf {

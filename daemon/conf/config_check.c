@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include "conf/address.h"
 #include "conf/keymap.h"
 #include "conf/tls.h"
+
+#define GLOB_KEYS 11
 
 /* "line 12" in a file, "argument 3" on the command line. */
 static const char *where(const struct conf_loc *loc, char *buf, size_t len)
@@ -41,17 +44,6 @@ static void check_source_file(const struct weir_address *a, bool follow,
 
     /* O_NONBLOCK: opening a FIFO for reading must not wait for a writer. */
     fd = open(a->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    /* A pattern that names no file would be waited for as a file of that
-     * very name, for ever: say so (a file named so, if there is one, is
-     * read as any other). */
-    if (fd < 0 && errno == ENOENT && strpbrk(a->path, "*?[")) {
-        config_error(diag, &a->loc,
-                     "source: '%s' is a pattern, and no file has that name: "
-                     "weir reads one named file per source, and does not "
-                     "expand patterns (name the file; one pipeline per file)",
-                     a->path);
-        return;
-    }
     if (fd < 0 && errno == ENOENT && follow) {
         /* A log that is not there yet is waited for; its directory must
          * be, or it never will. */
@@ -233,14 +225,16 @@ static void check_shared(struct weir_config *conf, struct conf_diag *diag)
     keymap_free(&sh.seen);
 }
 
-static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
+static void check_follow(struct weir_pipeline *p, bool oneshot,
+                         struct conf_diag *diag)
 {
     struct weir_address *src = p->source;
     char at[32];
 
     if (src == NULL)
         return;
-    if (conf_loc_set(&p->follow_loc) && src->kind != ADDR_FILE) {
+    if (conf_loc_set(&p->follow_loc) && src->kind != ADDR_FILE &&
+        src->kind != ADDR_FILE_SET) {
         config_error(diag, &p->follow_loc,
                      "follow applies to a file source, not to %s",
                      addr_kind_name(src->kind));
@@ -253,11 +247,91 @@ static void check_follow(struct weir_pipeline *p, struct conf_diag *diag)
             src->follow ? "yes" : "no", where(&p->follow_loc, at, sizeof(at)));
         return;
     }
+    /* A glob source follows unless told not to: its files are logs that
+     * grow and appear. `weir pipe` reads it once unless given --follow,
+     * as it does a file. */
+    if (src->kind == ADDR_FILE_SET && !src->follow_set &&
+        !conf_loc_set(&p->follow_loc) && !oneshot)
+        p->follow = true;
     if (!src->follow_set)
         src->follow = p->follow;
     if (conf_loc_set(&p->read_from_loc) && !src->follow)
         config_error(diag, &p->read_from_loc,
                      "read_from applies to a followed file (follow = yes)");
+}
+
+/* The keys only a glob source takes, with where each was set. */
+static void glob_keys(struct weir_pipeline *p, const char **names,
+                      const struct conf_loc **locs)
+{
+    const char *n[] = {"exclude",         "ignore_older",   "rotate_wait",
+                       "line_timeout",    "max_open_files", "rescan_interval",
+                       "framing",         "max_record",     "on_long",
+                       "multiline_start", "format"};
+    const struct conf_loc *l[] = {
+        &p->exclude_loc,        &p->ignore_older_loc,
+        &p->rotate_wait_loc,    &p->line_timeout_loc,
+        &p->max_open_files_loc, &p->rescan_interval_loc,
+        &p->framing_loc,        &p->max_record_loc,
+        &p->on_long_loc,        &p->multiline_start_loc,
+        &p->format_loc};
+
+    _Static_assert(sizeof(n) / sizeof(n[0]) == GLOB_KEYS, "one loc a key");
+    memcpy(names, n, sizeof(n));
+    memcpy(locs, l, sizeof(l));
+}
+
+/*
+ * A glob source: its keys elsewhere are errors, and what it cannot be
+ * joined with. A directory that does not exist yet is fine (logs of a
+ * service not installed yet); a warning says so, since a typo there
+ * would wait for ever too.
+ */
+static void check_file_set(struct weir_pipeline *p, struct conf_diag *diag)
+{
+    const struct weir_address *src = p->source;
+    const char *names[GLOB_KEYS];
+    const struct conf_loc *locs[GLOB_KEYS];
+    char *dir;
+    size_t cut;
+    struct stat st;
+
+    glob_keys(p, names, locs);
+    if (src == NULL)
+        return;
+    if (src->kind != ADDR_FILE_SET) {
+        for (size_t i = 0; i < GLOB_KEYS; i++)
+            if (conf_loc_set(locs[i]))
+                config_error(diag, locs[i],
+                             "%s applies to a glob source (file:PATTERN, a "
+                             "path with * ? or [), not to %s",
+                             names[i], src->text);
+        return;
+    }
+    if (p->framing_bytes)
+        config_error(diag, &p->framing_loc,
+                     "framing = bytes cannot take a glob source: the files' "
+                     "bytes would interleave mid-line (use lines)");
+    for (size_t i = 0; i < p->nsinks; i++)
+        if (addr_kind_listens(p->sinks[i]->kind))
+            config_error(diag, &p->sinks[i]->loc,
+                         "sink: a listen sink serves one file; %s is a glob "
+                         "source (use a connecting sink)",
+                         src->text);
+    /* The fixed directory: the parts before the first with a wildcard. */
+    cut = strcspn(src->path, "*?[");
+    dir = strndup(src->path, cut);
+    if (dir == NULL)
+        return;
+    *(strrchr(dir, '/') == dir ? dir + 1 : strrchr(dir, '/')) = '\0';
+    if (stat(dir, &st) != 0)
+        config_warning(diag, &src->loc,
+                       "source: directory '%s' does not exist (%s): files "
+                       "are picked up once it does",
+                       dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        config_error(diag, &src->loc, "source: '%s' is not a directory", dir);
+    free(dir);
 }
 
 static void check_pipeline(struct weir_pipeline *p, bool oneshot,
@@ -269,7 +343,8 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         config_error(diag, &p->loc, "pipeline '%s' has no source", p->name);
     if (p->sink_keys == 0)
         config_error(diag, &p->loc, "pipeline '%s' has no sink", p->name);
-    check_follow(p, diag);
+    check_follow(p, oneshot, diag);
+    check_file_set(p, diag);
     if (src != NULL && src->kind == ADDR_FILE)
         check_source_file(src, p->follow || src->follow, diag);
     if (src != NULL && src->kind == ADDR_UNIX_LISTEN)
@@ -304,6 +379,12 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
             same_file(s->path, src->path))
             config_error(diag, &s->loc,
                          "sink: '%s' is the pipeline's own source", s->path);
+        /* A sink the pattern matches would read its own output back. */
+        if (s->kind == ADDR_FILE && src != NULL && src->kind == ADDR_FILE_SET &&
+            fnmatch(src->path, s->path, FNM_PATHNAME | FNM_PERIOD) == 0)
+            config_error(diag, &s->loc,
+                         "sink: '%s' matches the pipeline's own source %s",
+                         s->path, src->path);
     }
 }
 

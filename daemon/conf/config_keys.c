@@ -12,6 +12,7 @@
 #include "conf/config_parser.h"
 #include "conf/congestion.h"
 #include "conf/transforms.h"
+#include "weir/records.h"
 
 /* True the first time a single-valued key is set; reports the repeat. */
 static bool first_time(struct parser *p, struct conf_loc *slot, const char *key)
@@ -289,6 +290,176 @@ static void key_read_from(struct parser *p, const char *value)
         PARSE_ERROR(p, "read_from: '%s' is neither beginning nor end", value);
 }
 
+/* A glob source's keys. Whether the source is a glob is known only once
+ * the whole pipeline is read (config_check says when it is not). */
+
+static void key_exclude(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    char *copy, *tok, *save = NULL;
+
+    if (!first_time(p, &pl->exclude_loc, "exclude"))
+        return;
+    copy = strdup(value);
+    if (copy == NULL) {
+        PARSE_ERROR(p, "out of memory");
+        return;
+    }
+    for (tok = strtok_r(copy, " \t", &save); tok;
+         tok = strtok_r(NULL, " \t", &save)) {
+        char **v;
+
+        if (tok[0] != '/') {
+            PARSE_ERROR(p, "exclude: '%s' is not an absolute pattern", tok);
+            break;
+        }
+        if (pl->nexclude == CONF_MAX_EXCLUDES) {
+            PARSE_ERROR(p, "exclude: more than %d patterns", CONF_MAX_EXCLUDES);
+            break;
+        }
+        v = reallocarray(pl->exclude, pl->nexclude + 1, sizeof(*v));
+        if (v == NULL || (v[pl->nexclude] = strdup(tok)) == NULL) {
+            if (v)
+                pl->exclude = v;
+            PARSE_ERROR(p, "out of memory");
+            break;
+        }
+        pl->exclude = v;
+        pl->nexclude++;
+    }
+    if (pl->nexclude == 0 && tok == NULL)
+        PARSE_ERROR(p, "exclude: needs one or more absolute patterns");
+    free(copy);
+}
+
+static void key_ignore_older(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "ignore_older", value, &pl->ignore_older_loc, 0,
+                      CONF_MAX_IGNORE_OLDER_MS, &pl->ignore_older_ms);
+}
+
+static void key_rotate_wait(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "rotate_wait", value, &pl->rotate_wait_loc, 0,
+                      CONF_MAX_ROTATE_WAIT_MS, &pl->rotate_wait_ms);
+}
+
+static void key_line_timeout(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "line_timeout", value, &pl->line_timeout_loc,
+                      CONF_MIN_LINE_TIMEOUT_MS, CONF_MAX_LINE_TIMEOUT_MS,
+                      &pl->line_timeout_ms);
+}
+
+static void key_rescan_interval(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    pipeline_duration(p, "rescan_interval", value, &pl->rescan_interval_loc,
+                      CONF_MIN_RESCAN_MS, CONF_MAX_RESCAN_MS,
+                      &pl->rescan_interval_ms);
+}
+
+static void key_max_open_files(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    uint64_t n;
+    char err[256];
+
+    if (!first_time(p, &pl->max_open_files_loc, "max_open_files"))
+        return;
+    if (value_uint(value, 1, CONF_MAX_OPEN_FILES, &n, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "max_open_files: %s", err);
+    else
+        pl->max_open_files = (unsigned)n;
+}
+
+static void key_framing(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    if (!first_time(p, &pl->framing_loc, "framing"))
+        return;
+    if (strcmp(value, "lines") == 0)
+        pl->framing_bytes = false;
+    else if (strcmp(value, "bytes") == 0)
+        pl->framing_bytes = true;
+    else
+        PARSE_ERROR(p, "framing: '%s' is neither lines nor bytes", value);
+}
+
+static void key_max_record(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    char err[256];
+
+    if (first_time(p, &pl->max_record_loc, "max_record") &&
+        value_size(value, CONF_MIN_MAX_RECORD, CONF_MAX_MAX_RECORD,
+                   &pl->max_record, err, sizeof(err)) < 0)
+        PARSE_ERROR(p, "max_record: %s", err);
+}
+
+static void key_on_long(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    if (!first_time(p, &pl->on_long_loc, "on_long"))
+        return;
+    if (strcmp(value, "truncate") == 0)
+        pl->on_long_skip = false;
+    else if (strcmp(value, "skip") == 0)
+        pl->on_long_skip = true;
+    else
+        PARSE_ERROR(p, "on_long: '%s' is neither truncate nor skip", value);
+}
+
+/* Compiled now, so that --check says what pcre2 thinks of it; the file
+ * set compiles it again per file when it runs. */
+static void key_multiline_start(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+    struct weir_records_options ro = {.multiline_start = value};
+    struct weir_records *r = NULL;
+    char err[256] = "";
+    int rc;
+
+    if (!first_time(p, &pl->multiline_start_loc, "multiline_start"))
+        return;
+    if (value[0] == '\0') {
+        PARSE_ERROR(p, "multiline_start: needs a pattern");
+        return;
+    }
+    rc = weir_records_new(&r, &ro, err, sizeof(err));
+    if (rc == -EINVAL) {
+        PARSE_ERROR(p, "multiline_start: '%s' does not compile: %s", value,
+                    err[0] ? err : "invalid pattern");
+        return;
+    }
+    weir_records_free(r);
+    if (rc < 0 || (pl->multiline_start = strdup(value)) == NULL)
+        PARSE_ERROR(p, "out of memory");
+}
+
+static void key_format(struct parser *p, const char *value)
+{
+    struct weir_pipeline *pl = p->pipeline;
+
+    if (!first_time(p, &pl->format_loc, "format"))
+        return;
+    if (strcmp(value, "raw") == 0)
+        pl->format_json = false;
+    else if (strcmp(value, "json") == 0)
+        pl->format_json = true;
+    else
+        PARSE_ERROR(p, "format: '%s' is neither raw nor json", value);
+}
+
 static void key_state_directory(struct parser *p, const char *value)
 {
     struct weir_daemon_conf *d = &p->conf->daemon;
@@ -411,5 +582,16 @@ const struct key_def config_keys[] = {
     {SECTION_PIPELINE, "connect_timeout", false, key_connect_timeout},
     {SECTION_PIPELINE, "flush_interval", false, key_flush_interval},
     {SECTION_PIPELINE, "read_from", false, key_read_from},
+    {SECTION_PIPELINE, "exclude", false, key_exclude},
+    {SECTION_PIPELINE, "ignore_older", false, key_ignore_older},
+    {SECTION_PIPELINE, "rotate_wait", false, key_rotate_wait},
+    {SECTION_PIPELINE, "line_timeout", false, key_line_timeout},
+    {SECTION_PIPELINE, "max_open_files", false, key_max_open_files},
+    {SECTION_PIPELINE, "rescan_interval", false, key_rescan_interval},
+    {SECTION_PIPELINE, "framing", false, key_framing},
+    {SECTION_PIPELINE, "max_record", false, key_max_record},
+    {SECTION_PIPELINE, "on_long", false, key_on_long},
+    {SECTION_PIPELINE, "multiline_start", false, key_multiline_start},
+    {SECTION_PIPELINE, "format", false, key_format},
     {SECTION_NONE, NULL, false, NULL},
 };

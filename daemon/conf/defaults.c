@@ -66,6 +66,18 @@ int config_print_defaults(FILE *f)
         fprintf(f, "send_timeout=%" PRIu64 "ms\n", p->send_timeout_ms);
         fprintf(f, "connect_timeout=%" PRIu64 "ms\n", p->connect_timeout_ms);
         fprintf(f, "flush_interval=%" PRIu64 "ms\n", p->flush_interval_ms);
+        /* A glob source's (follow is yes there unless told). */
+        fprintf(f, "exclude=none\n");
+        fprintf(f, "ignore_older=%" PRIu64 "ms\n", p->ignore_older_ms);
+        fprintf(f, "rotate_wait=%" PRIu64 "ms\n", p->rotate_wait_ms);
+        fprintf(f, "line_timeout=%" PRIu64 "ms\n", p->line_timeout_ms);
+        fprintf(f, "max_open_files=%u\n", p->max_open_files);
+        fprintf(f, "rescan_interval=%" PRIu64 "ms\n", p->rescan_interval_ms);
+        fprintf(f, "framing=%s\n", p->framing_bytes ? "bytes" : "lines");
+        fprintf(f, "max_record=%" PRIu64 "\n", p->max_record);
+        fprintf(f, "on_long=%s\n", p->on_long_skip ? "skip" : "truncate");
+        fprintf(f, "multiline_start=none\n");
+        fprintf(f, "format=%s\n", p->format_json ? "json" : "raw");
         /* A config file's file sinks append unless told (config_check;
          * weir pipe's truncate). */
         fprintf(f, "append=%s\n",

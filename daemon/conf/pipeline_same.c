@@ -46,8 +46,20 @@ bool config_pipeline_same(const struct weir_pipeline *a,
         a->send_timeout_ms != b->send_timeout_ms ||
         a->connect_timeout_ms != b->connect_timeout_ms ||
         a->flush_interval_ms != b->flush_interval_ms ||
-        a->read_from_end != b->read_from_end)
+        a->read_from_end != b->read_from_end ||
+        a->ignore_older_ms != b->ignore_older_ms ||
+        a->rotate_wait_ms != b->rotate_wait_ms ||
+        a->line_timeout_ms != b->line_timeout_ms ||
+        a->max_open_files != b->max_open_files ||
+        a->rescan_interval_ms != b->rescan_interval_ms ||
+        a->framing_bytes != b->framing_bytes ||
+        a->max_record != b->max_record || a->on_long_skip != b->on_long_skip ||
+        !str_same(a->multiline_start, b->multiline_start) ||
+        a->format_json != b->format_json || a->nexclude != b->nexclude)
         return false;
+    for (size_t i = 0; i < a->nexclude; i++)
+        if (strcmp(a->exclude[i], b->exclude[i]) != 0)
+            return false;
     for (size_t i = 0; i < a->ntransforms; i++)
         if (strcmp(a->transforms[i].spec, b->transforms[i].spec) != 0)
             return false;

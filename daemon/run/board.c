@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "run/run_impl.h"
+#include "run/board_files.h"
 #include "run/series.h"
 #include "run/text.h"
 #include "sys/clock.h"
@@ -357,24 +358,8 @@ static int row_cmp_worst(const void *pa, const void *pb)
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
-/* Numbers a person reads. */
-
-static void human_bytes(char *out, size_t len, double v, const char *suffix)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    unsigned u = 0;
-
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, len, "%.0f %s%s", v, unit[u], suffix);
-    else
-        snprintf(out, len, "%.1f %s%s", v, unit[u], suffix);
-}
-
-/* The same in at most six characters ("3.8K", "812M"), for a narrow
+/* Numbers a person reads: text_human_bytes (text.h), and the same in at
+ * most six characters ("3.8K", "812M"), for a narrow
  * terminal: the unit's letter, one decimal below 10. */
 static void short_bytes(char *out, size_t len, double v, const char *suffix)
 {
@@ -428,7 +413,7 @@ static void put_summary(struct text *t, const struct run *r,
     for (pos = r->pls.next; pos != &r->pls; pos = pos->next)
         ncl +=
             pipeline_clients(weir_list_entry(pos, const struct pipeline, link));
-    human_bytes(sent, sizeof(sent), (double)delivered_total(snap), "");
+    text_human_bytes(sent, sizeof(sent), (double)delivered_total(snap), "");
     human_secs(up, sizeof(up), (double)(clock_now_ns() - r->t_start_ns) / 1e9);
     snprintf(line, sizeof(line),
              "%s%u pipeline%s, %u live stream%s, %u client%s, %s sent, up "
@@ -505,7 +490,7 @@ static void cell_address(char *out, const char *s)
 static void row_cells(const struct row *w, struct cells *c, bool narrow)
 {
     void (*bytes)(char *, size_t, double, const char *) =
-        narrow ? short_bytes : human_bytes;
+        narrow ? short_bytes : text_human_bytes;
     char down[24];
 
     cell_name(c->c[C_PIPELINE], w->pl->p->name);
@@ -695,7 +680,9 @@ static void json_pipeline(struct text *t, const struct run *r,
     json_u(t, "sink", pn->errors[ERR_SINK], true);
     json_u(t, "client", pn->errors[ERR_CLIENT], true);
     json_u(t, "transform", pn->errors[ERR_TRANSFORM], false);
-    text_put(t, "},\"sinks\":[");
+    text_put(t, "},");
+    board_files_json(t, &pn->files);
+    text_put(t, "\"sinks\":[");
     for (size_t i = 0; i < n; i++) {
         json_sink(t, &rows->v[first + i]);
         if (i + 1 < n)
@@ -753,6 +740,7 @@ char *board_render(const struct run *r, bool json, bool worst, size_t width,
         if (worst)
             qsort(rows.v, rows.n, sizeof(*rows.v), row_cmp_worst);
         put_table(&t, &rows, width);
+        board_files_text(&t, snap);
     }
     free(rows.v);
     series_free(snap);

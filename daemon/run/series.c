@@ -160,6 +160,53 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
+static void files_counters(struct files_num *f, const struct files_num *a)
+{
+    f->any = f->any || a->any;
+    f->truncated += a->truncated;
+    f->skipped += a->skipped;
+    f->rotations += a->rotations;
+    f->lost += a->lost;
+}
+
+/* x among the files most behind, kept most first. */
+static void top_insert(struct files_num *f, const struct stream_fs_file *x)
+{
+    unsigned k;
+
+    if (f->ntop == STREAM_FS_TOP &&
+        f->top[STREAM_FS_TOP - 1].behind >= x->behind)
+        return;
+    k = f->ntop < STREAM_FS_TOP ? f->ntop++ : STREAM_FS_TOP - 1;
+    for (; k > 0 && f->top[k - 1].behind < x->behind; k--)
+        f->top[k] = f->top[k - 1];
+    f->top[k] = *x;
+}
+
+/* The stream's view as files_num's: counters, and with `live` the
+ * gauges and its files most behind merged in, most first. */
+static void files_add(struct files_num *f, const struct stream *s, bool live)
+{
+    struct stream_fs_view v;
+    struct files_num a = {.any = true};
+
+    if (!stream_fs_view(s, &v))
+        return;
+    a.truncated = v.truncated;
+    a.skipped = v.skipped;
+    a.rotations = v.rotations;
+    a.lost = v.lost;
+    files_counters(f, &a);
+    if (!live)
+        return;
+    f->watched += v.watched;
+    f->open += v.open;
+    f->behind += v.behind;
+    f->unread += v.unread;
+    for (unsigned i = 0; i < v.ntop; i++)
+        top_insert(f, &v.top[i]);
+}
+
 void series_stream_ended(struct series *t, const struct stream *s)
 {
     const struct stream_spec *sp = stream_spec(s);
@@ -171,6 +218,7 @@ void series_stream_ended(struct series *t, const struct stream *s)
     pn->streams++;
     pn->read += bytes_read(s);
     (void)add_xforms(pn, s);
+    files_add(&pn->files, s, false);
     if (failed(stream_src_rc(s)))
         pn->errors[stream_peer(s)[0] && !sp->client_sink ? ERR_CLIENT
                                                          : ERR_SOURCE]++;
@@ -229,6 +277,7 @@ static bool snap_add(struct series *snap, const struct series *t)
         b->refused += a->refused;
         for (int k = 0; k < ERR_KINDS; k++)
             b->errors[k] += a->errors[k];
+        files_counters(&b->files, &a->files);
         for (size_t j = 0; j < a->nsinks; j++) {
             struct sink_num *sn = sink_of(b, a->sinks[j].name);
 
@@ -266,6 +315,7 @@ static void live_stream(void *arg, const struct stream *s)
     ls->pn->active++;
     ls->pn->streams++;
     ls->pn->read += bytes_read(s);
+    files_add(&ls->pn->files, s, true);
     if (!add_xforms(ls->pn, s)) {
         ls->oom = true;
         return;
@@ -312,6 +362,9 @@ static bool snap_live(struct series *snap, const struct run *r)
             if (stream_sink_hwm(pl->p, (unsigned)i) > sn->hwm)
                 sn->hwm = stream_sink_hwm(pl->p, (unsigned)i);
         }
+        /* A glob pipeline shows its files before the first sample. */
+        if (pl->p->source->kind == ADDR_FILE_SET)
+            ls.pn->files.any = true;
         ls.pn->accepted += pl->clients.accepted;
         ls.pn->refused += pl->clients.refused;
         ls.pn->clients += pipeline_clients(pl);
@@ -423,6 +476,81 @@ static void put_pipelines(struct text *t, const struct series *snap)
             text_put(t, "\",kind=\"%s\"} %llu\n", err_kind_name[e],
                      (unsigned long long)snap->pls[i].errors[e]);
         }
+}
+
+/* A glob source's figures, by pipeline: not by file, whose names would
+ * make a series each (and thousands of series of a directory). */
+enum files_field {
+    FF_WATCHED,
+    FF_OPEN,
+    FF_BEHIND,
+    FF_TRUNCATED,
+    FF_SKIPPED,
+    FF_ROTATIONS,
+    FF_LOST,
+};
+
+static uint64_t files_field(const struct files_num *f, enum files_field k)
+{
+    switch (k) {
+    case FF_WATCHED:
+        return f->watched;
+    case FF_OPEN:
+        return f->open;
+    case FF_BEHIND:
+        return f->behind;
+    case FF_TRUNCATED:
+        return f->truncated;
+    case FF_SKIPPED:
+        return f->skipped;
+    case FF_ROTATIONS:
+        return f->rotations;
+    default:
+        return f->lost;
+    }
+}
+
+static const struct {
+    const char *name, *type, *help;
+    enum files_field f;
+} files_families[] = {
+    {"weir_files_watched", "gauge",
+     "Files the pipeline's glob source knows now (also those rotated and "
+     "still being finished).",
+     FF_WATCHED},
+    {"weir_files_open", "gauge",
+     "Descriptors the pipeline's glob source holds now (at most "
+     "max_open_files).",
+     FF_OPEN},
+    {"weir_file_bytes_behind", "gauge",
+     "Bytes of the glob source's files read but not yet acknowledged by "
+     "every sink.",
+     FF_BEHIND},
+    {"weir_lines_truncated_total", "counter",
+     "Lines longer than max_record cut to it (on_long=truncate).",
+     FF_TRUNCATED},
+    {"weir_lines_skipped_total", "counter",
+     "Lines longer than max_record dropped (on_long=skip).", FF_SKIPPED},
+    {"weir_file_rotations_total", "counter",
+     "Renames and truncations of the glob source's files seen.", FF_ROTATIONS},
+    {"weir_file_bytes_lost_total", "counter",
+     "Bytes of the glob source's files that could not be read (deleted or "
+     "truncated before weir read them, with no copy to be found).",
+     FF_LOST},
+};
+
+static void put_files(struct text *t, const struct series *snap)
+{
+    for (size_t k = 0; k < sizeof(files_families) / sizeof(files_families[0]);
+         k++) {
+        family(t, files_families[k].name, files_families[k].type,
+               files_families[k].help);
+        for (size_t i = 0; i < snap->npls; i++)
+            if (snap->pls[i].files.any)
+                sample_pl(
+                    t, files_families[k].name, snap->pls[i].name, NULL,
+                    files_field(&snap->pls[i].files, files_families[k].f));
+    }
 }
 
 static void put_sink_states(struct text *t, const struct series *snap)
@@ -634,11 +762,16 @@ char *series_render(const struct run *r, size_t *len)
     text_put(&t, "weir_ready %d\n", run_ready(r));
     family(&t, "weir_pipelines", "gauge", "Pipelines running (not draining).");
     text_put(&t, "weir_pipelines %u\n", run_pipelines(r));
+    family(&t, "weir_checkpoint_write_failures_total", "counter",
+           "Checkpoint files of followed files that could not be written.");
+    text_put(&t, "weir_checkpoint_write_failures_total %llu\n",
+             (unsigned long long)ckpt_write_failures());
     put_pipelines(&t, &snap);
     put_sinks(&t, &snap);
     put_sink_states(&t, &snap);
     put_sink_queues(&t, &snap);
     put_xforms(&t, &snap);
+    put_files(&t, &snap);
     put_process(&t, r);
     pls_free(snap.pls, snap.npls);
     if (t.oom) {

@@ -6,6 +6,7 @@
 #ifndef WEIR_DAEMON_SERIES_H
 #define WEIR_DAEMON_SERIES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,16 @@ struct xf_num {
     uint64_t in, out;
 };
 
+/* A glob source's files (stream_fs_view): the counters are kept across
+ * its streams; the gauges and the files most behind are a snapshot's. */
+struct files_num {
+    bool any; /* the pipeline's source is a glob */
+    uint64_t truncated, skipped, rotations, lost;
+    uint64_t watched, open, behind, unread;
+    unsigned ntop;
+    struct stream_fs_file top[STREAM_FS_TOP];
+};
+
 struct pl_num {
     char *name;
     uint64_t read, streams, accepted, refused;
@@ -40,6 +51,7 @@ struct pl_num {
     size_t nsinks;
     struct xf_num *xfs;
     size_t nxfs;
+    struct files_num files;
 };
 
 struct series {

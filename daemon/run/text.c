@@ -56,3 +56,18 @@ void text_json_str(struct text *t, const char *s)
     }
     text_put(t, "\"");
 }
+
+void text_human_bytes(char *out, size_t len, double v, const char *suffix)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    unsigned u = 0;
+
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, len, "%.0f %s%s", v, unit[u], suffix);
+    else
+        snprintf(out, len, "%.1f %s%s", v, unit[u], suffix);
+}

@@ -17,6 +17,8 @@ struct text {
 
 __attribute__((format(printf, 2, 3))) void text_put(struct text *t,
                                                     const char *fmt, ...);
+/* v bytes as a person reads them ("3.8 MiB"), then suffix ("/s"). */
+void text_human_bytes(char *out, size_t len, double v, const char *suffix);
 /* s as a JSON string, quotes included. */
 void text_json_str(struct text *t, const char *s);
 

@@ -512,6 +512,16 @@ int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
         if (!pl->spec.ckpt)
             return -ENOMEM;
     }
+    if (env->checkpoints && pl->mode == &mode_once &&
+        p->source->kind == ADDR_FILE_SET) {
+        const struct weir_daemon_conf *d = &cref->conf->daemon;
+
+        pl->spec.ckset =
+            ckpt_set_new(env->cx->main, &pl->alive, p, d->state_directory,
+                         d->checkpoint_interval_ms, pl->res);
+        if (!pl->spec.ckset)
+            return -ENOMEM;
+    }
     if (pl->mode->check && (rc = pl->mode->check(pl)) != 0)
         return rc;
     /* On: the listeners' errors are reported with the sinks'. */
@@ -687,6 +697,7 @@ void pipeline_free(struct pipeline *pl)
     broadcast_free(pl->bc);
     stream_share_release(&pl->share);
     ckpt_free(pl->spec.ckpt);
+    ckpt_set_free(pl->spec.ckset);
     conf_ref_put(pl->cref);
     free(pl);
 }

@@ -18,6 +18,7 @@
 
 #include "conf/address.h"
 #include "stream/budget.h"
+#include "stream/checkpoint_set.h"
 #include "stream/relay.h"
 #include "stream/sinks.h"
 #include "stream/stream_impl.h"
@@ -47,6 +48,104 @@ static void source_event(void *arg, enum weir_endpoint_event ev, int err,
                  p->source->path);
 }
 
+/* What the files of a glob source do, for the operator: one line each.
+ * A file found is news only when debugging (a directory of thousands
+ * would flood the log at a start). */
+static void set_event(void *arg, enum weir_file_set_event ev, const char *path,
+                      int err, uint64_t off)
+{
+    struct stream *s = arg;
+    const struct weir_pipeline *p = s->sp->p;
+
+    switch (ev) {
+    case WEIR_FS_FOUND:
+        log_debug("pipeline %s: found %s: reading it from byte %llu", p->name,
+                  path, (unsigned long long)off);
+        break;
+    case WEIR_FS_ROTATED:
+        log_info("pipeline %s: %s was rotated: reading it to its end, and "
+                 "until it has been quiet for rotate_wait",
+                 p->name, path);
+        break;
+    case WEIR_FS_TRUNCATED:
+        log_info("pipeline %s: %s was truncated (at byte %llu): its copy, "
+                 "if one is found, is read first, then it from its start",
+                 p->name, path, (unsigned long long)off);
+        break;
+    case WEIR_FS_COPY_READ:
+        log_info("pipeline %s: %s: the copy of a truncated file read to "
+                 "its end",
+                 p->name, path);
+        break;
+    case WEIR_FS_DONE:
+        /* An import (follow = no) finishes every file: that is no news. */
+        if (p->follow || p->source->follow)
+            log_info("pipeline %s: %s read to its end and closed", p->name,
+                     path);
+        else
+            log_debug("pipeline %s: %s read to its end", p->name, path);
+        break;
+    case WEIR_FS_LOST:
+        log_warnx("pipeline %s: %s: %llu bytes could not be read (deleted "
+                  "or truncated before weir read them, and no copy found)",
+                  p->name, path, (unsigned long long)off);
+        break;
+    case WEIR_FS_NO_INOTIFY:
+        log_warnx("pipeline %s: no inotify (%s): new files are found by "
+                  "looking again every %llu ms (rescan_interval)",
+                  p->name, strerror(err),
+                  (unsigned long long)p->rescan_interval_ms);
+        break;
+    case WEIR_FS_OPEN_FAIL:
+        log_warnx("pipeline %s: cannot open %s: %s", p->name, path,
+                  strerror(err));
+        break;
+    }
+}
+
+/* A glob source (weir/file_set.h) with the pipeline's keys. */
+static int make_file_set(struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    const uint64_t ms = 1000 * 1000;
+    struct weir_file_set_options o = {
+        .include = (const char *const *)&p->source->path,
+        .ninclude = 1,
+        .exclude = (const char *const *)p->exclude,
+        .nexclude = p->nexclude,
+        .read_from_end = p->read_from_end,
+        .once = !(p->follow || p->source->follow),
+        .ignore_older_ns = p->ignore_older_ms * ms,
+        /* The options' 0 is their default (5 s); the operator's 0 is no
+         * wait at all, the shortest the set can be given. */
+        .rotate_wait_ns = p->rotate_wait_ms ? p->rotate_wait_ms * ms : 1,
+        .line_timeout_ns = p->line_timeout_ms * ms,
+        .rescan_ns = p->rescan_interval_ms * ms,
+        .max_open_files = p->max_open_files,
+        .chunk_size = (uint32_t)p->chunk_size,
+        .records =
+            {
+                .max_record = (uint32_t)p->max_record,
+                .on_long =
+                    p->on_long_skip ? WEIR_RECORDS_SKIP : WEIR_RECORDS_TRUNCATE,
+                .multiline_start = p->multiline_start,
+                .format = p->format_json ? WEIR_RECORDS_JSON : WEIR_RECORDS_RAW,
+            },
+        .resume = s->sp->ckset ? ckpt_set_resume : NULL,
+        .resume_arg = s->sp->ckset,
+        .on_event = set_event,
+        .event_arg = s,
+        .counter = &s->bytes_in,
+    };
+    int rc = weir_endpoint_file_set(&s->home.src, s->home.loop,
+                                    weir_worker_pool(), &o);
+
+    if (rc)
+        log_warnx("pipeline %s: cannot follow %s: %s", p->name, p->source->path,
+                  strerror(-rc));
+    return rc;
+}
+
 static int make_source(struct stream *s)
 {
     struct stream_home *h = &s->home;
@@ -66,6 +165,8 @@ static int make_source(struct stream *s)
     struct stat st;
     int rc;
 
+    if (s->src_set)
+        return make_file_set(s);
     stream_peer_options(p, p->source, &fo.peer);
     if (o.follow && p->source->kind == ADDR_FILE) {
         o.follow_path = p->source->path;

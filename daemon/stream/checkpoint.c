@@ -42,6 +42,19 @@ struct ckpt {
     bool freed;
 };
 
+/* Checkpoint writes that failed, of every pipeline (main thread). */
+static uint64_t write_failures;
+
+void ckpt_write_failed(void)
+{
+    write_failures++;
+}
+
+uint64_t ckpt_write_failures(void)
+{
+    return write_failures;
+}
+
 /* Main thread. The stream's latest sample; false when there is none or
  * the worker was writing it. */
 static bool slot_read(struct ckpt_slot *sl, struct ckpt_rec *rec)
@@ -103,8 +116,8 @@ static bool rec_same(const struct ckpt_rec *a, const struct ckpt_rec *b)
            memcmp(a->head, b->head, a->head_len) == 0;
 }
 
-/* pipeline-NAME.ckpt, with NAME's bytes outside [A-Za-z0-9._-] as %XX. */
-static void state_name(const char *pipeline, char *out, size_t size)
+void ckpt_state_name(const char *pipeline, const char *ext, char *out,
+                     size_t size)
 {
     size_t n = (size_t)snprintf(out, size, "pipeline-");
 
@@ -116,7 +129,7 @@ static void state_name(const char *pipeline, char *out, size_t size)
         else
             n += (size_t)snprintf(out + n, size - n, "%%%02X", *c);
     }
-    snprintf(out + n, size - n, ".ckpt");
+    snprintf(out + n, size - n, "%s", ext);
 }
 
 /* The text a checkpoint file may hold: its path escaped, and the rest. */
@@ -178,7 +191,7 @@ struct ckpt *ckpt_new(struct weir_loop *main, struct alive *hold,
     ck->p = p;
     ck->res = res;
     ck->interval_ns = interval_ms * 1000000ull;
-    state_name(p->name, ck->name, sizeof(ck->name));
+    ckpt_state_name(p->name, ".ckpt", ck->name, sizeof(ck->name));
     load(ck);
     ck->rec = ck->saved;
     return ck;
@@ -272,15 +285,14 @@ int ckpt_open(struct ckpt *ck, uint64_t *offset)
     return fd >= 0 ? fd : -err;
 }
 
-/* fdatasync of the file sinks, before a checkpoint that counts their
- * bytes is written; 0 or the first -errno. */
-static int sync_sinks(struct ckpt *ck)
+int ckpt_sync_sinks(const struct weir_pipeline *p,
+                    const struct stream_sink_res *res)
 {
     int rc = 0;
 
-    for (size_t i = 0; i < ck->p->nsinks; i++)
-        if (ck->p->sinks[i]->kind == ADDR_FILE && ck->res[i].file_fd >= 0 &&
-            fdatasync(ck->res[i].file_fd) != 0 && rc == 0 && errno != EINVAL)
+    for (size_t i = 0; i < p->nsinks; i++)
+        if (p->sinks[i]->kind == ADDR_FILE && res[i].file_fd >= 0 &&
+            fdatasync(res[i].file_fd) != 0 && rc == 0 && errno != EINVAL)
             rc = -errno;
     return rc;
 }
@@ -294,7 +306,7 @@ static void save(struct ckpt *ck)
 
     if (!ck->rec.valid || rec_same(&ck->rec, &ck->saved))
         return;
-    rc = sync_sinks(ck);
+    rc = ckpt_sync_sinks(ck->p, ck->res);
     if (rc == 0 && (text = malloc(size)) == NULL)
         rc = -ENOMEM;
     if (rc == 0) {
@@ -320,6 +332,7 @@ static void save(struct ckpt *ck)
                                         "file is at its name"
                                       : strerror(-rc));
     ck->failing = true;
+    ckpt_write_failed();
 }
 
 static void take_sample(struct ckpt *ck)
@@ -418,7 +431,7 @@ static bool sink_idle(struct stream *s, unsigned i)
  * the sinks since the previous sample (what the syncs pushed out has
  * arrived); then every source byte is out.
  */
-static bool acked_source(struct stream *s, bool final, uint64_t *acked)
+bool ckpt_acked_source(struct stream *s, bool final, uint64_t *acked)
 {
     struct stream_home *h = &s->home;
     const struct weir_pipeline *p = s->sp->p;
@@ -458,7 +471,7 @@ bool ckpt_acks_pending(struct stream *s)
     const struct weir_pipeline *p = s->sp->p;
     uint64_t a;
 
-    if (!s->sp->ckpt || !h->sinks)
+    if ((!s->sp->ckpt && !s->sp->ckset) || !h->sinks)
         return false;
     for (unsigned i = 0; i < s->sp->nsinks; i++)
         /* Relaxed: the state is this worker's own. */
@@ -480,7 +493,8 @@ void ckpt_sample(struct stream *s, bool final)
     const struct weir_file_position *pos = &cur;
     uint64_t a;
 
-    if (!s->sp->ckpt || !h->src || !h->sinks || !acked_source(s, final, &a) ||
+    if (!s->sp->ckpt || !h->src || !h->sinks ||
+        !ckpt_acked_source(s, final, &a) ||
         weir_endpoint_file_position(h->src, &cur) != 0)
         return;
     /* The newest file whose start is at or before a. */

@@ -52,6 +52,10 @@ struct ckpt_track {
      * rest, and the sinks' bytes then. */
     unsigned rest;
     uint64_t rest_out;
+    /* A glob source: a digest of the last text handed to the main loop
+     * (checkpoint_set.c), so an unchanged one is not made again. */
+    uint64_t set_digest;
+    bool set_sent;
     struct ckpt_slot slot;
 };
 
@@ -73,6 +77,20 @@ void ckpt_stream_done(struct ckpt *ck, struct stream *s);
 void ckpt_file_left(struct stream *s);
 /* Worker. One sample; `final` once the pipes have ended. */
 void ckpt_sample(struct stream *s, bool final);
+/* Worker. The source bytes every block sink has, or false when that
+ * cannot be told now (with transforms: only a stream at rest tells). */
+bool ckpt_acked_source(struct stream *s, bool final, uint64_t *acked);
+/* pipeline-NAME followed by ext, NAME's bytes outside [A-Za-z0-9._-] as
+ * %XX: the name of a pipeline's file in the state directory. */
+void ckpt_state_name(const char *pipeline, const char *ext, char *out,
+                     size_t size);
+/* Main thread. Counts a checkpoint write that failed (the count is
+ * ckpt_write_failures, stream.h). */
+void ckpt_write_failed(void);
+/* Main thread. fdatasync of the file sinks, before a checkpoint that
+ * counts their bytes is written; 0 or the first -errno. */
+int ckpt_sync_sinks(const struct weir_pipeline *p,
+                    const struct stream_sink_res *res);
 /* Worker. After the pipes ended: a connected tcp sink that
  * closed cleanly still has bytes its peer has not acknowledged, so the
  * last checkpoint would leave them to be sent again. */

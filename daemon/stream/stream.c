@@ -19,6 +19,7 @@
 
 #include "conf/sockaddr.h"
 #include "stream/build.h"
+#include "stream/checkpoint_set.h"
 #include "stream/relay.h"
 #include "stream/report.h"
 #include "stream/stream_impl.h"
@@ -112,6 +113,8 @@ static void stream_free(struct stream *s)
     free(s->xf_live);
     free(s->ss);
     free(s->pc);
+    free(atomic_exchange_explicit(&s->fs_mail, NULL, memory_order_acq_rel));
+    free(s->fs_seen);
     free(s);
 }
 
@@ -129,6 +132,8 @@ static void done_task(struct weir_task *t)
     s->done_seen = true;
     if (s->sp->ckpt)
         ckpt_stream_done(s->sp->ckpt, s);
+    if (s->sp->ckset)
+        ckpt_set_stream_done(s->sp->ckset, s);
     if (hk && hk->ended)
         hk->ended(s);
     stream_report(s);
@@ -212,6 +217,10 @@ static int open_source(struct stream *s)
         if (s->src_regular && !(p->follow || a->follow))
             s->src_size = (uint64_t)st.st_size;
         return fd;
+    case ADDR_FILE_SET:
+        /* The file set opens its files on the worker, as it finds them. */
+        s->src_set = true;
+        return -1;
     case ADDR_STDIN:
         fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
         return fd < 0 ? -errno : fd;
@@ -295,7 +304,7 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     } else {
         s->src_fd = open_source(s);
         if (s->src_fd < 0) {
-            s->src_rc = s->src_waits ? 0 : s->src_fd;
+            s->src_rc = s->src_waits || s->src_set ? 0 : s->src_fd;
             s->src_fd = -1;
         }
     }
@@ -313,6 +322,7 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     weir_task_init(&s->stop_ack, stop_ack_task);
     atomic_init(&s->bytes_in, 0);
     atomic_init(&s->bytes_out, 0);
+    atomic_init(&s->fs_mail, NULL);
     for (unsigned i = 0; i < n; i++) {
         atomic_init(&s->live[i].out, 0);
         atomic_init(&s->live[i].blocked_ns, 0);
@@ -340,13 +350,15 @@ void stream_start(struct stream *s, int worker)
     weir_task_init(&h->stop, stream_stop_task);
     weir_task_init(&h->cut, stream_cut_task);
     weir_task_init(&h->cut_ack, cut_ack_task);
-    if (s->src_fd < 0 && !s->src_waits) {
+    if (s->src_fd < 0 && !s->src_waits && !s->src_set) {
         /* The source could not be opened: the stream ends at once. */
         weir_loop_post(cx->main, &s->done);
         return;
     }
     if (s->sp->ckpt)
         ckpt_attach(s->sp->ckpt, s);
+    if (s->sp->ckset)
+        ckpt_set_attach(s->sp->ckset, s);
     weir_workers_post(cx->workers, h->worker, &h->start);
 }
 

@@ -35,6 +35,7 @@ struct stream;
 struct stream_sched;
 struct stream_tail;
 struct ckpt;
+struct ckpt_set;
 struct alive;
 
 /* What every stream of a run shares; the run fills it in, then
@@ -77,6 +78,16 @@ struct ckpt *ckpt_new(struct weir_loop *main, struct alive *hold,
                       const struct weir_pipeline *p, const char *dir,
                       uint64_t interval_ms, const struct stream_sink_res *res);
 void ckpt_free(struct ckpt *ck);
+/* The same for a glob source's files (checkpoint_set.h): one file
+ * of every file's checkpoint, pipeline-NAME.files. */
+struct ckpt_set *ckpt_set_new(struct weir_loop *main, struct alive *hold,
+                              const struct weir_pipeline *p, const char *dir,
+                              uint64_t interval_ms,
+                              const struct stream_sink_res *res);
+void ckpt_set_free(struct ckpt_set *cs);
+/* Main thread. Checkpoint writes that failed since the start, of every
+ * pipeline (a warning says the first of a run of them). */
+uint64_t ckpt_write_failures(void);
 
 /* Main thread. ended: the stream's results are final (and reported);
  * released: it is about to be freed, the owner unlinks it. */
@@ -114,6 +125,8 @@ struct stream_spec {
     const struct stream_tail *tail; /* NULL: the pipeline's sinks */
     /* A followed file's checkpoints (checkpoint.h), or NULL. */
     struct ckpt *ckpt;
+    /* A glob source's files' checkpoints (checkpoint_set.h), or NULL. */
+    struct ckpt_set *ckset;
     const struct stream_hooks *hooks;
 };
 
@@ -230,6 +243,26 @@ uint64_t stream_bytes_in(const struct stream *s);
 uint64_t stream_sink_out(const struct stream *s, unsigned i);
 struct sink_live *stream_sink_live(const struct stream *s, unsigned i);
 struct xf_live *stream_xf_live(const struct stream *s, unsigned k);
+
+/* A glob source's files as its worker last sampled them (~250 ms ago):
+ * the totals, and the files most behind (read, not yet acknowledged by
+ * every sink), most first. */
+#define STREAM_FS_TOP 10
+struct stream_fs_file {
+    uint64_t behind;
+    char path[256]; /* cut at its end when longer */
+};
+struct stream_fs_view {
+    uint64_t watched, open; /* files known, descriptors held */
+    uint64_t read;          /* bytes of records delivered to the sinks */
+    uint64_t behind, unread, lost;
+    uint64_t truncated, skipped, rotations;
+    unsigned ntop;
+    struct stream_fs_file top[STREAM_FS_TOP];
+};
+/* Main thread. False when the source is not a glob, or before the first
+ * sample (fileset_live.c). */
+bool stream_fs_view(const struct stream *s, struct stream_fs_view *v);
 
 /* The TCP options of the pipeline's connections (keepalive,
  * TCP_USER_TIMEOUT, the congestion control), for a listener to set on its

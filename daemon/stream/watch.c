@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "stream/checkpoint_set.h"
+#include "stream/fileset_live.h"
 #include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -228,6 +230,8 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
     if (p->follow || p->source->follow)
         stream_sync_idle(s);
     ckpt_sample(s, false);
+    ckpt_set_sample(s, false);
+    stream_fs_sample(s);
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
 }
 

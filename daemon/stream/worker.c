@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "stream/budget.h"
+#include "stream/checkpoint_set.h"
+#include "stream/fileset_live.h"
 #include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -47,6 +49,8 @@ static void stream_teardown(struct stream *s)
         s->sp->tail->teardown(s);
     /* The last checkpoint, while the endpoints can still be asked. */
     ckpt_sample(s, true);
+    ckpt_set_sample(s, true);
+    stream_fs_sample(s);
     if (h->tee) {
         tee_collect(s);
         weir_tee_destroy(h->tee);

@@ -376,13 +376,57 @@ static const struct bad_case bad_cases[] = {
      "[pipeline a]\nsource = file:data.txt\nsink = stdout\nsink = stdout\n",
      {4},
      "stdout is already written"},
-    /* A glob is not expanded: followed, it would wait for a file named
-     * '*.log' for ever. */
-    {"glob_source",
-     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\nfollow = yes\n"
+    /* A glob source (file: with * ? or [): its keys and their bounds. */
+    {"glob_durations",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\n"
+     "rotate_wait = 2h\nline_timeout = 0\nrescan_interval = 10ms\n"
+     "ignore_older = forever\nsink = null\n",
+     {3, 4, 5, 6},
+     "rotate_wait: duration '2h' is out of range"},
+    {"glob_values",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\n"
+     "max_open_files = 0\nmax_record = 8\non_long = cut\nformat = xml\n"
      "sink = null\n",
+     {3, 4, 5, 6},
+     "max_open_files: '0' is out of range: 1 to 65536"},
+    /* Two files' bytes in one stream would interleave mid-line. */
+    {"glob_framing_bytes",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\nframing = bytes\n"
+     "framing = words\nsink = null\n",
+     {3, 4},
+     "framing = bytes cannot take a glob source"},
+    {"glob_multiline",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\n"
+     "multiline_start = ^(abc\nsink = null\n",
+     {3},
+     "multiline_start: '^(abc' does not compile: "},
+    {"glob_exclude",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\n"
+     "exclude = /tmp/x*.log relative.log\nsink = null\n",
+     {3},
+     "exclude: 'relative.log' is not an absolute pattern"},
+    /* The keys of a glob source name their line on another source. */
+    {"glob_keys_elsewhere",
+     "[pipeline a]\nsource = file:data.txt\nrotate_wait = 1s\n"
+     "format = json\nsink = null\n",
+     {3, 4},
+     "rotate_wait applies to a glob source (file:PATTERN"},
+    {"glob_relative",
+     "[pipeline a]\nsource = file:logs/*.log\nsink = null\n",
      {2},
-     "is a pattern, and no file has that name"},
+     "the pattern 'logs/*.log' is not an absolute path"},
+    /* A listen sink serves one file from its start. */
+    {"glob_listen_sink",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\n"
+     "sink = unix-listen:glob.sock\n",
+     {3},
+     "a listen sink serves one file"},
+    /* A file sink the pattern matches would be read back. */
+    {"glob_sink_matched",
+     "[pipeline a]\nsource = file:/tmp/*.weir-none.log\n"
+     "sink = file:/tmp/out.weir-none.log\n",
+     {3},
+     "matches the pipeline's own source"},
     /* The series call a sink by its address without options: two that
      * differ only there need a name= each could be told apart by. */
     {"same_label",
@@ -1293,9 +1337,59 @@ static void test_pipe_relative_sink(void **state)
     assert_string_equal(got, hex);
 }
 
+/* A glob source with every key of its own passes; a directory of the
+ * pattern that does not exist yet is a warning naming the line (the
+ * files are picked up once it does), not an error. */
+static void test_glob_source(void **state)
+{
+    char path[256], want[400], *argv[] = {NULL, "--check", "-c", path, NULL};
+    struct run *r = calloc(1, sizeof(*r));
+
+    (void)state;
+    assert_non_null(r);
+    snprintf(path, sizeof(path), "%s/glob.conf", h_dir);
+    write_file(path, "[pipeline a]\n"                            /* 1 */
+                     "source = file:/tmp/weir-none-*/app*.log\n" /* 2 */
+                     "exclude = /tmp/x*.log /tmp/**/y.log\n"     /* 3 */
+                     "read_from = end\n"                         /* 4 */
+                     "follow = yes\n"                            /* 5 */
+                     "ignore_older = 1h\n"                       /* 6 */
+                     "rotate_wait = 0\n"                         /* 7 */
+                     "line_timeout = 250ms\n"                    /* 8 */
+                     "max_open_files = 65536\n"                  /* 9 */
+                     "rescan_interval = 1min\n"                  /* 10 */
+                     "framing = lines\n"                         /* 11 */
+                     "max_record = 64 MiB\n"                     /* 12 */
+                     "on_long = skip\n"                          /* 13 */
+                     "multiline_start = ^\\d{4}-\\d{2}-\\d{2}\n" /* 14 */
+                     "format = json\n"                           /* 15 */
+                     "sink = null\n"                             /* 16 */
+                     "[pipeline b]\n"                            /* 17 */
+                     "source = file:/tmp/[0-9]?.weir-none.log\n" /* 18 */
+                     "sink = null\n");                           /* 19 */
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    /* /tmp/weir-none-* is a pattern: its fixed directory, /tmp, exists. */
+    if (strstr(r->out, "warning") != NULL)
+        fail_msg("no warning expected:\n%s", r->out);
+    write_file(path, "[pipeline a]\n"
+                     "source = file:/tmp/weir-none-dir/*.log\n"
+                     "sink = null\n");
+    run_weir(argv, r);
+    expect_exit(r, 0);
+    snprintf(want, sizeof(want),
+             "%s:2: warning: source: directory '/tmp/weir-none-dir' does not "
+             "exist",
+             path);
+    if (!strstr(r->out, want))
+        fail_msg("no '%s' in:\n%s", want, r->out);
+    free(r);
+}
+
 int main(void)
 {
     static const struct CMUnitTest fixed[] = {
+        cmocka_unit_test(test_glob_source),
         cmocka_unit_test(test_good_configs),
         cmocka_unit_test(test_embedded_demo),
         cmocka_unit_test(test_missing_config),

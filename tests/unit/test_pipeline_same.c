@@ -110,11 +110,61 @@ static void test_changed(void **state)
     }
 }
 
+static const char glob[] = "[pipeline g]\n"
+                           "source = file:/var/log/app/*.log\n"
+                           "sink = tcp:127.0.0.1:9000\n";
+
+static bool same_as_glob(const char *keys)
+{
+    char text[1024];
+    struct weir_config *a = load(glob), *b;
+    bool same;
+
+    snprintf(text, sizeof(text), "%s%s", glob, keys);
+    b = load(text);
+    same = config_pipeline_same(a->pipelines[0], b->pipelines[0]);
+    config_free(a);
+    config_free(b);
+    return same;
+}
+
+/* A glob source's keys: each default written out is the same pipeline,
+ * any other value a changed one. */
+static void test_glob_keys(void **state)
+{
+    static const char *const changed[] = {
+        "exclude = /var/log/app/x.log\n",
+        "ignore_older = 1h\n",
+        "rotate_wait = 1s\n",
+        "line_timeout = 2s\n",
+        "max_open_files = 8\n",
+        "rescan_interval = 1s\n",
+        "max_record = 1KiB\n",
+        "on_long = skip\n",
+        "multiline_start = ^\\S\n",
+        "format = json\n",
+        "read_from = end\n",
+        "follow = no\n",
+    };
+
+    (void)state;
+    assert_true(same_as_glob(""));
+    assert_true(same_as_glob("rotate_wait = 5s\nline_timeout = 1000ms\n"
+                             "max_open_files = 32\nrescan_interval = 10s\n"
+                             "framing = lines\nmax_record = 64KiB\n"
+                             "on_long = truncate\nformat = raw\n"
+                             "ignore_older = 0\nfollow = yes\n"));
+    for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++)
+        if (same_as_glob(changed[i]))
+            fail_msg("counted as unchanged: %s", changed[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_written_differently),
         cmocka_unit_test(test_changed),
+        cmocka_unit_test(test_glob_keys),
     };
 
     /* config_load_string logs its errors; keep them plain. */

@@ -17,7 +17,9 @@
  *
  * The framer never allocates after weir_records_new: it holds one buffer
  * of max_record bytes (plus the JSON envelope), so a file's memory is
- * bounded whatever its lines.
+ * bounded whatever its lines: max_record + 1 for raw lines, twice that
+ * with multiline_start (the record and the line being tested), and
+ * 6 * max_record more for JSON (each byte may become \u00XX).
  */
 #ifndef WEIR_RECORDS_H
 #define WEIR_RECORDS_H
@@ -48,7 +50,9 @@ enum weir_records_format {
 };
 
 struct weir_records_options {
-    uint32_t max_record; /* bytes of one record's text; 0: 64 KiB */
+    /* Bytes of one record's text (its final '\n' left out); 0: 64 KiB;
+     * at most 1 GiB (-EINVAL). */
+    uint32_t max_record;
     enum weir_records_long on_long;
     /* A PCRE2 pattern: a line it matches starts a record; the lines after
      * it that do not match belong to that record (a stack trace's
@@ -69,16 +73,16 @@ struct weir_records_stats {
  * Receives whole records, one or more, ending in '\n'. `consumed` is the
  * file offset just past the input bytes these records came from (the
  * offset given to weir_records_reset, 0 at first, plus the bytes fed
- * since): where a checkpoint may move once these records are
- * acknowledged. Returns 0,
- * or non-zero to stop feeding (weir_records_feed returns how much it
- * took).
+ * since; with multiline_start, where the line that closed them begins):
+ * where a checkpoint may move once these records are acknowledged. `rec`
+ * is valid until emit returns. Returns 0, or non-zero to stop feeding
+ * (weir_records_feed returns how much it took).
  */
 typedef int (*weir_records_emit_fn)(void *arg, const uint8_t *rec, size_t len,
                                     uint64_t consumed);
 
-/* Returns 0, -EINVAL (a pattern that does not compile: errbuf says where
- * and why, when given), -ENOMEM. */
+/* Returns 0, -EINVAL (a pattern that does not compile, or max_record too
+ * large: errbuf says where and why, when given), -ENOMEM. */
 int weir_records_new(struct weir_records **out,
                      const struct weir_records_options *o, char *errbuf,
                      size_t errlen);
@@ -90,16 +94,26 @@ void weir_records_free(struct weir_records *r);
  * timestamp (CLOCK_REALTIME).
  */
 size_t weir_records_feed(struct weir_records *r, const uint8_t *p, size_t n,
-                         uint64_t now_ns, weir_records_emit_fn emit,
-                         void *arg);
+                         uint64_t now_ns, weir_records_emit_fn emit, void *arg);
 
 /* Emits what is held (a line without its newline, a multiline record not
- * yet closed by the next start). Returns emit's result, or 0. */
+ * yet closed by the next start). Returns emit's result, or 0. A flush can
+ * emit two records (a held line that starts a record closes the one
+ * before it); when emit stops it after the first, call it again. */
 int weir_records_flush(struct weir_records *r, uint64_t now_ns,
                        weir_records_emit_fn emit, void *arg);
 
 /* Bytes held, not yet emitted. */
 size_t weir_records_pending(const struct weir_records *r);
+
+/*
+ * The file offset behind everything emitted or dropped, with nothing held
+ * before it: where a checkpoint may move once what was emitted is
+ * acknowledged. It moves over lines skipped (or their truncated rests)
+ * that no emit reports, and never into a line or a multiline record that
+ * is not whole yet.
+ */
+uint64_t weir_records_consumed(const struct weir_records *r);
 
 /* Forget what is held and the offset count: the file starts again at its
  * byte `offset` (a truncation, a resumption). */

@@ -1,0 +1,324 @@
+/*
+ * checkpoint_set.c - see checkpoint_set.h.
+ */
+#include "stream/checkpoint_set.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stream/stream_impl.h"
+#include "sys/ckpt_set_text.h"
+#include "sys/log.h"
+#include "sys/statefile.h"
+
+/* The most a checkpoint file is read at a start: a line is about 200
+ * bytes and a path, so 10,000 files of long names fit. */
+#define SET_READ_MAX (64u << 20)
+
+struct ckpt_set {
+    struct weir_loop *main;
+    struct alive *hold;
+    const struct weir_pipeline *p;
+    const struct stream_sink_res *res;
+    char *dir;
+    char name[3 * CONF_MAX_NAME + 16];
+    uint64_t interval_ns;
+    /* Read at the start, before the stream is posted to its worker (the
+     * post orders these writes before the worker's reads); never
+     * changed after, so the worker's resume reads them freely. */
+    struct ckpt_set_entry *saved;
+    size_t nsaved;
+    /* The worker's newest text that the main loop has not taken. */
+    _Atomic(char *) mail;
+    char *pending; /* taken, not written yet (the last write failed) */
+    struct stream *s;
+    struct weir_timer timer;
+    bool failing; /* warned once, until a write works again */
+    bool freed;
+};
+
+static void load(struct ckpt_set *cs)
+{
+    const char *name = cs->p->name;
+    char *text = malloc(SET_READ_MAX);
+    int n;
+
+    if (!text) {
+        log_warnx("pipeline %s: out of memory reading its checkpoints", name);
+        return;
+    }
+    n = statefile_read(cs->dir, cs->name, text, SET_READ_MAX);
+    if (n == -EFTYPE_STATE)
+        log_warnx("pipeline %s: %s/%s is not a regular file; not used, and "
+                  "checkpoints will not be written until it is removed",
+                  name, cs->dir, cs->name);
+    else if (n < 0 && n != -ENOENT)
+        log_warnx("pipeline %s: cannot read the checkpoints %s/%s: %s", name,
+                  cs->dir, cs->name, strerror(-n));
+    else if (n >= 0 && (n = ckpt_set_text_parse(text, &cs->saved)) < 0)
+        log_warnx("pipeline %s: %s/%s is not a checkpoint file weir wrote%s; "
+                  "ignoring it",
+                  name, cs->dir, cs->name,
+                  n == -ENOMEM ? " (or out of memory)" : "");
+    else if (n > 0) {
+        cs->nsaved = (size_t)n;
+        log_info("pipeline %s: %zu files' checkpoints read from %s/%s", name,
+                 cs->nsaved, cs->dir, cs->name);
+    }
+    free(text);
+}
+
+struct ckpt_set *ckpt_set_new(struct weir_loop *main, struct alive *hold,
+                              const struct weir_pipeline *p, const char *dir,
+                              uint64_t interval_ms,
+                              const struct stream_sink_res *res)
+{
+    struct ckpt_set *cs = calloc(1, sizeof(*cs));
+
+    if (!cs || !(cs->dir = strdup(dir))) {
+        free(cs);
+        return NULL;
+    }
+    cs->main = main;
+    cs->hold = hold;
+    cs->p = p;
+    cs->res = res;
+    cs->interval_ns = interval_ms * 1000000ull;
+    atomic_init(&cs->mail, NULL);
+    ckpt_state_name(p->name, ".files", cs->name, sizeof(cs->name));
+    load(cs);
+    return cs;
+}
+
+/* Main thread. The newest text, written when there is one. */
+static void save(struct ckpt_set *cs)
+{
+    /* Acquire: pairs with the worker's release in its exchange, so the
+     * text's bytes are seen whole. Release: nothing to publish here; the
+     * worker never reads the NULL's surroundings. */
+    char *text =
+        atomic_exchange_explicit(&cs->mail, NULL, memory_order_acq_rel);
+    int rc;
+
+    if (text) {
+        free(cs->pending);
+        cs->pending = text;
+    }
+    if (!cs->pending)
+        return;
+    rc = ckpt_sync_sinks(cs->p, cs->res);
+    if (rc == 0)
+        rc = statefile_write(cs->dir, cs->name, cs->pending,
+                             strlen(cs->pending));
+    if (rc == 0) {
+        free(cs->pending);
+        cs->pending = NULL;
+        if (cs->failing)
+            log_info("pipeline %s: checkpoints are written again to %s",
+                     cs->p->name, cs->dir);
+        cs->failing = false;
+        return;
+    }
+    if (!cs->failing)
+        log_warnx("pipeline %s: cannot write its checkpoints in %s: %s; "
+                  "shipping goes on, but a restart resends what was sent "
+                  "since the last checkpoint written (one line when it "
+                  "works again)",
+                  cs->p->name, cs->dir,
+                  rc == -EFTYPE_STATE ? "something other than a regular "
+                                        "file is at its name"
+                                      : strerror(-rc));
+    cs->failing = true;
+    ckpt_write_failed();
+}
+
+static void cs_release(struct ckpt_set *cs)
+{
+    free(atomic_exchange_explicit(&cs->mail, NULL, memory_order_acq_rel));
+    free(cs->pending);
+    ckpt_set_text_free(cs->saved, cs->nsaved);
+    free(cs->dir);
+    free(cs);
+}
+
+static void tick(struct weir_op *op, int res, uint32_t flags)
+{
+    struct ckpt_set *cs = weir_container_of(op, struct ckpt_set, timer.op);
+
+    (void)res;
+    (void)flags;
+    if (cs->freed) {
+        alive_drop(cs->hold);
+        cs_release(cs);
+        return;
+    }
+    save(cs);
+    if (cs->s &&
+        weir_loop_timer_start(cs->main, &cs->timer, cs->interval_ns) == 0)
+        return;
+    alive_drop(cs->hold);
+}
+
+void ckpt_set_attach(struct ckpt_set *cs, struct stream *s)
+{
+    cs->s = s;
+    if (!cs->timer.op.pending) {
+        cs->timer.op.fn = tick;
+        if (weir_loop_timer_start(cs->main, &cs->timer, cs->interval_ns) == 0)
+            alive_hold(cs->hold);
+    }
+}
+
+void ckpt_set_stream_done(struct ckpt_set *cs, struct stream *s)
+{
+    if (cs->s != s)
+        return;
+    cs->s = NULL;
+    save(cs);
+    if (cs->timer.op.pending)
+        weir_loop_timer_stop(cs->main, &cs->timer); /* tick lets go */
+}
+
+void ckpt_set_free(struct ckpt_set *cs)
+{
+    if (!cs)
+        return;
+    save(cs);
+    if (cs->timer.op.pending) {
+        cs->freed = true;
+        weir_loop_timer_stop(cs->main, &cs->timer);
+        return;
+    }
+    cs_release(cs);
+}
+
+/* Worker side. */
+
+/*
+ * A file first seen: its entry by fingerprint (of as many bytes), the
+ * one of the same device and inode first when several share it (a copy
+ * of a file has its first bytes). A file too short for a fingerprint
+ * then and now is found by device and inode alone. An offset past the
+ * file's end is not trusted (another file under a reused inode): the
+ * file set then reads it as a file never seen.
+ */
+bool ckpt_set_resume(void *arg, const struct weir_file_set_file *f,
+                     uint64_t *offset)
+{
+    const struct ckpt_set *cs = arg;
+    const struct ckpt_set_entry *best = NULL;
+
+    for (size_t i = 0; i < cs->nsaved; i++) {
+        const struct ckpt_set_entry *e = &cs->saved[i];
+        bool inode = e->dev == f->dev && e->ino == f->ino;
+
+        if (f->fingerprint != 0 &&
+            (e->fp != f->fingerprint || e->fplen != f->fingerprint_len))
+            continue;
+        if (f->fingerprint == 0 && (e->fp != 0 || !inode))
+            continue;
+        if (!best || inode) {
+            best = e;
+            if (inode)
+                break;
+        }
+    }
+    if (!best || best->offset > f->size)
+        return false;
+    *offset = best->offset;
+    return true;
+}
+
+/* What changes a checkpoint: each file's identity and offset, in the
+ * order the file set reports them (FNV-1a over the words). */
+struct digest {
+    uint64_t h;
+    size_t n, room;
+};
+
+static void mix(uint64_t *h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8)
+        *h = (*h ^ (v & 0xff)) * 0x100000001b3ull;
+}
+
+static int digest_file(void *arg, const struct weir_file_set_file *f)
+{
+    struct digest *d = arg;
+
+    mix(&d->h, f->fingerprint);
+    mix(&d->h, f->dev);
+    mix(&d->h, f->ino);
+    mix(&d->h, f->acked);
+    d->n++;
+    d->room += CKPT_SET_LINE_MAX(strlen(f->path));
+    return 0;
+}
+
+struct writer {
+    char *buf;
+    size_t len, size;
+    time_t now;
+};
+
+static int write_file(void *arg, const struct weir_file_set_file *f)
+{
+    struct writer *w = arg;
+    struct ckpt_set_entry e = {
+        .fp = f->fingerprint,
+        .fplen = f->fingerprint_len,
+        .dev = f->dev,
+        .ino = f->ino,
+        .offset = f->acked,
+        .written = w->now,
+        .path = (char *)f->path,
+    };
+
+    /* The room was counted for these files; a file the set learnt of
+     * between the two passes is impossible on one thread, but a bound
+     * costs nothing. */
+    if (w->size - w->len < CKPT_SET_LINE_MAX(strlen(f->path)))
+        return 1;
+    w->len += ckpt_set_text_line(&e, w->buf + w->len, w->size - w->len);
+    return 0;
+}
+
+void ckpt_set_sample(struct stream *s, bool final)
+{
+    struct stream_home *h = &s->home;
+    struct ckpt_track *t = &s->ck_track;
+    struct ckpt_set *cs = s->sp->ckset;
+    struct digest d = {.h = 0xcbf29ce484222325ull};
+    struct writer w;
+    uint64_t a;
+
+    if (!s->src_set || !h->src)
+        return;
+    if (h->sinks && ckpt_acked_source(s, final, &a))
+        weir_file_set_ack(h->src, a);
+    if (!cs || weir_file_set_foreach(h->src, digest_file, &d) != 0)
+        return;
+    mix(&d.h, d.n);
+    if (t->set_sent && d.h == t->set_digest)
+        return;
+    w.now = time(NULL);
+    w.size = CKPT_SET_HEADER_MAX(strlen(s->sp->p->name)) + d.room + 1;
+    w.buf = malloc(w.size);
+    if (!w.buf)
+        return; /* the next sample tries again */
+    w.len = ckpt_set_text_header(s->sp->p->name, w.now, w.buf, w.size);
+    if (weir_file_set_foreach(h->src, write_file, &w) != 0) {
+        free(w.buf);
+        return;
+    }
+    w.buf[w.len] = '\0';
+    t->set_sent = true;
+    t->set_digest = d.h;
+    /* Release: the text's bytes, written above, are seen by the main
+     * loop's acquire when it takes the pointer. Acquire: a text handed
+     * back (the main loop did not take it) is this thread's own, freed
+     * here. */
+    free(atomic_exchange_explicit(&cs->mail, w.buf, memory_order_acq_rel));
+}

@@ -71,8 +71,8 @@ struct weir_records_stats {
  * offset given to weir_records_reset, 0 at first, plus the bytes fed
  * since): where a checkpoint may move once these records are
  * acknowledged. Returns 0,
- * or non-zero to stop feeding (weir_records_feed returns how much it
- * took).
+ * or non-zero to stop feeding: the records of this call are taken all
+ * the same, and weir_records_feed returns the bytes up to their end.
  */
 typedef int (*weir_records_emit_fn)(void *arg, const uint8_t *rec, size_t len,
                                     uint64_t consumed);
@@ -90,8 +90,7 @@ void weir_records_free(struct weir_records *r);
  * timestamp (CLOCK_REALTIME).
  */
 size_t weir_records_feed(struct weir_records *r, const uint8_t *p, size_t n,
-                         uint64_t now_ns, weir_records_emit_fn emit,
-                         void *arg);
+                         uint64_t now_ns, weir_records_emit_fn emit, void *arg);
 
 /* Emits what is held (a line without its newline, a multiline record not
  * yet closed by the next start). Returns emit's result, or 0. */
@@ -100,6 +99,10 @@ int weir_records_flush(struct weir_records *r, uint64_t now_ns,
 
 /* Bytes held, not yet emitted. */
 size_t weir_records_pending(const struct weir_records *r);
+
+/* The offset behind everything emitted or dropped and nothing held:
+ * where reading this file again would start its next record. */
+uint64_t weir_records_consumed(const struct weir_records *r);
 
 /* Forget what is held and the offset count: the file starts again at its
  * byte `offset` (a truncation, a resumption). */

@@ -151,7 +151,7 @@ static void fs_set_fp(struct fs_set *s, struct fs_file *f, uint64_t fp)
 static bool fs_busy(const struct fs_set *s, const struct fs_file *f)
 {
     return (s->rd.busy && s->rd.f == f) || (s->in && s->in_f == f) ||
-           (s->spill_len && s->cur_f == f);
+           ((s->spill_len || (s->out && s->out_len)) && s->cur_f == f);
 }
 
 static bool fs_has_unread(const struct fs_file *f)
@@ -759,6 +759,28 @@ static void fs_seal(struct fs_set *s)
 }
 
 /*
+ * A buffer not full goes to the stream when its queue is empty (a reader
+ * waits, or soon will: its read pulls, and the pull seals). While the
+ * reader is behind, records of the same file join the buffer instead of
+ * making chunks of a few lines each, which would take the pool's buffers
+ * for a few bytes each.
+ */
+static void fs_seal_maybe(struct fs_set *s)
+{
+    if (!s->ep.rs || weir_readable_queued(s->ep.rs) == 0)
+        fs_seal(s);
+}
+
+/* Records of f come next: a buffer of another file's goes first. */
+static void fs_begin(struct fs_set *s, struct fs_file *f)
+{
+    if (s->out && s->out_len && s->cur_f != f)
+        fs_seal(s);
+    s->cur_f = f;
+    s->out_consumed = f->consumed;
+}
+
+/*
  * Places records (rec, len, whole ones) of s->cur_f into output buffers,
  * a full one going to the stream at once. A buffer is cut after the last
  * record that fits; a record longer than a buffer goes in pieces. Returns
@@ -838,7 +860,7 @@ static bool fs_drain_spill(struct fs_set *s)
     s->spill_len -= n;
     if (s->spill_len)
         return false;
-    fs_seal(s);
+    fs_seal_maybe(s);
     s->cur_f->consumed = s->out_consumed;
     return true;
 }
@@ -862,14 +884,13 @@ static bool fs_feed(struct fs_set *s)
     struct fs_file *f = s->in_f;
     size_t n;
 
-    s->cur_f = f;
-    s->out_consumed = f->consumed;
+    fs_begin(s, f);
     n = weir_records_feed(f->rec, s->in->data + s->in_pos,
                           s->in_len - s->in_pos, fs_clock(CLOCK_REALTIME),
                           fs_emit, s);
     s->in_pos += (uint32_t)n;
     if (!s->spill_len) {
-        fs_seal(s);
+        fs_seal_maybe(s);
         f->consumed = s->out_consumed;
     }
     if (s->in_pos < s->in_len)
@@ -886,11 +907,10 @@ static void fs_flush(struct fs_set *s, struct fs_file *f)
     if (!f->rec || weir_records_pending(f->rec) == 0 || s->spill_len ||
         fs_busy(s, f))
         return;
-    s->cur_f = f;
-    s->out_consumed = f->consumed;
+    fs_begin(s, f);
     weir_records_flush(f->rec, fs_clock(CLOCK_REALTIME), fs_emit, s);
     if (!s->spill_len) {
-        fs_seal(s);
+        fs_seal_maybe(s);
         f->consumed = s->out_consumed;
     }
 }
@@ -940,8 +960,13 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
 
 static void fs_read_done(struct weir_op *op, int res, uint32_t flags);
 
-/* Starts a read of f; false when nothing was started. */
-static bool fs_start_read(struct fs_set *s, struct fs_file *f)
+/* What fs_start_read did. */
+enum fs_start { FS_WAIT, FS_STARTED, FS_AGAIN };
+
+/* Starts a read of f: FS_STARTED; FS_AGAIN when f's state moved on (cut,
+ * its copy read, nothing left) and the queue may be looked at again;
+ * FS_WAIT when nothing can be read now (no buffer, no descriptor). */
+static enum fs_start fs_start_read(struct fs_set *s, struct fs_file *f)
 {
     struct weir_buf *b;
     uint64_t avail;
@@ -951,7 +976,7 @@ static bool fs_start_read(struct fs_set *s, struct fs_file *f)
         fs_refresh(s, f);
     if (f->restart) {
         fs_restart(s, f);
-        return false;
+        return FS_AGAIN;
     }
     if (f->copy_fd >= 0) {
         struct stat st;
@@ -960,29 +985,39 @@ static bool fs_start_read(struct fs_set *s, struct fs_file *f)
             f->copy_size = (uint64_t)st.st_size;
         if (f->read >= f->copy_size) {
             fs_copy_done(s, f);
-            return false;
+            return FS_AGAIN;
         }
         fd = f->copy_fd;
         avail = f->copy_size - f->read;
     } else {
+        struct stat st;
+
         if (!fs_has_unread(f)) {
             fs_ready_del(s, f);
-            return false;
+            return FS_AGAIN;
         }
         if (!fs_open(s, f))
-            return false;
+            return s->ready == f ? FS_WAIT : FS_AGAIN;
         if (f->copy_fd >= 0 || f->restart)
-            return false; /* fs_open found it cut: go round again */
+            return FS_AGAIN; /* fs_open found it cut */
+        /* Its head is still the one read: a file cut and written past
+         * the offset between two looks is caught here, one pread of
+         * fingerprint_len per chunk. */
+        if (f->fp && f->read > 0 && fstat(f->fd, &st) == 0 &&
+            weir__fs_fingerprint(f->fd, s->o.fingerprint_len) != f->fp) {
+            fs_truncated(s, f, (uint64_t)st.st_size);
+            return FS_AGAIN;
+        }
         fd = f->fd;
         avail = f->size - f->read;
     }
     if (!fs_framer(s, f, f->read)) {
         fs_kick(s);
-        return false;
+        return FS_WAIT;
     }
     if (weir_pool_get(s->pool, &b) != 0) {
         fs_kick(s); /* every buffer is out: some come home soon */
-        return false;
+        return FS_WAIT;
     }
     if (avail > s->o.chunk_size)
         avail = s->o.chunk_size;
@@ -998,14 +1033,14 @@ static bool fs_start_read(struct fs_set *s, struct fs_file *f)
         s->rd.buf = NULL;
         weir_buf_unref(b, s->ep.slot);
         fs_kick(s);
-        return false;
+        return FS_WAIT;
     }
     ep_op_started(&s->ep);
     s->rd.busy = true;
     f->last_read = fs_now();
     /* Last in the queue now: the others go first. */
     fs_ready_del(s, f);
-    return true;
+    return FS_STARTED;
 }
 
 static void fs_read_done(struct weir_op *op, int res, uint32_t flags)
@@ -1057,6 +1092,8 @@ static void fs_end(struct fs_set *s)
 {
     if (s->ended)
         return;
+    if (!s->spill_len)
+        fs_seal(s);
     s->ended = true;
     weir__ep_timer_stop(&s->ep);
     weir__fs_watch_stop(s);
@@ -1118,9 +1155,8 @@ static void fs_produce(struct fs_set *s)
                 fs_once_end(s);
             break;
         }
-        if (!fs_start_read(s, f) && s->ready == f && !f->restart &&
-            f->copy_fd < 0)
-            break; /* f cannot be read now (no buffer, no descriptor) */
+        if (fs_start_read(s, f) == FS_WAIT)
+            break; /* a kick or the tick tries again */
     }
     s->producing = false;
 }
@@ -1208,6 +1244,7 @@ static int fs_pull(struct weir_readable *rs, void *ctx)
     (void)rs;
     if (!s->started)
         fs_start(s);
+    fs_seal_maybe(s);
     fs_produce(s);
     return 0;
 }

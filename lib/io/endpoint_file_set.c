@@ -151,7 +151,13 @@ static void fs_set_fp(struct fs_set *s, struct fs_file *f, uint64_t fp)
 static bool fs_busy(const struct fs_set *s, const struct fs_file *f)
 {
     return (s->rd.busy && s->rd.f == f) || (s->in && s->in_f == f) ||
-           ((s->spill_len || (s->out && s->out_len)) && s->cur_f == f);
+           (s->spill_len && s->cur_f == f);
+}
+
+/* Busy, or its records wait in the output buffer: not to be freed. */
+static bool fs_held(const struct fs_set *s, const struct fs_file *f)
+{
+    return fs_busy(s, f) || (s->out && s->out_len && s->cur_f == f);
 }
 
 static bool fs_has_unread(const struct fs_file *f)
@@ -261,7 +267,7 @@ static void fs_sweep(struct fs_set *s)
 {
     for (struct fs_file *f = s->files, *next; f; f = next) {
         next = f->next;
-        if (f->done && f->refs == 0 && !fs_busy(s, f) && !f->gone_check)
+        if (f->done && f->refs == 0 && !fs_held(s, f) && !f->gone_check)
             fs_forget(s, f);
     }
 }
@@ -478,8 +484,17 @@ static void fs_refresh(struct fs_set *s, struct fs_file *f)
     if (size != f->size)
         f->last_change = fs_now();
     f->size = size;
-    if (!f->fp && !f->restart && f->copy_fd < 0 && size >= s->o.fingerprint_len)
+    if (!f->fp && !f->restart && f->copy_fd < 0 &&
+        size >= s->o.fingerprint_len) {
         fs_set_fp(s, f, fs_fingerprint_of(s, f));
+        /* Seen while it was being made: a copy of a file known. What
+         * was read of it already (less than fingerprint_len) went out
+         * twice. */
+        if (f->fp && f->read < s->o.fingerprint_len && fs_same_dir_fp(s, f)) {
+            f->alias = true;
+            f->read = f->consumed = f->acked = size;
+        }
+    }
     fs_ready_update(s, f);
 }
 
@@ -538,6 +553,7 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
     if (cfd >= 0) {
         f->copy_fd = cfd;
         f->copy_size = csize;
+        f->lost_mark = f->size;
         s->nopen++;
     } else {
         fs_lost(s, f, f->size > f->read ? f->size - f->read : 0);
@@ -955,6 +971,11 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
     f->copy_fd = -1;
     s->nopen--;
     fs_event(s, WEIR_FS_COPY_READ, f->path, 0, f->read);
+    /* The file had grown past the copy before it was cut: written between
+     * the copy and the truncation, those bytes are in neither. */
+    if (f->lost_mark > f->read)
+        fs_lost(s, f, f->lost_mark - f->read);
+    f->lost_mark = 0;
     fs_restart(s, f);
 }
 
@@ -972,8 +993,8 @@ static enum fs_start fs_start_read(struct fs_set *s, struct fs_file *f)
     uint64_t avail;
     int fd, rc;
 
-    if (f->check)
-        fs_refresh(s, f);
+    if (f->check || (!f->fp && f->read < s->o.fingerprint_len))
+        fs_refresh(s, f); /* a fingerprint before its first bytes go */
     if (f->restart) {
         fs_restart(s, f);
         return FS_AGAIN;

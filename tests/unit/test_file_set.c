@@ -70,6 +70,7 @@ struct env {
     char last_event_path[700];
     struct weir_file_set_stats stats;
     size_t known, known_open;
+    uint64_t max_size; /* of the files known */
     bool queried;
     struct weir_task t_start, t_stop, t_resume, t_query;
 };
@@ -235,6 +236,8 @@ static int count_file(void *arg, const struct weir_file_set_file *f)
     (void)arg;
     E.known++;
     E.known_open += f->open;
+    if (f->size > E.max_size)
+        E.max_size = f->size;
     return 0;
 }
 
@@ -247,6 +250,7 @@ static void task_query(struct weir_task *t)
     pthread_mutex_lock(&E.mu);
     E.stats = st;
     E.known = E.known_open = 0;
+    E.max_size = 0;
     weir_file_set_foreach(E.ep, count_file, NULL);
     E.queried = true;
     pthread_mutex_unlock(&E.mu);
@@ -619,6 +623,36 @@ static void test_copytruncate_window(void **state)
     pthread_mutex_lock(&E.mu);
     assert_int_equal(E.lost, 0);
     pthread_mutex_unlock(&E.mu);
+
+    /* Behind: the copy gives what weir had not read up to the copy; the
+     * window's lines are lost, and exactly their bytes are reported. */
+    pause_reader(true);
+    write_lines(fd, "w", 300, 20000, 50);
+    sh("cp %s/app.log %s/app.log.2", dir, dir);
+    {
+        struct stat a, b;
+        char p[800];
+
+        path_of(p, sizeof(p), "app.log");
+        assert_int_equal(stat(p, &a), 0);
+        write_lines(fd, "x", 0, 100, 50); /* the window */
+        assert_int_equal(stat(p, &b), 0);
+        /* weir has seen the window's size before the cut. */
+        for (;;) {
+            query();
+            if (E.max_size >= (uint64_t)b.st_size)
+                break;
+            sleep_ms(5);
+        }
+        sh("truncate -s 0 %s/app.log", dir);
+        write_lines(fd, "w", 20000, 20100, 50);
+        pause_reader(false);
+        WAIT_FOR(got("w") == 20100);
+        pthread_mutex_lock(&E.mu);
+        assert_int_equal(E.lost, (uint64_t)(b.st_size - a.st_size));
+        assert_int_equal(got("x"), 0);
+        pthread_mutex_unlock(&E.mu);
+    }
     stop();
     expect_clean();
     close(fd);
@@ -823,7 +857,7 @@ static void test_fairness(void **state)
  * weir had not read yet are in neither file, and are counted as lost. This
  * writer writes nothing during logrotate's run, so nothing may be lost. */
 static void run_logrotate(const char *name, const char *how, bool reopen,
-                          bool behind, unsigned gap_ms)
+                          bool behind, unsigned gap_ms, const char *pattern)
 {
     char conf[800], st[800], log[800];
     FILE *c;
@@ -831,7 +865,7 @@ static void run_logrotate(const char *name, const char *how, bool reopen,
     uint64_t n = 0;
 
     env_init(name);
-    include("app.log");
+    include(pattern);
     path_of(conf, sizeof(conf), "lr.conf");
     path_of(st, sizeof(st), "lr.state");
     path_of(log, sizeof(log), "app.log");
@@ -898,7 +932,7 @@ static void test_logrotate_create(void **state)
     (void)state;
     if (!have_logrotate())
         skip();
-    run_logrotate("lr-create", "create", true, true, 0);
+    run_logrotate("lr-create", "create", true, true, 0, "app.log");
 }
 
 static void test_logrotate_create_compress_dateext(void **state)
@@ -911,7 +945,7 @@ static void test_logrotate_create_compress_dateext(void **state)
     run_logrotate("lr-datecompress",
                   "create\n  compress\n  delaycompress\n  dateext\n"
                   "  dateformat -%Y%m%d-%H%M%S",
-                  true, true, 1100);
+                  true, true, 1100, "app.log");
 }
 
 static void test_logrotate_copytruncate(void **state)
@@ -919,7 +953,7 @@ static void test_logrotate_copytruncate(void **state)
     (void)state;
     if (!have_logrotate())
         skip();
-    run_logrotate("lr-copytrunc", "copytruncate", false, true, 0);
+    run_logrotate("lr-copytrunc", "copytruncate", false, true, 0, "app.log");
 }
 
 static void test_logrotate_copytruncate_compress(void **state)
@@ -933,7 +967,59 @@ static void test_logrotate_copytruncate_compress(void **state)
      * lost and counted as lost (WEIR_FS_LOST), never silently. Here weir
      * has caught up before each rotation, so nothing may be lost. */
     run_logrotate("lr-copycompress", "copytruncate\n  compress", false, false,
-                  0);
+                  0, "app.log");
+}
+
+/* The patterns name the rotated copies too (app.log*): a copy is the
+ * same file by its fingerprint, and is not read again. */
+static void test_logrotate_copytruncate_named(void **state)
+{
+    (void)state;
+    if (!have_logrotate())
+        skip();
+    run_logrotate("lr-named", "copytruncate", false, true, 0, "app.log*");
+}
+
+static void test_read_from_end_ignore_older(void **state)
+{
+    char p[800];
+    struct timespec old[2] = {{1000000, 0}, {1000000, 0}};
+
+    (void)state;
+    env_init("fromend");
+    include("*.log");
+    E.o.read_from_end = true;
+    append_lines("e.log", "e", 0, 10, 10);
+    start();
+    append_lines("e.log", "e", 10, 20, 10);
+    /* A file that appears later is read from its start. */
+    append_lines("late.log", "late", 0, 10, 10);
+    WAIT_FOR(got("e") == 20 && got("late") == 10);
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(find_tag("e")->bad, 1); /* 10 came first */
+    find_tag("e")->bad = 0;
+    pthread_mutex_unlock(&E.mu);
+    stop();
+    expect_clean();
+
+    env_init("older");
+    include("*.log");
+    E.o.ignore_older_ns = 3600ull * 1000 * MS;
+    append_lines("old.log", "old", 0, 10, 10);
+    path_of(p, sizeof(p), "old.log");
+    assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+    append_lines("new.log", "new", 0, 10, 10);
+    start();
+    WAIT_FOR(got("new") == 10);
+    /* What an old file gets from now on is read. */
+    append_lines("old.log", "old", 10, 12, 10);
+    WAIT_FOR(got("old") == 12);
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(find_tag("old")->bad, 1);
+    find_tag("old")->bad = 0;
+    pthread_mutex_unlock(&E.mu);
+    stop();
+    expect_clean();
 }
 
 static void test_bad_options(void **state)
@@ -973,6 +1059,8 @@ int main(void)
         cmocka_unit_test(test_logrotate_create_compress_dateext),
         cmocka_unit_test(test_logrotate_copytruncate),
         cmocka_unit_test(test_logrotate_copytruncate_compress),
+        cmocka_unit_test(test_logrotate_copytruncate_named),
+        cmocka_unit_test(test_read_from_end_ignore_older),
         cmocka_unit_test(test_bad_options),
     };
     char cmd[700];

@@ -212,6 +212,31 @@ static void fs_ready_update(struct fs_set *s, struct fs_file *f)
 
 /* ---- opening and closing ---- */
 
+static void fs_open_del(struct fs_set *s, struct fs_file *f)
+{
+    if (f->oprev)
+        f->oprev->onext = f->onext;
+    else if (s->opened == f)
+        s->opened = f->onext;
+    if (f->onext)
+        f->onext->oprev = f->oprev;
+    else if (s->opened_tail == f)
+        s->opened_tail = f->oprev;
+    f->oprev = f->onext = NULL;
+}
+
+/* f was just opened or read: last in the list of open files. */
+static void fs_open_touch(struct fs_set *s, struct fs_file *f)
+{
+    fs_open_del(s, f);
+    f->oprev = s->opened_tail;
+    if (s->opened_tail)
+        s->opened_tail->onext = f;
+    else
+        s->opened = f;
+    s->opened_tail = f;
+}
+
 static void fs_rec_free(struct fs_set *s, struct fs_file *f)
 {
     struct weir_records_stats st;
@@ -232,6 +257,7 @@ static void fs_close(struct fs_set *s, struct fs_file *f)
         close(f->fd);
         f->fd = -1;
         s->nopen--;
+        fs_open_del(s, f);
     }
     if (f->rec && weir_records_pending(f->rec) == 0 && !fs_busy(s, f))
         fs_rec_free(s, f);
@@ -282,17 +308,14 @@ static bool fs_close_lru(struct fs_set *s)
 {
     struct fs_file *quiet = NULL, *busy = NULL;
 
-    for (struct fs_file *f = s->files; f; f = f->next) {
-        if (f->fd < 0 || f->rotated || f->deleted || fs_busy(s, f) ||
-            f->copy_fd >= 0 || f->restart)
-            continue;
-        if (f->size <= f->read) {
-            if (!quiet || f->last_read < quiet->last_read)
-                quiet = f;
-        } else if (!busy || f->last_read > busy->last_read) {
+    for (struct fs_file *f = s->opened; f && !quiet; f = f->onext)
+        if (!f->rotated && !f->deleted && !fs_busy(s, f) && f->copy_fd < 0 &&
+            !f->restart && f->size <= f->read)
+            quiet = f;
+    for (struct fs_file *f = s->opened_tail; f && !quiet && !busy; f = f->oprev)
+        if (!f->rotated && !f->deleted && !fs_busy(s, f) && f->copy_fd < 0 &&
+            !f->restart)
             busy = f;
-        }
-    }
     if (!quiet && !busy)
         return false;
     fs_close(s, quiet ? quiet : busy);
@@ -343,6 +366,7 @@ static bool fs_open(struct fs_set *s, struct fs_file *f)
     }
     f->fd = fd;
     s->nopen++;
+    fs_open_touch(s, f);
     f->open_fail = false;
     /* Checked to be the same file: its first bytes are still those. */
     if (f->fp && (uint64_t)st.st_size >= s->o.fingerprint_len &&
@@ -1059,6 +1083,8 @@ static enum fs_start fs_start_read(struct fs_set *s, struct fs_file *f)
     ep_op_started(&s->ep);
     s->rd.busy = true;
     f->last_read = fs_now();
+    if (f->fd >= 0)
+        fs_open_touch(s, f);
     /* Last in the queue now: the others go first. */
     fs_ready_del(s, f);
     return FS_STARTED;

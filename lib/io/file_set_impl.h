@@ -42,6 +42,7 @@ struct fs_map {
 struct fs_file {
     struct fs_file *prev, *next;   /* every file known (fs_set.files) */
     struct fs_file *rprev, *rnext; /* the ready queue, oldest read first */
+    struct fs_file *oprev, *onext; /* open files, least recently read first */
     struct fs_link by_path, by_ino, by_fp;
     char *path;
     uint64_t dev, ino;
@@ -141,6 +142,7 @@ struct fs_set {
     size_t nfiles, nopen;
     struct fs_map path_map, ino_map, fp_map;
     struct fs_file *ready, *ready_tail;
+    struct fs_file *opened, *opened_tail;
 
     struct fs_ledger led;
     uint64_t emitted; /* stream bytes enqueued */

@@ -35,7 +35,7 @@
 #include "weir/worker.h"
 
 #define MS       (1000ull * 1000ull)
-#define MAX_TAGS 512
+#define MAX_TAGS 32768 /* a power of two: the slots of a hash table */
 
 static char top[] = "/tmp/weir-file-set-XXXXXX";
 static char dir[600]; /* this test's directory, under top */
@@ -66,13 +66,16 @@ struct env {
     uint64_t mixed; /* chunks with more than one writer or a cut line */
     struct tag tags[MAX_TAGS];
     size_t ntags;
+    uint32_t slot[MAX_TAGS]; /* 1 + index into tags, by name's hash */
     uint64_t events[8], lost;
     char last_event_path[700];
     struct weir_file_set_stats stats;
     size_t known, known_open;
     uint64_t max_size; /* of the files known */
     bool queried;
-    struct weir_task t_start, t_stop, t_resume, t_query;
+    struct weir_task t_start, t_stop, t_resume, t_query, t_block, t_end;
+    bool blocked, unblock;
+    pthread_cond_t cond;
 };
 
 static struct env E;
@@ -111,14 +114,28 @@ static bool on_resume(void *arg, const struct weir_file_set_file *f,
     return true;
 }
 
+static uint32_t tag_hash(const char *name, size_t len)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)name[i]) * 16777619u;
+    return h;
+}
+
 static struct tag *tag_of(const char *name, size_t len)
 {
-    for (size_t i = 0; i < E.ntags; i++)
-        if (strlen(E.tags[i].name) == len &&
-            memcmp(E.tags[i].name, name, len) == 0)
-            return &E.tags[i];
-    if (E.ntags == MAX_TAGS || len >= sizeof(E.tags[0].name))
+    uint32_t h = tag_hash(name, len) & (MAX_TAGS - 1);
+
+    for (; E.slot[h]; h = (h + 1) & (MAX_TAGS - 1)) {
+        struct tag *t = &E.tags[E.slot[h] - 1];
+
+        if (strlen(t->name) == len && memcmp(t->name, name, len) == 0)
+            return t;
+    }
+    if (E.ntags == MAX_TAGS - 1 || len >= sizeof(E.tags[0].name))
         return NULL;
+    E.slot[h] = (uint32_t)E.ntags + 1;
     memcpy(E.tags[E.ntags].name, name, len);
     E.tags[E.ntags].first_chunk = (long)E.chunks;
     E.tags[E.ntags].first_bytes = E.bytes;
@@ -256,6 +273,25 @@ static void task_query(struct weir_task *t)
     pthread_mutex_unlock(&E.mu);
 }
 
+/* Holds the worker's loop until the test lets go: nothing it watches is
+ * read meanwhile. */
+static void task_block(struct weir_task *t)
+{
+    (void)t;
+    pthread_mutex_lock(&E.mu);
+    E.blocked = true;
+    while (!E.unblock)
+        pthread_cond_wait(&E.cond, &E.mu);
+    E.blocked = false;
+    pthread_mutex_unlock(&E.mu);
+}
+
+static void task_end(struct weir_task *t)
+{
+    (void)t;
+    weir_endpoint_stop(E.ep);
+}
+
 static void task_stop(struct weir_task *t)
 {
     (void)t;
@@ -278,7 +314,7 @@ static void sleep_ms(unsigned ms)
 static void dump_tags(void)
 {
     pthread_mutex_lock(&E.mu);
-    for (size_t i = 0; i < E.ntags; i++)
+    for (size_t i = 0; i < E.ntags && i < 50; i++)
         fprintf(stderr, "writer %s: %llu lines, %llu out of order, last %s\n",
                 E.tags[i].name, (unsigned long long)E.tags[i].next,
                 (unsigned long long)E.tags[i].bad, E.tags[i].last);
@@ -311,6 +347,7 @@ static void env_init(const char *name)
     memset(&E.o, 0, sizeof(E.o));
     pthread_mutex_lock(&E.mu);
     memset(E.tags, 0, sizeof(E.tags));
+    memset(E.slot, 0, sizeof(E.slot));
     E.ntags = 0;
     E.bytes = E.chunks = E.mixed = 0;
     memset(E.events, 0, sizeof(E.events));
@@ -356,6 +393,8 @@ static void start(void)
     weir_task_init(&E.t_stop, task_stop);
     weir_task_init(&E.t_resume, task_resume);
     weir_task_init(&E.t_query, task_query);
+    weir_task_init(&E.t_block, task_block);
+    weir_task_init(&E.t_end, task_end);
     pthread_mutex_lock(&E.mu);
     E.queried = false;
     pthread_mutex_unlock(&E.mu);
@@ -432,20 +471,21 @@ static void append_lines(const char *name, const char *tag, uint64_t from,
 }
 
 /* How many of tag's lines arrived (in order: bad counts the others). */
-static uint64_t got(const char *tag)
-{
-    for (size_t i = 0; i < E.ntags; i++)
-        if (strcmp(E.tags[i].name, tag) == 0)
-            return E.tags[i].next;
-    return 0;
-}
-
 static struct tag *find_tag(const char *tag)
 {
-    for (size_t i = 0; i < E.ntags; i++)
-        if (strcmp(E.tags[i].name, tag) == 0)
-            return &E.tags[i];
+    uint32_t h = tag_hash(tag, strlen(tag)) & (MAX_TAGS - 1);
+
+    for (; E.slot[h]; h = (h + 1) & (MAX_TAGS - 1))
+        if (strcmp(E.tags[E.slot[h] - 1].name, tag) == 0)
+            return &E.tags[E.slot[h] - 1];
     return NULL;
+}
+
+static uint64_t got(const char *tag)
+{
+    struct tag *t = find_tag(tag);
+
+    return t ? t->next : 0;
 }
 
 /* Every writer's lines arrived exactly once and in order, and every
@@ -563,6 +603,14 @@ static void test_rename_late_writer(void **state)
     assert_int_equal(E.events[WEIR_FS_ROTATED], 1);
     assert_int_equal(E.lost, 0);
     pthread_mutex_unlock(&E.mu);
+    /* Done and acknowledged: forgotten. */
+    for (int i = 0; i < 3000; i++) {
+        query();
+        if (E.known == 1)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(E.known, 1);
     stop();
     expect_clean();
 }
@@ -1022,6 +1070,70 @@ static void test_read_from_end_ignore_older(void **state)
     expect_clean();
 }
 
+/* More events than inotify queues while the loop is held: it overflows,
+ * weir says so once and rescans instead, and finds every file. */
+static void test_inotify_overflow(void **state)
+{
+    FILE *q = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+    unsigned max = 0, n;
+
+    (void)state;
+    if (!q || fscanf(q, "%u", &max) != 1 || max > 100000) {
+        if (q)
+            fclose(q);
+        skip();
+    }
+    fclose(q);
+    n = max + 1000;
+    env_init("overflow");
+    include("*.log");
+    E.o.max_open_files = 32;
+    start();
+    pthread_mutex_lock(&E.mu);
+    E.unblock = false;
+    pthread_mutex_unlock(&E.mu);
+    weir_workers_post(E.w, 0, &E.t_block);
+    WAIT_FOR(E.blocked);
+    for (unsigned i = 0; i < n; i++) {
+        char name[32], tag[32];
+
+        snprintf(name, sizeof(name), "o%05u.log", i);
+        snprintf(tag, sizeof(tag), "o%05u", i);
+        append_lines(name, tag, 0, 1, 4);
+    }
+    pthread_mutex_lock(&E.mu);
+    E.unblock = true;
+    pthread_cond_broadcast(&E.cond);
+    pthread_mutex_unlock(&E.mu);
+    WAIT_FOR(E.ntags == n);
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(E.events[WEIR_FS_NO_INOTIFY], 1);
+    for (size_t i = 0; i < E.ntags; i++)
+        assert_int_equal(E.tags[i].next, 1);
+    pthread_mutex_unlock(&E.mu);
+    query();
+    assert_int_equal(E.stats.watched, n);
+    assert_true(E.stats.open <= 32);
+    stop();
+    expect_clean();
+}
+
+/* weir_endpoint_stop ends the stream cleanly, after what was read. */
+static void test_stop(void **state)
+{
+    (void)state;
+    env_init("stop");
+    include("*.log");
+    append_lines("s.log", "s", 0, 1000, 20);
+    start();
+    WAIT_FOR(got("s") == 1000);
+    weir_workers_post(E.w, 0, &E.t_end);
+    WAIT_FOR(E.ended);
+    assert_int_equal(E.err, 0);
+    stop();
+    expect_clean();
+}
+
 static void test_bad_options(void **state)
 {
     struct weir_workers_options wo = {.count = 1, .pool_buffers = 8};
@@ -1061,12 +1173,15 @@ int main(void)
         cmocka_unit_test(test_logrotate_copytruncate_compress),
         cmocka_unit_test(test_logrotate_copytruncate_named),
         cmocka_unit_test(test_read_from_end_ignore_older),
+        cmocka_unit_test(test_inotify_overflow),
+        cmocka_unit_test(test_stop),
         cmocka_unit_test(test_bad_options),
     };
     char cmd[700];
     int rc;
 
     pthread_mutex_init(&E.mu, NULL);
+    pthread_cond_init(&E.cond, NULL);
     if (getenv("FILE_SET_TEST")) /* one test, by name */
         cmocka_set_test_filter(getenv("FILE_SET_TEST"));
     if (!mkdtemp(top))

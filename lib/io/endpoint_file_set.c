@@ -323,6 +323,8 @@ static bool fs_close_lru(struct fs_set *s)
 }
 
 static void fs_gone(struct fs_set *s, struct fs_file *f);
+static void fs_finish(struct fs_set *s, struct fs_file *f);
+static void fs_lost(struct fs_set *s, struct fs_file *f, uint64_t n);
 static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size);
 static void fs_found(struct fs_set *s, const char *path);
 
@@ -347,8 +349,12 @@ static bool fs_open(struct fs_set *s, struct fs_file *f)
             fs_event(s, WEIR_FS_OPEN_FAIL, f->path, err, f->read);
         f->open_fail = true;
         fs_ready_del(s, f);
-        if (err == -ENOENT)
+        if (err == -ENOENT && !f->rotated) {
             fs_gone(s, f);
+        } else if (err == -ENOENT) {
+            fs_lost(s, f, f->size > f->read ? f->size - f->read : 0);
+            fs_finish(s, f);
+        }
         return false;
     }
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != f->dev ||
@@ -453,6 +459,26 @@ static void fs_gone(struct fs_set *s, struct fs_file *f)
     }
 }
 
+/* f was renamed out of the patterns, to path (in a watched directory). */
+static void fs_moved(struct fs_set *s, struct fs_file *f, const char *path)
+{
+    if (f->rotated || f->done)
+        return;
+    if (f->fd < 0 && !f->alias) {
+        /* Closed: it is opened by its new name if it grows. */
+        f->rotated = true;
+        f->last_change = fs_now();
+        s->rotations++;
+        fs_event(s, WEIR_FS_ROTATED, f->path, 0, f->read);
+        fs_name(s, f, path);
+        f->check = true;
+        return;
+    }
+    fs_gone(s, f);
+    if (!f->done)
+        fs_name(s, f, path);
+}
+
 static uint64_t fs_fingerprint_of(struct fs_set *s, struct fs_file *f)
 {
     struct stat st;
@@ -482,8 +508,13 @@ static void fs_refresh(struct fs_set *s, struct fs_file *f)
         }
     } else if (stat(f->path, &st) != 0 || (uint64_t)st.st_dev != f->dev ||
                (uint64_t)st.st_ino != f->ino) {
-        if (!f->rotated)
+        if (!f->rotated) {
             fs_gone(s, f);
+        } else {
+            /* Rotated and closed, and its new name is gone too. */
+            fs_lost(s, f, f->size > f->read ? f->size - f->read : 0);
+            fs_finish(s, f);
+        }
         return;
     }
     size = (uint64_t)st.st_size;
@@ -738,11 +769,8 @@ static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
             if (stat(full, &st) == 0 &&
                 (g = fs_find_ino(s, (uint64_t)st.st_dev,
                                  (uint64_t)st.st_ino)) &&
-                !g->done) {
-                fs_gone(s, g);
-                if (!g->done)
-                    fs_name(s, g, full);
-            }
+                !g->done)
+                fs_moved(s, g, full);
         }
     }
     if (mask & (IN_MOVED_FROM | IN_DELETE)) {
@@ -1220,7 +1248,8 @@ static void fs_tick_files(struct fs_set *s, uint64_t now)
         next = f->next;
         if (f->done || fs_busy(s, f))
             continue;
-        if (f->fd >= 0 && (f->rotated || s->no_inotify))
+        if ((f->fd >= 0 && (f->rotated || s->no_inotify)) ||
+            (f->rotated && f->in_path))
             f->check = true;
         if (f->check)
             fs_refresh(s, f);

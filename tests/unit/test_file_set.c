@@ -1070,6 +1070,52 @@ static void test_read_from_end_ignore_older(void **state)
     expect_clean();
 }
 
+/* Quiet files are closed (idle_close) and opened again when they grow;
+ * one renamed out of the patterns while closed is opened by its new
+ * name, finished, and let go. */
+static void test_idle_close_reopen(void **state)
+{
+    char a[800], b[800];
+
+    (void)state;
+    env_init("idle");
+    include("*.log");
+    E.o.idle_close_ns = 100 * MS;
+    append_lines("i.log", "i", 0, 10, 10);
+    append_lines("j.log", "j", 0, 10, 10);
+    start();
+    WAIT_FOR(got("i") == 10 && got("j") == 10);
+    for (int n = 0; n < 3000; n++) {
+        query();
+        if (E.stats.open == 0)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(E.stats.open, 0);
+    append_lines("i.log", "i", 10, 20, 10);
+    WAIT_FOR(got("i") == 20);
+    for (int n = 0; n < 3000; n++) {
+        query();
+        if (E.stats.open == 0)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(E.stats.open, 0);
+    path_of(a, sizeof(a), "j.log");
+    path_of(b, sizeof(b), "j.old");
+    assert_int_equal(rename(a, b), 0);
+    sleep_ms(50);
+    append_lines("j.old", "j", 10, 20, 10);
+    WAIT_FOR(got("j") == 20);
+    WAIT_FOR(E.events[WEIR_FS_DONE] == 1);
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(E.events[WEIR_FS_ROTATED], 1);
+    assert_int_equal(E.lost, 0);
+    pthread_mutex_unlock(&E.mu);
+    stop();
+    expect_clean();
+}
+
 /* More events than inotify queues while the loop is held: it overflows,
  * weir says so once and rescans instead, and finds every file. */
 static void test_inotify_overflow(void **state)
@@ -1173,6 +1219,7 @@ int main(void)
         cmocka_unit_test(test_logrotate_copytruncate_compress),
         cmocka_unit_test(test_logrotate_copytruncate_named),
         cmocka_unit_test(test_read_from_end_ignore_older),
+        cmocka_unit_test(test_idle_close_reopen),
         cmocka_unit_test(test_inotify_overflow),
         cmocka_unit_test(test_stop),
         cmocka_unit_test(test_bad_options),

@@ -6,10 +6,11 @@
  * Discovery. A pattern is an absolute path whose parts may hold * ? and
  * [...] (fnmatch, FNM_PATHNAME | FNM_PERIOD), and `**` as a whole part
  * for any number of directories (none included). Files named by an
- * exclude pattern are not read. The directories the patterns can reach
- * are watched with inotify; where inotify cannot be had (no instances or
- * watches left), the patterns are matched again every rescan_ns instead,
- * and the on_event callback says so once (WEIR_FS_NO_INOTIFY).
+ * exclude pattern (absolute, of the same syntax) are not read. The directories
+ * the patterns can reach are watched with inotify; where inotify cannot be had
+ * (no instances or watches left), the patterns are matched again every
+ * rescan_ns instead, and the on_event callback says so once
+ * (WEIR_FS_NO_INOTIFY).
  *
  * Identity. A file is known by its fingerprint: a 64-bit hash of its first
  * fingerprint_len bytes (a file shorter than that has none yet and is
@@ -21,7 +22,9 @@
  * is truncated (copytruncate) is first looked for as a copy: a file of
  * its directory with its fingerprint and another inode, read from the
  * offset reached to its end; then the truncated file is read from 0.
- * Files whose names end in .gz .zst .xz .bz2 are never read.
+ * A file found with the fingerprint of a known file of its directory
+ * (that copy, where the patterns name it too) is that file: not read
+ * again. Files whose names end in .gz .zst .xz .bz2 are never read.
  *
  * Resources. At most max_open_files descriptors: a file quiet for
  * idle_close_ns is closed and reopened (and checked to be the same file
@@ -31,9 +34,11 @@
  * others.
  *
  * Records. Each file has its own framer (weir/records.h); a chunk the
- * stream receives holds whole records of one file only. A line without
- * its newline is held until it ends or the file is quiet for
- * line_timeout_ns, or the file is left.
+ * stream receives holds whole records of one file only (a record longer
+ * than a pool buffer comes in consecutive chunks). A line without its
+ * newline is held until it ends or the file is quiet for
+ * line_timeout_ns, or the file is left; weir_endpoint_stop does not
+ * emit it (it was not consumed: a resumption reads it whole).
  *
  * Acknowledgement. The owner says how many of the stream's bytes every
  * sink has acknowledged (weir_file_set_ack); the source maps them back to
@@ -76,7 +81,8 @@ enum weir_file_set_event {
     WEIR_FS_DONE,       /* a rotated or deleted file read to its end, closed */
     WEIR_FS_LOST,       /* bytes that could not be read (offset: how many):
                          * a file deleted or truncated before it was read,
-                         * with no copy to be found */
+                         * with no copy to be found, or grown past its
+                         * copy before the truncation */
     WEIR_FS_NO_INOTIFY, /* err: why; rescans every rescan_ns from now on */
     WEIR_FS_OPEN_FAIL,  /* err: why (once per file until it succeeds) */
 };
@@ -100,12 +106,15 @@ struct weir_file_set_options {
     size_t ninclude;
     const char *const *exclude; /* may be NULL */
     size_t nexclude;
-    bool read_from_end;       /* a file first seen with no checkpoint */
+    /* A file found by the first scan with no checkpoint starts at its
+     * end; files that appear later are read from their start. */
+    bool read_from_end;
     /* Read the files that match at the first pull to their ends, then
      * end the stream (no watching, no rotation): a one-off import. */
     bool once;
-    uint64_t ignore_older_ns; /* not modified for this long when first
-                               * seen: not read (0: every file) */
+    /* A file not modified for this long when first seen starts at its
+     * end: only what it gets from then on is read (0: every file). */
+    uint64_t ignore_older_ns;
     uint64_t rotate_wait_ns;  /* 0: 5 s */
     uint64_t line_timeout_ns; /* 0: 1 s */
     uint64_t idle_close_ns;   /* 0: 30 s */
@@ -146,7 +155,9 @@ int weir_endpoint_file_set(struct weir_endpoint **out, struct weir_loop *loop,
 int weir_file_set_ack(struct weir_endpoint *ep, uint64_t acked);
 
 /* Owner. Calls fn for each file known (also those rotated and still
- * being finished); stops early when fn returns non-zero. */
+ * being finished, and those finished until every byte of theirs is
+ * acknowledged; not the copies named above); stops early when fn
+ * returns non-zero. */
 int weir_file_set_foreach(struct weir_endpoint *ep,
                           int (*fn)(void *arg,
                                     const struct weir_file_set_file *f),

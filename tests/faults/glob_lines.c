@@ -206,6 +206,8 @@ void gl_account_init(struct gl_account *a, unsigned writers, uint64_t max_seq)
     a->writers = writers;
     a->max_seq = max_seq;
     a->on_disk = calloc((size_t)writers * max_seq, 1);
+    a->file_of = calloc((size_t)writers * max_seq, sizeof(uint16_t));
+    assert_non_null(a->file_of);
     a->got = calloc((size_t)writers * max_seq, sizeof(uint32_t));
     assert_non_null(a->on_disk);
     assert_non_null(a->got);
@@ -214,10 +216,12 @@ void gl_account_init(struct gl_account *a, unsigned writers, uint64_t max_seq)
 void gl_account_free(struct gl_account *a)
 {
     free(a->on_disk);
+    free(a->file_of);
     free(a->got);
 }
 
-static void note_disk(struct gl_account *a, const uint8_t *p, size_t len)
+static void note_disk(struct gl_account *a, const uint8_t *p, size_t len,
+                      uint16_t file)
 {
     for (size_t at = 0, n; at < len; at += n) {
         const uint8_t *nl = memchr(p + at, '\n', len - at);
@@ -235,6 +239,7 @@ static void note_disk(struct gl_account *a, const uint8_t *p, size_t len)
             fail_msg("a file on disk holds a line that is not ours");
         if (!a->on_disk[w * a->max_seq + seq]) {
             a->on_disk[w * a->max_seq + seq] = 1;
+            a->file_of[w * a->max_seq + seq] = file;
             a->disk++;
         }
     }
@@ -288,7 +293,10 @@ void gl_account_disk(struct gl_account *a, const char *dir, const char *prefix)
         else
             p = fc_read_file(path, &len);
         assert_non_null(p);
-        note_disk(a, p, len);
+        if (a->nnames < 256)
+            snprintf(a->names[a->nnames++], sizeof(a->names[0]), "%s",
+                     de->d_name);
+        note_disk(a, p, len, (uint16_t)a->nnames);
         free(p);
     }
     closedir(d);
@@ -359,12 +367,33 @@ bool gl_wait_all(struct gl_account *a, struct fc_collector *c,
 
 void gl_account_show(const struct gl_account *a, const char *what)
 {
-    printf(
-        "%s: %llu lines on disk (%llu torn); received %llu: %llu missing, %llu "
-        "twice, %llu out of order, %llu on no file now, %llu not ours\n",
-        what, (unsigned long long)a->disk, (unsigned long long)a->torn,
-        (unsigned long long)a->received, (unsigned long long)a->missing,
-        (unsigned long long)a->twice, (unsigned long long)a->disorder,
-        (unsigned long long)a->stray, (unsigned long long)a->bad);
+    unsigned runs = 0;
+
+    printf("%s: %llu lines on disk (%llu torn); received %llu: %llu missing, "
+           "%llu twice, %llu out of order, %llu on no file now, %llu not "
+           "ours\n",
+           what, (unsigned long long)a->disk, (unsigned long long)a->torn,
+           (unsigned long long)a->received, (unsigned long long)a->missing,
+           (unsigned long long)a->twice, (unsigned long long)a->disorder,
+           (unsigned long long)a->stray, (unsigned long long)a->bad);
+    for (uint64_t i = 0, n = (uint64_t)a->writers * a->max_seq;
+         i < n && a->missing && runs < 8; i++) {
+        uint64_t j = i;
+        unsigned f;
+
+        if (!a->on_disk[i] || a->got[i])
+            continue;
+        while (j + 1 < n && (j + 1) % a->max_seq && a->on_disk[j + 1] &&
+               !a->got[j + 1] && a->file_of[j + 1] == a->file_of[i])
+            j++;
+        f = a->file_of[i];
+        printf("  missing: writer %llu lines %llu..%llu, in %s\n",
+               (unsigned long long)(i / a->max_seq),
+               (unsigned long long)(i % a->max_seq),
+               (unsigned long long)(j % a->max_seq),
+               f ? a->names[f - 1] : "(no file named)");
+        runs++;
+        i = j;
+    }
     fflush(stdout);
 }

@@ -86,8 +86,11 @@ int gl_run(char *const argv[], unsigned timeout_ms);
 
 struct gl_account {
     unsigned writers;
-    uint64_t max_seq;  /* lines per writer the tables hold */
-    uint8_t *on_disk;  /* [writers * max_seq]: 1 when a file holds it */
+    uint64_t max_seq;    /* lines per writer the tables hold */
+    uint8_t *on_disk;    /* [writers * max_seq]: 1 when a file holds it */
+    uint16_t *file_of;   /* [writers * max_seq]: which of names[] (+1) */
+    char names[256][64]; /* the files read, for the failure's report */
+    unsigned nnames;
     uint32_t *got;     /* [writers * max_seq]: times it arrived */
     uint64_t disk;     /* lines on disk */
     uint64_t torn;     /* pieces of lines on disk (a copy made mid-write) */
@@ -110,7 +113,8 @@ void gl_account_received(struct gl_account *a, struct fc_collector *c);
 /* Waits until every line on disk arrived; false after timeout_ms. */
 bool gl_wait_all(struct gl_account *a, struct fc_collector *c,
                  unsigned timeout_ms);
-/* One line of figures, for the test's output and its failures. */
+/* One line of figures, for the test's output and its failures; with
+ * lines missing, also where the first runs of them were. */
 void gl_account_show(const struct gl_account *a, const char *what);
 
 #endif

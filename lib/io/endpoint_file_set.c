@@ -933,6 +933,19 @@ static bool fs_drain_spill(struct fs_set *s)
     return true;
 }
 
+/*
+ * Everything f's framer emitted is placed: its offset may move to the
+ * framer's, which also passes what it dropped (a line skipped) without a
+ * record to say so.
+ */
+static void fs_caught_up(struct fs_set *s, struct fs_file *f)
+{
+    uint64_t c = weir_records_consumed(f->rec);
+
+    if (c > s->out_consumed)
+        s->out_consumed = c;
+}
+
 static bool fs_framer(struct fs_set *s, struct fs_file *f, uint64_t at)
 {
     struct weir_records_options ro = s->o.records;
@@ -958,6 +971,7 @@ static bool fs_feed(struct fs_set *s)
                           fs_emit, s);
     s->in_pos += (uint32_t)n;
     if (!s->spill_len) {
+        fs_caught_up(s, f);
         fs_seal_maybe(s);
         f->consumed = s->out_consumed;
     }
@@ -978,6 +992,7 @@ static void fs_flush(struct fs_set *s, struct fs_file *f)
     fs_begin(s, f);
     weir_records_flush(f->rec, fs_clock(CLOCK_REALTIME), fs_emit, s);
     if (!s->spill_len) {
+        fs_caught_up(s, f);
         fs_seal_maybe(s);
         f->consumed = s->out_consumed;
     }

@@ -743,7 +743,7 @@ static void fs_gone_checks(struct fs_set *s)
 }
 
 static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
-                          uint32_t mask)
+                          uint32_t mask, uint32_t cookie)
 {
     char full[4096];
     struct fs_file *f;
@@ -766,13 +766,25 @@ static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
 
             /* Renamed out of the patterns but within sight: follow it by
              * its new name (its growth is reported under that). */
-            if (stat(full, &st) == 0 &&
-                (g = fs_find_ino(s, (uint64_t)st.st_dev,
-                                 (uint64_t)st.st_ino)) &&
-                !g->done)
+            if (stat(full, &st) != 0 || !S_ISREG(st.st_mode))
+                return;
+            g = fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+            if (g && !g->done) {
                 fs_moved(s, g, full);
+            } else if (!g && cookie && cookie == s->moved_cookie) {
+                /* Made under a name the patterns want and renamed away
+                 * before weir looked at it (fast rotations): a file of
+                 * the set all the same, rotated already. */
+                g = fs_add(s, full, &st);
+                if (g && !g->alias) {
+                    g->rotated = true;
+                    s->rotations++;
+                }
+            }
         }
     }
+    if ((mask & IN_MOVED_FROM) && weir__fs_wanted(s, full))
+        s->moved_cookie = cookie;
     if (mask & (IN_MOVED_FROM | IN_DELETE)) {
         f = fs_find_path(s, full);
         if (f && !f->gone_check) {

@@ -569,6 +569,20 @@ static void test_globstar_and_exclude(void **state)
     expect_clean();
 }
 
+/* A pattern whose directory does not exist yet: its creation is seen. */
+static void test_root_made_later(void **state)
+{
+    (void)state;
+    env_init("later");
+    include("not/yet/*.log");
+    start();
+    sh("mkdir -p %s/not/yet", dir);
+    append_lines("not/yet/a.log", "a", 0, 10, 10);
+    WAIT_FOR(got("a") == 10);
+    stop();
+    expect_clean();
+}
+
 /* Rename rotation with a writer that goes on appending to the renamed
  * file for a while, as a daemon that reopens late does. */
 static void test_rename_late_writer(void **state)
@@ -1235,6 +1249,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_glob_and_late_file),
         cmocka_unit_test(test_globstar_and_exclude),
+        cmocka_unit_test(test_root_made_later),
         cmocka_unit_test(test_rename_late_writer),
         cmocka_unit_test(test_copytruncate_by_hand),
         cmocka_unit_test(test_copytruncate_window),

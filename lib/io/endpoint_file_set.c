@@ -743,7 +743,7 @@ static void fs_gone_checks(struct fs_set *s)
 }
 
 static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
-                          uint32_t mask)
+                          uint32_t mask, uint32_t cookie)
 {
     char full[4096];
     struct fs_file *f;
@@ -766,13 +766,25 @@ static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
 
             /* Renamed out of the patterns but within sight: follow it by
              * its new name (its growth is reported under that). */
-            if (stat(full, &st) == 0 &&
-                (g = fs_find_ino(s, (uint64_t)st.st_dev,
-                                 (uint64_t)st.st_ino)) &&
-                !g->done)
+            if (stat(full, &st) != 0 || !S_ISREG(st.st_mode))
+                return;
+            g = fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+            if (g && !g->done) {
                 fs_moved(s, g, full);
+            } else if (!g && cookie && cookie == s->moved_cookie) {
+                /* Made under a name the patterns want and renamed away
+                 * before weir looked at it (fast rotations): a file of
+                 * the set all the same, rotated already. */
+                g = fs_add(s, full, &st);
+                if (g && !g->alias) {
+                    g->rotated = true;
+                    s->rotations++;
+                }
+            }
         }
     }
+    if ((mask & IN_MOVED_FROM) && weir__fs_wanted(s, full))
+        s->moved_cookie = cookie;
     if (mask & (IN_MOVED_FROM | IN_DELETE)) {
         f = fs_find_path(s, full);
         if (f && !f->gone_check) {
@@ -933,6 +945,19 @@ static bool fs_drain_spill(struct fs_set *s)
     return true;
 }
 
+/*
+ * Everything f's framer emitted is placed: its offset may move to the
+ * framer's, which also passes what it dropped (a line skipped) without a
+ * record to say so.
+ */
+static void fs_caught_up(struct fs_set *s, struct fs_file *f)
+{
+    uint64_t c = weir_records_consumed(f->rec);
+
+    if (c > s->out_consumed)
+        s->out_consumed = c;
+}
+
 static bool fs_framer(struct fs_set *s, struct fs_file *f, uint64_t at)
 {
     struct weir_records_options ro = s->o.records;
@@ -958,6 +983,7 @@ static bool fs_feed(struct fs_set *s)
                           fs_emit, s);
     s->in_pos += (uint32_t)n;
     if (!s->spill_len) {
+        fs_caught_up(s, f);
         fs_seal_maybe(s);
         f->consumed = s->out_consumed;
     }
@@ -978,6 +1004,7 @@ static void fs_flush(struct fs_set *s, struct fs_file *f)
     fs_begin(s, f);
     weir_records_flush(f->rec, fs_clock(CLOCK_REALTIME), fs_emit, s);
     if (!s->spill_len) {
+        fs_caught_up(s, f);
         fs_seal_maybe(s);
         f->consumed = s->out_consumed;
     }

@@ -107,9 +107,10 @@ struct fs_hooks {
     /* A name the patterns want (and no exclude excludes), which may be a
      * regular file: the kind looks at it (stat) unless it knows it. */
     void (*found)(struct fs_set *s, const char *path);
-    /* inotify said something of `name` in dir d (mask: IN_*). */
+    /* inotify said something of `name` in dir d (mask: IN_*; cookie
+     * pairs the two halves of a rename). */
     void (*event)(struct fs_set *s, struct fs_dir *d, const char *name,
-                  uint32_t mask);
+                  uint32_t mask, uint32_t cookie);
     /* The end of a batch of events. */
     void (*events_done)(struct fs_set *s);
     /* inotify is not to be had, or it overflowed (err: why). */
@@ -168,7 +169,8 @@ struct fs_set {
     uint8_t *spill;
     size_t spill_len, spill_cap;
     uint64_t spill_consumed;
-    struct fs_file *gone; /* files to look at after an event batch */
+    struct fs_file *gone;  /* files to look at after an event batch */
+    uint32_t moved_cookie; /* of a name the patterns want, moved away */
     bool producing;
 
     struct weir_timer kick; /* a prompt retry (pool empty, SQ full) */

@@ -60,8 +60,11 @@ struct env {
     /* resume: a file whose name ends so starts at this offset */
     const char *resume_suffix;
     uint64_t resume_off;
-    bool paused, reading, ended, destroyed;
+    /* Set by the test's thread under mu; the worker's flags below are
+     * its own. Apart, so that no load of those reads it too. */
+    bool paused;
     int err;
+    bool reading, ended, destroyed;
     uint64_t bytes, chunks;
     uint64_t mixed; /* chunks with more than one writer or a cut line */
     struct tag tags[MAX_TAGS];

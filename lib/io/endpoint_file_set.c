@@ -1326,6 +1326,59 @@ static void fs_tick(struct weir_endpoint *ep)
         weir__ep_timer(ep, s->tick_ns, fs_tick);
 }
 
+/* ---- files the owner knew, gone from the patterns ---- */
+
+/* Whether a file the patterns name is k: the same first bytes, or, for a
+ * file too short for them, the same inode. */
+static bool fs_claimed(struct fs_set *s, const struct weir_file_set_file *k)
+{
+    struct fs_file *f;
+
+    if (k->fingerprint == 0)
+        return fs_find_ino(s, k->dev, k->ino) != NULL;
+    for (struct fs_link *l = weir__fs_map_find(&s->fp_map, k->fingerprint); l;
+         l = l->next)
+        if (l->key == k->fingerprint)
+            return true;
+    f = fs_find_ino(s, k->dev, k->ino);
+    return f && f->fp == 0;
+}
+
+static void fs_known_free(struct fs_set *s)
+{
+    for (size_t i = 0; i < s->nknown; i++)
+        free((char *)s->known[i].path);
+    free(s->known);
+    s->known = NULL;
+    s->nknown = 0;
+}
+
+/* After the first scan: each checkpointed file no name claims is looked
+ * for (file_set_adopt.c) and finished as a rotated one. */
+static void fs_adopt_known(struct fs_set *s)
+{
+    for (size_t i = 0; i < s->nknown; i++) {
+        const struct weir_file_set_file *k = &s->known[i];
+        struct fs_file *f;
+        struct stat st;
+        char *path;
+
+        if (fs_claimed(s, k) ||
+            !(path = weir__fs_find_known(k, s->o.fingerprint_len, &st)))
+            continue;
+        if (!fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino) &&
+            (f = fs_add(s, path, &st)) != NULL && !f->alias) {
+            f->rotated = true;
+            f->check = true;
+            f->last_change = fs_now();
+            s->rotations++;
+            fs_event(s, WEIR_FS_ROTATED, f->path, 0, f->read);
+        }
+        free(path);
+    }
+    fs_known_free(s);
+}
+
 /* ---- the stream and the endpoint ---- */
 
 static void fs_start(struct fs_set *s)
@@ -1334,6 +1387,7 @@ static void fs_start(struct fs_set *s)
     if (!s->o.once)
         weir__fs_watch_start(s);
     weir__fs_scan_all(s);
+    fs_adopt_known(s);
     s->scanned = true;
     s->next_rescan = fs_now() + s->o.rescan_ns;
     if (!s->o.once)
@@ -1418,6 +1472,7 @@ static void fs_release(struct weir_endpoint *ep)
         weir__fs_pattern_free(&s->exc[i]);
     free(s->inc);
     free(s->exc);
+    fs_known_free(s);
 }
 
 static const struct ep_ops file_set_ops = {
@@ -1464,6 +1519,18 @@ static int fs_options(struct fs_set *s, const struct weir_file_set_options *o)
         s->tick_ns = 250 * FS_MS;
     s->o.include = NULL;
     s->o.exclude = NULL;
+    s->o.known = NULL;
+    if (o->nknown) {
+        s->known = calloc(o->nknown, sizeof(*s->known));
+        if (!s->known)
+            return -ENOMEM;
+        for (size_t i = 0; i < o->nknown; i++, s->nknown++) {
+            s->known[i] = o->known[i];
+            s->known[i].path = strdup(o->known[i].path);
+            if (!s->known[i].path)
+                return -ENOMEM;
+        }
+    }
     s->o.records.path = NULL;
     /* The framer's options are checked once here, not per file. */
     rc = weir_records_new(&probe, &s->o.records, NULL, 0);

@@ -119,7 +119,9 @@ struct fs_hooks {
 
 struct fs_set {
     struct weir_endpoint ep;
-    struct weir_file_set_options o; /* defaults filled; patterns copied */
+    struct weir_file_set_options o;   /* defaults filled; patterns copied */
+    struct weir_file_set_file *known; /* o.known, copied; freed once used */
+    size_t nknown;
     struct weir_pool *pool;
     uint32_t buf_size;
     struct fs_hooks hooks;
@@ -238,5 +240,12 @@ void weir__fs_scan_all(struct fs_set *s);
 void weir__fs_scan_dir(struct fs_set *s, const char *path, bool force);
 /* The safety rescan: the known directories whose mtime moved. */
 void weir__fs_rescan(struct fs_set *s);
+
+/* file_set_adopt.c: where the checkpointed file k went while no one
+ * watched (its directory, by fingerprint, or by device and inode without
+ * one), when it holds bytes past k->acked: its path (to free) and *st;
+ * NULL when not found. */
+char *weir__fs_find_known(const struct weir_file_set_file *k, uint32_t fplen,
+                          struct stat *st);
 
 #endif

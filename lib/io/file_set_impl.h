@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "endpoint_base.h"
 #include "weir/file_set.h"
@@ -240,6 +241,36 @@ void weir__fs_scan_all(struct fs_set *s);
 void weir__fs_scan_dir(struct fs_set *s, const char *path, bool force);
 /* The safety rescan: the known directories whose mtime moved. */
 void weir__fs_rescan(struct fs_set *s);
+
+/* CLOCK_MONOTONIC for intervals, CLOCK_REALTIME for JSON's time stamps. */
+static inline uint64_t weir__fs_clock(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A read of f is out, or its bytes are being framed or wait in the
+ * spill: f must stay as it is. */
+static inline bool weir__fs_busy(const struct fs_set *s,
+                                 const struct fs_file *f)
+{
+    return (s->rd.busy && s->rd.f == f) || (s->in && s->in_f == f) ||
+           (s->spill_len && s->cur_f == f);
+}
+
+/* file_set_emit.c: records into the stream. seal sends the output buffer
+ * (seal_maybe only while the stream's queue is empty); framer gives f a
+ * framer that starts at offset `at`; feed frames the input buffer left
+ * (false when it stopped on a dry pool); flush emits what f's framer
+ * holds; drain_spill places the spill (false while the pool is dry). */
+void weir__fs_seal(struct fs_set *s);
+void weir__fs_seal_maybe(struct fs_set *s);
+bool weir__fs_framer(struct fs_set *s, struct fs_file *f, uint64_t at);
+bool weir__fs_feed(struct fs_set *s);
+void weir__fs_flush(struct fs_set *s, struct fs_file *f);
+bool weir__fs_drain_spill(struct fs_set *s);
 
 /* file_set_adopt.c: where the checkpointed file k went while no one
  * watched (its directory, by fingerprint, or by device and inode without

@@ -11,6 +11,9 @@
 
 #include <openssl/crypto.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include "weir/tls.h"
 
 void version_print(FILE *f)
@@ -41,6 +44,8 @@ void version_print(FILE *f)
     fprintf(f, "; kernel TLS %s\n",
             weir_tls_kernel_available() ? "offered by this kernel"
                                         : "not offered by this kernel");
+    fprintf(f, "records: multiline_start (pcre2 %d.%02d)\n", PCRE2_MAJOR,
+            PCRE2_MINOR);
     fprintf(f, "config: inih %s\n", WEIR_INIH_VERSION);
     fprintf(f, "systemd: libsystemd %s\n", WEIR_LIBSYSTEMD_VERSION);
     fprintf(f, "allocator: %s\n", WEIR_ALLOCATOR);

@@ -289,7 +289,7 @@ static void glob_keys(struct weir_pipeline *p, const char **names,
  */
 static void check_file_set(struct weir_pipeline *p, struct conf_diag *diag)
 {
-    const struct weir_address *src = p->source;
+    struct weir_address *src = p->source;
     const char *names[GLOB_KEYS];
     const struct conf_loc *locs[GLOB_KEYS];
     char *dir;
@@ -299,12 +299,19 @@ static void check_file_set(struct weir_pipeline *p, struct conf_diag *diag)
     glob_keys(p, names, locs);
     if (src == NULL)
         return;
+    /* `framing = lines` on one named file asks for what a glob source
+     * gives: records, and a renamed or copied file finished by its
+     * fingerprint. A pattern without wildcards names that file alone. */
+    if (src->kind == ADDR_FILE && src->role == ADDR_SOURCE && !src->fifo &&
+        conf_loc_set(&p->framing_loc) && !p->framing_bytes)
+        src->kind = ADDR_FILE_SET;
     if (src->kind != ADDR_FILE_SET) {
         for (size_t i = 0; i < GLOB_KEYS; i++)
             if (conf_loc_set(locs[i]))
                 config_error(diag, locs[i],
                              "%s applies to a glob source (file:PATTERN, a "
-                             "path with * ? or [), not to %s",
+                             "path with * ? or [, or a file with framing = "
+                             "lines), not to %s",
                              names[i], src->text);
         return;
     }

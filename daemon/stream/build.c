@@ -12,6 +12,7 @@
 #include "stream/build.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,8 +138,15 @@ static int make_file_set(struct stream *s)
         .event_arg = s,
         .counter = &s->bytes_in,
     };
-    int rc = weir_endpoint_file_set(&s->home.src, s->home.loop,
-                                    weir_worker_pool(), &o);
+    struct weir_file_set_file *known = NULL;
+    int rc;
+
+    /* Renamed or copied while weir was down: found by the file set. */
+    o.nknown = ckpt_set_known(s->sp->ckset, &known);
+    o.known = known;
+    rc = weir_endpoint_file_set(&s->home.src, s->home.loop, weir_worker_pool(),
+                                &o);
+    free(known);
 
     if (rc)
         log_warnx("pipeline %s: cannot follow %s: %s", p->name, p->source->path,

@@ -231,6 +231,30 @@ bool ckpt_set_resume(void *arg, const struct weir_file_set_file *f,
     return true;
 }
 
+size_t ckpt_set_known(const struct ckpt_set *cs,
+                      struct weir_file_set_file **out)
+{
+    struct weir_file_set_file *v;
+
+    *out = NULL;
+    if (!cs || cs->nsaved == 0 || !(v = calloc(cs->nsaved, sizeof(*v))))
+        return 0;
+    for (size_t i = 0; i < cs->nsaved; i++) {
+        const struct ckpt_set_entry *e = &cs->saved[i];
+
+        v[i] = (struct weir_file_set_file){
+            .path = e->path,
+            .dev = e->dev,
+            .ino = e->ino,
+            .fingerprint = e->fp,
+            .fingerprint_len = e->fplen,
+            .acked = e->offset,
+        };
+    }
+    *out = v;
+    return cs->nsaved;
+}
+
 /* What changes a checkpoint: each file's identity and offset, in the
  * order the file set reports them (FNV-1a over the words). */
 struct digest {

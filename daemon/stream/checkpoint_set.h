@@ -40,6 +40,11 @@ void ckpt_set_stream_done(struct ckpt_set *cs, struct stream *s);
 /* Worker: the file set's resume callback (arg: the struct ckpt_set). */
 bool ckpt_set_resume(void *arg, const struct weir_file_set_file *f,
                      uint64_t *offset);
+/* Worker. The files the checkpoint lists, for the file set to look for
+ * those its patterns no longer name (weir_file_set_options.known): an
+ * array to free (its paths are cs's), and its length; 0 when none. */
+size_t ckpt_set_known(const struct ckpt_set *cs,
+                      struct weir_file_set_file **out);
 /* Worker. One sample (`final` once the pipes have ended): the
  * acknowledgement to the file set, and the text when it changed. */
 void ckpt_set_sample(struct stream *s, bool final);

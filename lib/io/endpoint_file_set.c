@@ -6,7 +6,8 @@
  * One read in flight per set, through the loop's read op (either engine;
  * on epoll a read that would wait for the disk goes to its I/O threads),
  * into a pool buffer; the file's framer cuts it into records, which are
- * copied into output buffers holding that file's records only, each
+ * copied into output buffers holding that file's records only
+ * (file_set_emit.c), each
  * chunk's end and the file's offset behind it noted in the ledger
  * (file_set_ack.c). Reading happens only on the stream's pull, so a slow
  * sink slows every file, and the next file read is the one with unread
@@ -54,17 +55,9 @@ static struct fs_set *fs_of(struct weir_endpoint *ep)
     return EP_CONTAINER(ep, struct fs_set, ep);
 }
 
-static uint64_t fs_clock(clockid_t id)
-{
-    struct timespec ts;
-
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t fs_now(void)
 {
-    return fs_clock(CLOCK_MONOTONIC);
+    return weir__fs_clock(CLOCK_MONOTONIC);
 }
 
 static void fs_event(struct fs_set *s, enum weir_file_set_event ev,
@@ -148,16 +141,10 @@ static void fs_set_fp(struct fs_set *s, struct fs_file *f, uint64_t fp)
         f->in_fp = true;
 }
 
-static bool fs_busy(const struct fs_set *s, const struct fs_file *f)
-{
-    return (s->rd.busy && s->rd.f == f) || (s->in && s->in_f == f) ||
-           (s->spill_len && s->cur_f == f);
-}
-
 /* Busy, or its records wait in the output buffer: not to be freed. */
 static bool fs_held(const struct fs_set *s, const struct fs_file *f)
 {
-    return fs_busy(s, f) || (s->out && s->out_len && s->cur_f == f);
+    return weir__fs_busy(s, f) || (s->out && s->out_len && s->cur_f == f);
 }
 
 static bool fs_has_unread(const struct fs_file *f)
@@ -259,7 +246,7 @@ static void fs_close(struct fs_set *s, struct fs_file *f)
         s->nopen--;
         fs_open_del(s, f);
     }
-    if (f->rec && weir_records_pending(f->rec) == 0 && !fs_busy(s, f))
+    if (f->rec && weir_records_pending(f->rec) == 0 && !weir__fs_busy(s, f))
         fs_rec_free(s, f);
 }
 
@@ -309,12 +296,12 @@ static bool fs_close_lru(struct fs_set *s)
     struct fs_file *quiet = NULL, *busy = NULL;
 
     for (struct fs_file *f = s->opened; f && !quiet; f = f->onext)
-        if (!f->rotated && !f->deleted && !fs_busy(s, f) && f->copy_fd < 0 &&
-            !f->restart && f->size <= f->read)
+        if (!f->rotated && !f->deleted && !weir__fs_busy(s, f) &&
+            f->copy_fd < 0 && !f->restart && f->size <= f->read)
             quiet = f;
     for (struct fs_file *f = s->opened_tail; f && !quiet && !busy; f = f->oprev)
-        if (!f->rotated && !f->deleted && !fs_busy(s, f) && f->copy_fd < 0 &&
-            !f->restart)
+        if (!f->rotated && !f->deleted && !weir__fs_busy(s, f) &&
+            f->copy_fd < 0 && !f->restart)
             busy = f;
     if (!quiet && !busy)
         return false;
@@ -453,7 +440,7 @@ static void fs_gone(struct fs_set *s, struct fs_file *f)
      * the name it went to is seen (IN_MOVED_TO). */
     f->deleted = true;
     fs_unino(s, f);
-    if (!fs_busy(s, f)) {
+    if (!weir__fs_busy(s, f)) {
         fs_lost(s, f, f->size > f->read ? f->size - f->read : 0);
         fs_finish(s, f);
     }
@@ -495,7 +482,7 @@ static void fs_refresh(struct fs_set *s, struct fs_file *f)
     struct stat st;
     uint64_t size;
 
-    if (f->done || fs_busy(s, f))
+    if (f->done || weir__fs_busy(s, f))
         return;
     f->check = false;
     if (f->fd >= 0) {
@@ -676,7 +663,7 @@ static struct fs_file *fs_add(struct fs_set *s, const char *path,
             off = 0; /* it was cut since: all it has is new */
     } else if ((s->o.read_from_end && !s->scanned) ||
                (s->o.ignore_older_ns &&
-                fs_clock(CLOCK_REALTIME) >
+                weir__fs_clock(CLOCK_REALTIME) >
                     (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
                         (uint64_t)st->st_mtim.tv_nsec + s->o.ignore_older_ns)) {
         off = f->size;
@@ -743,7 +730,7 @@ static void fs_gone_checks(struct fs_set *s)
 }
 
 static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
-                          uint32_t mask)
+                          uint32_t mask, uint32_t cookie)
 {
     char full[4096];
     struct fs_file *f;
@@ -766,13 +753,25 @@ static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
 
             /* Renamed out of the patterns but within sight: follow it by
              * its new name (its growth is reported under that). */
-            if (stat(full, &st) == 0 &&
-                (g = fs_find_ino(s, (uint64_t)st.st_dev,
-                                 (uint64_t)st.st_ino)) &&
-                !g->done)
+            if (stat(full, &st) != 0 || !S_ISREG(st.st_mode))
+                return;
+            g = fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+            if (g && !g->done) {
                 fs_moved(s, g, full);
+            } else if (!g && cookie && cookie == s->moved_cookie) {
+                /* Made under a name the patterns want and renamed away
+                 * before weir looked at it (fast rotations): a file of
+                 * the set all the same, rotated already. */
+                g = fs_add(s, full, &st);
+                if (g && !g->alias) {
+                    g->rotated = true;
+                    s->rotations++;
+                }
+            }
         }
     }
+    if ((mask & IN_MOVED_FROM) && weir__fs_wanted(s, full))
+        s->moved_cookie = cookie;
     if (mask & (IN_MOVED_FROM | IN_DELETE)) {
         f = fs_find_path(s, full);
         if (f && !f->gone_check) {
@@ -807,182 +806,6 @@ static void fs_hook_no_inotify(struct fs_set *s, int err)
     s->next_rescan = 0;
 }
 
-/* ---- records into buffers ---- */
-
-static void fs_seal(struct fs_set *s)
-{
-    struct weir_buf *b = s->out;
-
-    if (!b || s->out_len == 0)
-        return;
-    s->out = NULL;
-    weir__fs_ledger_add(&s->led, s->emitted + s->out_len, s->cur_f,
-                        s->out_consumed);
-    s->emitted += s->out_len;
-    weir__ep_count(&s->ep, s->out_len);
-    if (s->ep.rs)
-        weir_readable_enqueue(s->ep.rs, weir_chunk_of(b, s->out_len));
-    else
-        weir_buf_unref(b, s->ep.slot);
-}
-
-/*
- * A buffer not full goes to the stream when its queue is empty (a reader
- * waits, or soon will: its read pulls, and the pull seals). While the
- * reader is behind, records of the same file join the buffer instead of
- * making chunks of a few lines each, which would take the pool's buffers
- * for a few bytes each.
- */
-static void fs_seal_maybe(struct fs_set *s)
-{
-    if (!s->ep.rs || weir_readable_queued(s->ep.rs) == 0)
-        fs_seal(s);
-}
-
-/* Records of f come next: a buffer of another file's goes first. */
-static void fs_begin(struct fs_set *s, struct fs_file *f)
-{
-    if (s->out && s->out_len && s->cur_f != f)
-        fs_seal(s);
-    s->cur_f = f;
-    s->out_consumed = f->consumed;
-}
-
-/*
- * Places records (rec, len, whole ones) of s->cur_f into output buffers,
- * a full one going to the stream at once. A buffer is cut after the last
- * record that fits; a record longer than a buffer goes in pieces. Returns
- * the bytes placed: fewer than len when the pool is empty.
- */
-static size_t fs_place(struct fs_set *s, const uint8_t *rec, size_t len,
-                       uint64_t consumed)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        size_t room, n = len - done;
-
-        if (!s->out) {
-            if (weir_pool_get(s->pool, &s->out) != 0) {
-                s->out = NULL;
-                return done;
-            }
-            s->out_len = 0;
-        }
-        room = s->buf_size - s->out_len;
-        if (n <= room) {
-            memcpy(s->out->data + s->out_len, rec + done, n);
-            s->out_len += (uint32_t)n;
-            s->out_consumed = consumed;
-            return len;
-        }
-        {
-            const uint8_t *nl = memrchr(rec + done, '\n', room);
-
-            if (nl)
-                n = (size_t)(nl - (rec + done)) + 1;
-            else if (s->out_len > 0)
-                n = 0; /* the record starts in the next buffer */
-            else
-                n = room;
-        }
-        memcpy(s->out->data + s->out_len, rec + done, n);
-        s->out_len += (uint32_t)n;
-        done += n;
-        fs_seal(s);
-    }
-    return done;
-}
-
-static int fs_emit(void *arg, const uint8_t *rec, size_t len, uint64_t consumed)
-{
-    struct fs_set *s = arg;
-    size_t placed = s->spill_len ? 0 : fs_place(s, rec, len, consumed);
-
-    if (placed == len)
-        return 0;
-    /* The pool is dry: keep the rest until buffers come back, and stop
-     * the framer (it counts these records as taken). */
-    if (s->spill_len + len - placed > s->spill_cap) {
-        size_t cap = s->spill_len + len - placed + 4096;
-        uint8_t *p = realloc(s->spill, cap);
-
-        if (!p)
-            return 1; /* dropped: unreachable in practice, and counted
-                       * nowhere; the ledger stays behind it */
-        s->spill = p;
-        s->spill_cap = cap;
-    }
-    memcpy(s->spill + s->spill_len, rec + placed, len - placed);
-    s->spill_len += len - placed;
-    s->spill_consumed = consumed;
-    return 1;
-}
-
-/* Places the spilled records; false while the pool is still dry. */
-static bool fs_drain_spill(struct fs_set *s)
-{
-    size_t n = fs_place(s, s->spill, s->spill_len, s->spill_consumed);
-
-    memmove(s->spill, s->spill + n, s->spill_len - n);
-    s->spill_len -= n;
-    if (s->spill_len)
-        return false;
-    fs_seal_maybe(s);
-    s->cur_f->consumed = s->out_consumed;
-    return true;
-}
-
-static bool fs_framer(struct fs_set *s, struct fs_file *f, uint64_t at)
-{
-    struct weir_records_options ro = s->o.records;
-
-    if (f->rec)
-        return true;
-    ro.path = f->path;
-    if (weir_records_new(&f->rec, &ro, NULL, 0) != 0)
-        return false;
-    weir_records_reset(f->rec, at);
-    return true;
-}
-
-/* Frames the input left; false when it stopped on a dry pool. */
-static bool fs_feed(struct fs_set *s)
-{
-    struct fs_file *f = s->in_f;
-    size_t n;
-
-    fs_begin(s, f);
-    n = weir_records_feed(f->rec, s->in->data + s->in_pos,
-                          s->in_len - s->in_pos, fs_clock(CLOCK_REALTIME),
-                          fs_emit, s);
-    s->in_pos += (uint32_t)n;
-    if (!s->spill_len) {
-        fs_seal_maybe(s);
-        f->consumed = s->out_consumed;
-    }
-    if (s->in_pos < s->in_len)
-        return false;
-    weir_buf_unref(s->in, s->ep.slot);
-    s->in = NULL;
-    s->in_f = NULL;
-    return true;
-}
-
-/* Emits what f's framer holds (a line without its newline). */
-static void fs_flush(struct fs_set *s, struct fs_file *f)
-{
-    if (!f->rec || weir_records_pending(f->rec) == 0 || s->spill_len ||
-        fs_busy(s, f))
-        return;
-    fs_begin(s, f);
-    weir_records_flush(f->rec, fs_clock(CLOCK_REALTIME), fs_emit, s);
-    if (!s->spill_len) {
-        fs_seal_maybe(s);
-        f->consumed = s->out_consumed;
-    }
-}
-
 /* ---- reading ---- */
 
 static void fs_kick_fired(struct weir_op *op, int res, uint32_t flags)
@@ -1008,7 +831,7 @@ static void fs_kick(struct fs_set *s)
 static void fs_restart(struct fs_set *s, struct fs_file *f)
 {
     if (f->rec && weir_records_pending(f->rec))
-        fs_flush(s, f);
+        weir__fs_flush(s, f);
     if (f->rec)
         weir_records_reset(f->rec, 0);
     f->restart = false;
@@ -1084,7 +907,7 @@ static enum fs_start fs_start_read(struct fs_set *s, struct fs_file *f)
         fd = f->fd;
         avail = f->size - f->read;
     }
-    if (!fs_framer(s, f, f->read)) {
+    if (!weir__fs_framer(s, f, f->read)) {
         fs_kick(s);
         return FS_WAIT;
     }
@@ -1168,7 +991,7 @@ static void fs_end(struct fs_set *s)
     if (s->ended)
         return;
     if (!s->spill_len)
-        fs_seal(s);
+        weir__fs_seal(s);
     s->ended = true;
     weir__ep_timer_stop(&s->ep);
     weir__fs_watch_stop(s);
@@ -1180,7 +1003,7 @@ static void fs_end(struct fs_set *s)
 static void fs_once_end(struct fs_set *s)
 {
     for (struct fs_file *f = s->files; f; f = f->next) {
-        fs_flush(s, f);
+        weir__fs_flush(s, f);
         if (s->spill_len)
             return; /* the pool is dry: again when it is not */
     }
@@ -1200,12 +1023,12 @@ static void fs_produce(struct fs_set *s)
     while (!s->ep.destroyed && !s->ended) {
         struct fs_file *f;
 
-        if (s->spill_len && !fs_drain_spill(s)) {
+        if (s->spill_len && !weir__fs_drain_spill(s)) {
             fs_kick(s);
             break;
         }
         if (s->in) {
-            if (!fs_feed(s)) {
+            if (!weir__fs_feed(s)) {
                 fs_kick(s);
                 break;
             }
@@ -1246,7 +1069,7 @@ static void fs_tick_files(struct fs_set *s, uint64_t now)
         bool caught;
 
         next = f->next;
-        if (f->done || fs_busy(s, f))
+        if (f->done || weir__fs_busy(s, f))
             continue;
         if ((f->fd >= 0 && (f->rotated || s->no_inotify)) ||
             (f->rotated && f->in_path))
@@ -1260,9 +1083,9 @@ static void fs_tick_files(struct fs_set *s, uint64_t now)
             continue;
         if (f->rec && weir_records_pending(f->rec) &&
             now - f->last_data >= s->o.line_timeout_ns)
-            fs_flush(s, f);
+            weir__fs_flush(s, f);
         if (f->rotated && now - f->last_change >= s->o.rotate_wait_ns) {
-            fs_flush(s, f);
+            weir__fs_flush(s, f);
             if (!f->rec || weir_records_pending(f->rec) == 0)
                 fs_finish(s, f);
         } else if (!f->rotated && f->fd >= 0 &&
@@ -1299,6 +1122,59 @@ static void fs_tick(struct weir_endpoint *ep)
         weir__ep_timer(ep, s->tick_ns, fs_tick);
 }
 
+/* ---- files the owner knew, gone from the patterns ---- */
+
+/* Whether a file the patterns name is k: the same first bytes, or, for a
+ * file too short for them, the same inode. */
+static bool fs_claimed(struct fs_set *s, const struct weir_file_set_file *k)
+{
+    struct fs_file *f;
+
+    if (k->fingerprint == 0)
+        return fs_find_ino(s, k->dev, k->ino) != NULL;
+    for (struct fs_link *l = weir__fs_map_find(&s->fp_map, k->fingerprint); l;
+         l = l->next)
+        if (l->key == k->fingerprint)
+            return true;
+    f = fs_find_ino(s, k->dev, k->ino);
+    return f && f->fp == 0;
+}
+
+static void fs_known_free(struct fs_set *s)
+{
+    for (size_t i = 0; i < s->nknown; i++)
+        free((char *)s->known[i].path);
+    free(s->known);
+    s->known = NULL;
+    s->nknown = 0;
+}
+
+/* After the first scan: each checkpointed file no name claims is looked
+ * for (file_set_adopt.c) and finished as a rotated one. */
+static void fs_adopt_known(struct fs_set *s)
+{
+    for (size_t i = 0; i < s->nknown; i++) {
+        const struct weir_file_set_file *k = &s->known[i];
+        struct fs_file *f;
+        struct stat st;
+        char *path;
+
+        if (fs_claimed(s, k) ||
+            !(path = weir__fs_find_known(k, s->o.fingerprint_len, &st)))
+            continue;
+        if (!fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino) &&
+            (f = fs_add(s, path, &st)) != NULL && !f->alias) {
+            f->rotated = true;
+            f->check = true;
+            f->last_change = fs_now();
+            s->rotations++;
+            fs_event(s, WEIR_FS_ROTATED, f->path, 0, f->read);
+        }
+        free(path);
+    }
+    fs_known_free(s);
+}
+
 /* ---- the stream and the endpoint ---- */
 
 static void fs_start(struct fs_set *s)
@@ -1307,6 +1183,7 @@ static void fs_start(struct fs_set *s)
     if (!s->o.once)
         weir__fs_watch_start(s);
     weir__fs_scan_all(s);
+    fs_adopt_known(s);
     s->scanned = true;
     s->next_rescan = fs_now() + s->o.rescan_ns;
     if (!s->o.once)
@@ -1320,7 +1197,7 @@ static int fs_pull(struct weir_readable *rs, void *ctx)
     (void)rs;
     if (!s->started)
         fs_start(s);
-    fs_seal_maybe(s);
+    weir__fs_seal_maybe(s);
     fs_produce(s);
     return 0;
 }
@@ -1391,6 +1268,7 @@ static void fs_release(struct weir_endpoint *ep)
         weir__fs_pattern_free(&s->exc[i]);
     free(s->inc);
     free(s->exc);
+    fs_known_free(s);
 }
 
 static const struct ep_ops file_set_ops = {
@@ -1437,6 +1315,18 @@ static int fs_options(struct fs_set *s, const struct weir_file_set_options *o)
         s->tick_ns = 250 * FS_MS;
     s->o.include = NULL;
     s->o.exclude = NULL;
+    s->o.known = NULL;
+    if (o->nknown) {
+        s->known = calloc(o->nknown, sizeof(*s->known));
+        if (!s->known)
+            return -ENOMEM;
+        for (size_t i = 0; i < o->nknown; i++, s->nknown++) {
+            s->known[i] = o->known[i];
+            s->known[i].path = strdup(o->known[i].path);
+            if (!s->known[i].path)
+                return -ENOMEM;
+        }
+    }
     s->o.records.path = NULL;
     /* The framer's options are checked once here, not per file. */
     rc = weir_records_new(&probe, &s->o.records, NULL, 0);

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "endpoint_base.h"
 #include "weir/file_set.h"
@@ -107,9 +108,10 @@ struct fs_hooks {
     /* A name the patterns want (and no exclude excludes), which may be a
      * regular file: the kind looks at it (stat) unless it knows it. */
     void (*found)(struct fs_set *s, const char *path);
-    /* inotify said something of `name` in dir d (mask: IN_*). */
+    /* inotify said something of `name` in dir d (mask: IN_*; cookie
+     * pairs the two halves of a rename). */
     void (*event)(struct fs_set *s, struct fs_dir *d, const char *name,
-                  uint32_t mask);
+                  uint32_t mask, uint32_t cookie);
     /* The end of a batch of events. */
     void (*events_done)(struct fs_set *s);
     /* inotify is not to be had, or it overflowed (err: why). */
@@ -118,7 +120,9 @@ struct fs_hooks {
 
 struct fs_set {
     struct weir_endpoint ep;
-    struct weir_file_set_options o; /* defaults filled; patterns copied */
+    struct weir_file_set_options o;   /* defaults filled; patterns copied */
+    struct weir_file_set_file *known; /* o.known, copied; freed once used */
+    size_t nknown;
     struct weir_pool *pool;
     uint32_t buf_size;
     struct fs_hooks hooks;
@@ -168,7 +172,8 @@ struct fs_set {
     uint8_t *spill;
     size_t spill_len, spill_cap;
     uint64_t spill_consumed;
-    struct fs_file *gone; /* files to look at after an event batch */
+    struct fs_file *gone;  /* files to look at after an event batch */
+    uint32_t moved_cookie; /* of a name the patterns want, moved away */
     bool producing;
 
     struct weir_timer kick; /* a prompt retry (pool empty, SQ full) */
@@ -236,5 +241,42 @@ void weir__fs_scan_all(struct fs_set *s);
 void weir__fs_scan_dir(struct fs_set *s, const char *path, bool force);
 /* The safety rescan: the known directories whose mtime moved. */
 void weir__fs_rescan(struct fs_set *s);
+
+/* CLOCK_MONOTONIC for intervals, CLOCK_REALTIME for JSON's time stamps. */
+static inline uint64_t weir__fs_clock(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A read of f is out, or its bytes are being framed or wait in the
+ * spill: f must stay as it is. */
+static inline bool weir__fs_busy(const struct fs_set *s,
+                                 const struct fs_file *f)
+{
+    return (s->rd.busy && s->rd.f == f) || (s->in && s->in_f == f) ||
+           (s->spill_len && s->cur_f == f);
+}
+
+/* file_set_emit.c: records into the stream. seal sends the output buffer
+ * (seal_maybe only while the stream's queue is empty); framer gives f a
+ * framer that starts at offset `at`; feed frames the input buffer left
+ * (false when it stopped on a dry pool); flush emits what f's framer
+ * holds; drain_spill places the spill (false while the pool is dry). */
+void weir__fs_seal(struct fs_set *s);
+void weir__fs_seal_maybe(struct fs_set *s);
+bool weir__fs_framer(struct fs_set *s, struct fs_file *f, uint64_t at);
+bool weir__fs_feed(struct fs_set *s);
+void weir__fs_flush(struct fs_set *s, struct fs_file *f);
+bool weir__fs_drain_spill(struct fs_set *s);
+
+/* file_set_adopt.c: where the checkpointed file k went while no one
+ * watched (its directory, by fingerprint, or by device and inode without
+ * one), when it holds bytes past k->acked: its path (to free) and *st;
+ * NULL when not found. */
+char *weir__fs_find_known(const struct weir_file_set_file *k, uint32_t fplen,
+                          struct stat *st);
 
 #endif

@@ -74,7 +74,7 @@ static void fs_watch_events(struct fs_set *s)
                 continue;
             }
             if (ev->len && s->hooks.event)
-                s->hooks.event(s, d, ev->name, ev->mask);
+                s->hooks.event(s, d, ev->name, ev->mask, ev->cookie);
             if (s->ep.destroyed || s->ended)
                 return;
         }

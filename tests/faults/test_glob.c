@@ -4,7 +4,9 @@
  * start and a fourth created later arrive line by line, each line once and each
  * file's in order; `weir status` and /metrics show the files; SIGTERM
  * leaves a state file that says where every file stands, and a restart
- * sends only what was appended since (to an old file and a new one). The
+ * sends only what was appended since (to an old file and a new one), and
+ * a file renamed out of the pattern while weir was stopped is finished
+ * from its checkpoint. The
  * logrotate, kill -9 and many-files cases are test_rotate's neighbours'.
  */
 #include <inttypes.h>
@@ -265,6 +267,7 @@ static void test_glob_follow_restart(void **state)
     static const char *const json[] = {"\"files\":{\"watched\":4,",
                                        "\"bytes_behind\":0,",
                                        "\"most_behind\":[]", NULL};
+    char from[400], to[410];
     uint64_t first;
 
     (void)state;
@@ -308,6 +311,21 @@ static void test_glob_follow_restart(void **state)
            "%llu appended\n",
            FILES, (unsigned long long)written(&t),
            (unsigned long long)(written(&t) - first));
+
+    /* A rotation while weir was stopped: b.log grew, then was renamed to
+     * b.log.1, out of the pattern. Its checkpoint finds it there, by its
+     * first bytes, and the rest arrives. */
+    first = written(&t);
+    add_lines(&t, 1, 9);
+    log_path(&t, 1, from, sizeof(from));
+    snprintf(to, sizeof(to), "%s.1", from);
+    assert_int_equal(rename(from, to), 0);
+    start(&t);
+    wait_total(&t, written(&t));
+    h_expect_exit(&t.w, 0, true, WAIT);
+    assert_int_equal(t.c.nconns, 3);
+    assert_int_equal(t.c.conns[2].len, written(&t) - first);
+    expect_lines(&t);
     fc_free(&t.c);
 }
 

@@ -1383,6 +1383,16 @@ static void test_glob_source(void **state)
              path);
     if (!strstr(r->out, want))
         fail_msg("no '%s' in:\n%s", want, r->out);
+    /* framing = lines on one named file makes it a glob source of that
+     * path: the keys of one are accepted. */
+    write_file(path, "[pipeline a]\n"
+                     "source = file:data.txt\n"
+                     "framing = lines\n"
+                     "rotate_wait = 1s\n"
+                     "format = json\n"
+                     "sink = null\n");
+    run_weir(argv, r);
+    expect_exit(r, 0);
     free(r);
 }
 

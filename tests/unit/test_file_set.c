@@ -60,8 +60,11 @@ struct env {
     /* resume: a file whose name ends so starts at this offset */
     const char *resume_suffix;
     uint64_t resume_off;
-    bool paused, reading, ended, destroyed;
+    /* Set by the test's thread under mu; the worker's flags below are
+     * its own. Apart, so that no load of those reads it too. */
+    bool paused;
     int err;
+    bool reading, ended, destroyed;
     uint64_t bytes, chunks;
     uint64_t mixed; /* chunks with more than one writer or a cut line */
     struct tag tags[MAX_TAGS];
@@ -569,6 +572,20 @@ static void test_globstar_and_exclude(void **state)
     expect_clean();
 }
 
+/* A pattern whose directory does not exist yet: its creation is seen. */
+static void test_root_made_later(void **state)
+{
+    (void)state;
+    env_init("later");
+    include("not/yet/*.log");
+    start();
+    sh("mkdir -p %s/not/yet", dir);
+    append_lines("not/yet/a.log", "a", 0, 10, 10);
+    WAIT_FOR(got("a") == 10);
+    stop();
+    expect_clean();
+}
+
 /* Rename rotation with a writer that goes on appending to the renamed
  * file for a while, as a daemon that reopens late does. */
 static void test_rename_late_writer(void **state)
@@ -1070,6 +1087,37 @@ static void test_read_from_end_ignore_older(void **state)
     expect_clean();
 }
 
+/* Rotations as fast as the writer can make them (rename, then a new
+ * file), each file renamed out of the pattern at once: every file is read,
+ * also those weir sees only under their rotated names. */
+static void test_fast_rotations(void **state)
+{
+    (void)state;
+    env_init("fast");
+    include("app.log");
+    start();
+    for (int r = 0; r < 50; r++) {
+        char tag[16], to[32], a[800], b[800];
+        int fd = open_log("app.log");
+
+        snprintf(tag, sizeof(tag), "r%02d", r);
+        write_lines(fd, tag, 0, 200, 40);
+        close(fd);
+        snprintf(to, sizeof(to), "app.log.%d", r);
+        path_of(a, sizeof(a), "app.log");
+        path_of(b, sizeof(b), to);
+        assert_int_equal(rename(a, b), 0);
+    }
+    for (int r = 0; r < 50; r++) {
+        char tag[16];
+
+        snprintf(tag, sizeof(tag), "r%02d", r);
+        WAIT_FOR(got(tag) == 200);
+    }
+    stop();
+    expect_clean();
+}
+
 /* Quiet files are closed (idle_close) and opened again when they grow;
  * one renamed out of the patterns while closed is opened by its new
  * name, finished, and let go. */
@@ -1204,6 +1252,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_glob_and_late_file),
         cmocka_unit_test(test_globstar_and_exclude),
+        cmocka_unit_test(test_root_made_later),
         cmocka_unit_test(test_rename_late_writer),
         cmocka_unit_test(test_copytruncate_by_hand),
         cmocka_unit_test(test_copytruncate_window),
@@ -1219,6 +1268,7 @@ int main(void)
         cmocka_unit_test(test_logrotate_copytruncate_compress),
         cmocka_unit_test(test_logrotate_copytruncate_named),
         cmocka_unit_test(test_read_from_end_ignore_older),
+        cmocka_unit_test(test_fast_rotations),
         cmocka_unit_test(test_idle_close_reopen),
         cmocka_unit_test(test_inotify_overflow),
         cmocka_unit_test(test_stop),

@@ -124,6 +124,17 @@ struct weir_file_set_options {
     uint32_t chunk_size;      /* bytes per read; 0: the pool's buffer size */
     struct weir_records_options records; /* path is set per file */
     weir_file_set_resume_fn resume;      /* may be NULL */
+    /*
+     * The files the owner's checkpoint lists (path, dev, ino, fingerprint,
+     * fingerprint_len, and acked: where it resumes), copied. At the first
+     * scan each that no file the patterns name claims is looked for in
+     * the directory it was in: renamed away or copied and truncated while
+     * no one watched, it is found by its fingerprint (by device and inode
+     * when it had none), asked of resume like any file, and read from
+     * there to its end as a rotated file (WEIR_FS_ROTATED). May be NULL.
+     */
+    const struct weir_file_set_file *known;
+    size_t nknown;
     void *resume_arg;
     weir_file_set_event_fn on_event; /* may be NULL */
     void *event_arg;

@@ -75,9 +75,9 @@ struct weir_records_stats {
  * offset given to weir_records_reset, 0 at first, plus the bytes fed
  * since; with multiline_start, where the line that closed them begins):
  * where a checkpoint may move once these records are acknowledged. `rec`
- * is valid until emit returns. Returns 0, or non-zero to stop feeding: the records of this call
- * are taken all the same, and weir_records_feed returns the bytes up to
- * their end.
+ * is valid until emit returns. Returns 0, or non-zero to stop feeding: the
+ * records of this call are taken all the same, and weir_records_feed returns
+ * the bytes up to their end.
  */
 typedef int (*weir_records_emit_fn)(void *arg, const uint8_t *rec, size_t len,
                                     uint64_t consumed);

@@ -47,6 +47,7 @@ struct lg_collector {
     atomic_uint_fast64_t last_ns; /* when the last of them came */
     atomic_uint nconns;
     atomic_bool overflow; /* a connection brought more than cap */
+    double cpu_s;         /* the collector thread's, once stopped */
     struct lg_conn conns[LG_MAX_CONNS];
 };
 

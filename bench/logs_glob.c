@@ -169,10 +169,10 @@ static double run_one(struct glob_run *r, const char *name)
 
         rate = (double)k.lines * 1e9 / (double)ns;
         printf("logs-glob %s: %.0f lines/s, %.1f MB/s, peak RSS %.1f MiB, "
-               "cpu %.2f s, %u connection(s); every line of every file "
-               "once, in order, sha256 equal\n",
+               "cpu %.2f s, collector cpu %.2f s, %u connection(s); every "
+               "line of every file once, in order, sha256 equal\n",
                params, rate, rate * LG_LINE / 1e6, (double)hwm / 1024, cpu,
-               atomic_load(&c.nconns));
+               c.cpu_s, atomic_load(&c.nconns));
     } else {
         printf("logs-glob %s: FAILED: %u of %u files intact; %llu lines "
                "received of %llu, %llu mangled, %llu twice, %llu missing "

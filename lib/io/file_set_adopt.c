@@ -25,8 +25,10 @@ static bool adopt_match(const struct weir_file_set_file *k, uint32_t fplen,
 {
     struct stat again;
 
-    if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size <= k->acked)
-        return false; /* nothing left in it to read */
+    /* Read to its offset already, it is taken all the same: a writer
+     * that has not reopened yet may still append to it (rotate_wait). */
+    if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size < k->acked)
+        return false; /* shorter than its offset: another file */
     if (k->fingerprint == 0)
         return (uint64_t)st->st_dev == k->dev && (uint64_t)st->st_ino == k->ino;
     if ((uint64_t)st->st_size < fplen || k->fingerprint_len != fplen)

@@ -274,8 +274,8 @@ bool weir__fs_drain_spill(struct fs_set *s);
 
 /* file_set_adopt.c: where the checkpointed file k went while no one
  * watched (its directory, by fingerprint, or by device and inode without
- * one), when it holds bytes past k->acked: its path (to free) and *st;
- * NULL when not found. */
+ * one), when it holds at least k->acked bytes: its path (to free) and
+ * *st; NULL when not found. */
 char *weir__fs_find_known(const struct weir_file_set_file *k, uint32_t fplen,
                           struct stat *st);
 

@@ -261,6 +261,10 @@ static void fs_forget(struct fs_set *s, struct fs_file *f)
         close(f->copy_fd);
         s->nopen--;
     }
+    if (f->next_copy_fd >= 0) {
+        close(f->next_copy_fd);
+        s->nopen--;
+    }
     fs_rec_free(s, f);
     if (f->prev)
         f->prev->next = f->next;
@@ -313,6 +317,7 @@ static void fs_gone(struct fs_set *s, struct fs_file *f);
 static void fs_finish(struct fs_set *s, struct fs_file *f);
 static void fs_lost(struct fs_set *s, struct fs_file *f, uint64_t n);
 static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size);
+static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size);
 static void fs_found(struct fs_set *s, const char *path);
 
 /* Opens f for reading; false when it cannot be now. */
@@ -509,6 +514,8 @@ static void fs_refresh(struct fs_set *s, struct fs_file *f)
         f->size = f->read = size;
         return;
     }
+    if (f->copy_fd >= 0 && !f->restart && fs_cut_again(s, f, size))
+        return;
     if (f->copy_fd < 0 && !f->restart) {
         if (size < f->read) {
             fs_truncated(s, f, size);
@@ -540,8 +547,10 @@ static void fs_refresh(struct fs_set *s, struct fs_file *f)
     fs_ready_update(s, f);
 }
 
-/* A file of f's directory that is f's copy from before a truncation. */
-static int fs_find_copy(struct fs_set *s, struct fs_file *f, uint64_t *size)
+/* A file of f's directory that is f's copy from before a truncation: its
+ * head is fp and it holds at least min bytes. */
+static int fs_find_copy(struct fs_set *s, struct fs_file *f, uint64_t fp,
+                        uint64_t min, uint64_t *size)
 {
     char *dup = strdup(f->path), *dir, full[4096];
     const char *base = strrchr(f->path, '/') + 1;
@@ -549,7 +558,7 @@ static int fs_find_copy(struct fs_set *s, struct fs_file *f, uint64_t *size)
     int fd = -1;
     DIR *dp;
 
-    if (!dup || !f->fp)
+    if (!dup || !fp)
         goto out;
     dir = dirname(dup);
     dp = opendir(dir);
@@ -564,13 +573,13 @@ static int fs_find_copy(struct fs_set *s, struct fs_file *f, uint64_t *size)
             snprintf(full, sizeof(full), "%s/%s", dir, e->d_name) >=
                 (int)sizeof(full) ||
             stat(full, &st) != 0 || !S_ISREG(st.st_mode) ||
-            (uint64_t)st.st_ino == f->ino || (uint64_t)st.st_size < f->read ||
+            (uint64_t)st.st_ino == f->ino || (uint64_t)st.st_size < min ||
             (uint64_t)st.st_size < s->o.fingerprint_len)
             continue;
         cfd = open(full, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (cfd < 0)
             continue;
-        if (weir__fs_fingerprint(cfd, s->o.fingerprint_len) == f->fp &&
+        if (weir__fs_fingerprint(cfd, s->o.fingerprint_len) == fp &&
             fstat(cfd, &st) == 0) {
             fd = cfd;
             *size = (uint64_t)st.st_size;
@@ -591,11 +600,12 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
 
     s->rotations++;
     fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, f->read);
-    cfd = fs_find_copy(s, f, &csize);
+    cfd = fs_find_copy(s, f, f->fp, f->read, &csize);
     if (cfd >= 0) {
         f->copy_fd = cfd;
         f->copy_size = csize;
         f->lost_mark = f->size;
+        f->cut_fp = 0;
         s->nopen++;
     } else {
         fs_lost(s, f, f->size > f->read ? f->size - f->read : 0);
@@ -604,7 +614,48 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
     f->size = size;
     f->last_change = fs_now();
     fs_set_fp(s, f, 0);
+    if (cfd >= 0 && size >= s->o.fingerprint_len)
+        f->cut_fp = fs_fingerprint_of(s, f);
     fs_ready_update(s, f);
+}
+
+/*
+ * While f's copy is read, f itself is watched: its head (cut_fp, once it
+ * holds fingerprint_len bytes) and its size. A file that shrank or whose
+ * head changed was cut again, and what it held since the first cut went
+ * into a second copy: found by cut_fp and read after the first, from 0.
+ * A third cut before the first copy is done, or one before f's head was
+ * seen, is not followed: its bytes are counted as lost. True when f was
+ * cut again (f->size is then the size after the cut).
+ */
+static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
+{
+    uint64_t len = s->o.fingerprint_len, csize = 0;
+    int cfd = -1;
+
+    if (f->cut_fp && size > f->size && fs_fingerprint_of(s, f) != f->cut_fp) {
+        /* cut and grown past its old size: its head tells */
+    } else if (size >= f->size) {
+        if (!f->cut_fp && size >= len)
+            f->cut_fp = fs_fingerprint_of(s, f);
+        return false;
+    }
+    s->rotations++;
+    fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, 0);
+    if (f->next_copy_fd < 0)
+        cfd = fs_find_copy(s, f, f->cut_fp, 0, &csize);
+    if (cfd >= 0) {
+        f->next_copy_fd = cfd;
+        f->next_copy_size = csize;
+        f->next_lost_mark = f->size;
+        s->nopen++;
+    } else {
+        fs_lost(s, f, f->size);
+    }
+    f->size = size;
+    f->cut_fp = size >= len ? fs_fingerprint_of(s, f) : 0;
+    f->last_change = fs_now();
+    return true;
 }
 
 /* ---- discovery ---- */
@@ -620,7 +671,7 @@ static struct fs_file *fs_add(struct fs_set *s, const char *path,
         free(f);
         return NULL;
     }
-    f->fd = f->copy_fd = -1;
+    f->fd = f->copy_fd = f->next_copy_fd = -1;
     f->dev = (uint64_t)st->st_dev;
     f->ino = (uint64_t)st->st_ino;
     f->size = (uint64_t)st->st_size;
@@ -851,6 +902,29 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
     if (f->lost_mark > f->read)
         fs_lost(s, f, f->lost_mark - f->read);
     f->lost_mark = 0;
+    /* Cut again since (it may have been while the last bytes of the copy
+     * were read): the next copy is looked for now, before f is read. */
+    if (f->next_copy_fd < 0 && f->fd >= 0) {
+        struct stat st;
+
+        if (fstat(f->fd, &st) == 0)
+            fs_cut_again(s, f, (uint64_t)st.st_size);
+    }
+    if (f->next_copy_fd >= 0) {
+        if (f->rec && weir_records_pending(f->rec))
+            weir__fs_flush(s, f);
+        if (f->rec)
+            weir_records_reset(f->rec, 0);
+        f->copy_fd = f->next_copy_fd;
+        f->copy_size = f->next_copy_size;
+        f->lost_mark = f->next_lost_mark;
+        f->next_copy_fd = -1;
+        f->read = f->consumed = 0;
+        f->cut_fp = 0;
+        fs_ready_update(s, f);
+        return;
+    }
+    f->cut_fp = 0;
     fs_restart(s, f);
 }
 
@@ -1449,6 +1523,8 @@ int weir_file_set_stats(const struct weir_endpoint *ep,
             st->behind += f->read - f->acked;
         if (end > f->read && !f->done && !f->alias)
             st->unread += end - f->read;
+        if (f->next_copy_fd >= 0)
+            st->unread += f->next_copy_size;
         if (f->rec) {
             struct weir_records_stats r;
 

@@ -70,6 +70,12 @@ struct fs_file {
     /* A truncated file's copy, read from `read` to its end first. */
     int copy_fd;
     uint64_t copy_size;
+    /* Cut again while its copy was read (a rotation before the last one
+     * was followed): the copy of what it held in between, read from 0
+     * once the first is done. cut_fp: the head of what it has held since
+     * it was cut, to find that copy by and to see a second cut. */
+    int next_copy_fd;
+    uint64_t next_copy_size, next_lost_mark, cut_fp;
 };
 
 /* The ledger (file_set_ack.c): per chunk, where it ends in the stream, the

@@ -664,6 +664,57 @@ static void test_copytruncate_by_hand(void **state)
     expect_clean();
 }
 
+/* Cut twice while weir is behind on the first copy (rotations faster than
+ * it reads): the second copy holds what the file got between the cuts,
+ * and is read after the first, before the file itself. */
+static void test_copytruncate_twice_behind(void **state)
+{
+    struct stat st;
+    char p[800];
+    int fd;
+
+    (void)state;
+    env_init("copytwice");
+    include("*.log");
+    path_of(p, sizeof(p), "app.log");
+    fd = open_log("app.log");
+    write_lines(fd, "w", 0, 100, 50);
+    start();
+    WAIT_FOR(got("w") == 100);
+    pause_reader(true);
+    write_lines(fd, "w", 100, 30000, 50);
+    sh("cp %s/app.log %s/app.log.1", dir, dir);
+    sh("truncate -s 0 %s/app.log", dir);
+    write_lines(fd, "w", 30000, 31000, 50);
+    assert_int_equal(stat(p, &st), 0);
+    /* weir has seen the cut, and what the file holds since. */
+    for (;;) {
+        bool seen;
+
+        query();
+        pthread_mutex_lock(&E.mu);
+        seen = E.events[WEIR_FS_TRUNCATED] == 1 &&
+               E.max_size == (uint64_t)st.st_size;
+        pthread_mutex_unlock(&E.mu);
+        if (seen)
+            break;
+        sleep_ms(5);
+    }
+    sh("cp %s/app.log %s/app.log.2", dir, dir);
+    sh("truncate -s 0 %s/app.log", dir);
+    write_lines(fd, "w", 31000, 31100, 50);
+    pause_reader(false);
+    WAIT_FOR(got("w") == 31100);
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(E.events[WEIR_FS_TRUNCATED], 2);
+    assert_int_equal(E.events[WEIR_FS_COPY_READ], 2);
+    assert_int_equal(E.lost, 0);
+    pthread_mutex_unlock(&E.mu);
+    close(fd);
+    stop();
+    expect_clean();
+}
+
 /* Lines written between the copy and the truncation are in neither file:
  * weir has them only if it read them in time. Behind (paused), it says
  * how many bytes it lost; caught up, it loses none. */
@@ -1255,6 +1306,7 @@ int main(void)
         cmocka_unit_test(test_root_made_later),
         cmocka_unit_test(test_rename_late_writer),
         cmocka_unit_test(test_copytruncate_by_hand),
+        cmocka_unit_test(test_copytruncate_twice_behind),
         cmocka_unit_test(test_copytruncate_window),
         cmocka_unit_test(test_delete_unread_tail),
         cmocka_unit_test(test_long_line_and_line_timeout),

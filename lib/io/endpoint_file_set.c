@@ -721,6 +721,11 @@ static struct fs_file *fs_add(struct fs_set *s, const char *path,
     }
     f->read = f->consumed = f->acked = off;
     fs_event(s, WEIR_FS_FOUND, f->path, 0, off);
+    /* Held open from the start while descriptors are spare: a file
+     * renamed twice before its first read (a reader behind, a new file
+     * rotated at once) is followed by its descriptor, not its name. */
+    if (s->nopen < s->o.max_open_files)
+        fs_open(s, f);
     fs_ready_update(s, f);
     return f;
 }
@@ -904,10 +909,13 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
     f->lost_mark = 0;
     /* Cut again since (it may have been while the last bytes of the copy
      * were read): the next copy is looked for now, before f is read. */
-    if (f->next_copy_fd < 0 && f->fd >= 0) {
+    if (f->next_copy_fd < 0) {
         struct stat st;
 
-        if (fstat(f->fd, &st) == 0)
+        if (f->fd >= 0
+                ? fstat(f->fd, &st) == 0
+                : stat(f->path, &st) == 0 && (uint64_t)st.st_dev == f->dev &&
+                      (uint64_t)st.st_ino == f->ino)
             fs_cut_again(s, f, (uint64_t)st.st_size);
     }
     if (f->next_copy_fd >= 0) {

@@ -664,6 +664,33 @@ static void test_copytruncate_by_hand(void **state)
     expect_clean();
 }
 
+/* A file found while weir is behind, renamed twice before its first read
+ * (a logrotate run that found a new file and one more at once): weir
+ * holds it open from when it found it, and reads it to its end. */
+static void test_renamed_twice_before_read(void **state)
+{
+    (void)state;
+    env_init("renamed2");
+    include("*.log");
+    append_lines("fill.log", "f", 0, 100, 50);
+    start();
+    WAIT_FOR(got("f") == 100);
+    pause_reader(true);
+    /* Much more than the stream holds: weir stops reading behind. */
+    append_lines("fill.log", "f", 100, 30000, 50);
+    append_lines("new.log", "n", 0, 10, 50);
+    WAIT_FOR(E.events[WEIR_FS_FOUND] == 2);
+    sh("mv %s/new.log %s/new.log.1", dir, dir);
+    sh("mv %s/new.log.1 %s/new.log.2", dir, dir);
+    pause_reader(false);
+    WAIT_FOR(got("f") == 30000 && got("n") == 10);
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(E.lost, 0);
+    pthread_mutex_unlock(&E.mu);
+    stop();
+    expect_clean();
+}
+
 /* Cut twice while weir is behind on the first copy (rotations faster than
  * it reads): the second copy holds what the file got between the cuts,
  * and is read after the first, before the file itself. */
@@ -1307,6 +1334,7 @@ int main(void)
         cmocka_unit_test(test_rename_late_writer),
         cmocka_unit_test(test_copytruncate_by_hand),
         cmocka_unit_test(test_copytruncate_twice_behind),
+        cmocka_unit_test(test_renamed_twice_before_read),
         cmocka_unit_test(test_copytruncate_window),
         cmocka_unit_test(test_delete_unread_tail),
         cmocka_unit_test(test_long_line_and_line_timeout),

@@ -55,6 +55,7 @@ struct ckpt_track {
     /* A glob source: a digest of the last text handed to the main loop
      * (checkpoint_set.c), so an unchanged one is not made again. */
     uint64_t set_digest;
+    int64_t set_at; /* clock_now_ns when it was made */
     bool set_sent;
     struct ckpt_slot slot;
 };

@@ -10,6 +10,7 @@
 
 #include "stream/stream_impl.h"
 #include "sys/ckpt_set_text.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "sys/statefile.h"
 
@@ -317,12 +318,20 @@ void ckpt_set_sample(struct stream *s, bool final)
     struct digest d = {.h = 0xcbf29ce484222325ull};
     struct writer w;
     uint64_t a;
+    int64_t now;
 
     if (!s->src_set || !h->src)
         return;
     if (h->sinks && ckpt_acked_source(s, final, &a))
         weir_file_set_ack(h->src, a);
-    if (!cs || weir_file_set_foreach(h->src, digest_file, &d) != 0)
+    if (!cs)
+        return;
+    /* The main loop writes one text per interval: one made more often
+     * would be replaced unread, and a text costs a line per file known. */
+    now = clock_now_ns();
+    if (!final && t->set_sent && (uint64_t)(now - t->set_at) < cs->interval_ns)
+        return;
+    if (weir_file_set_foreach(h->src, digest_file, &d) != 0)
         return;
     mix(&d.h, d.n);
     if (t->set_sent && d.h == t->set_digest)
@@ -340,6 +349,7 @@ void ckpt_set_sample(struct stream *s, bool final)
     w.buf[w.len] = '\0';
     t->set_sent = true;
     t->set_digest = d.h;
+    t->set_at = now;
     /* Release: the text's bytes, written above, are seen by the main
      * loop's acquire when it takes the pointer. Acquire: a text handed
      * back (the main loop did not take it) is this thread's own, freed

@@ -108,6 +108,7 @@ struct stream {
      * mailbox, and what the main thread took last (fileset_live.c). */
     _Atomic(struct stream_fs_view *) fs_mail;
     struct stream_fs_view *fs_seen;
+    int64_t fs_sampled; /* clock_now_ns of the worker's last sample */
 };
 
 #endif

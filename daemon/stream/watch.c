@@ -28,6 +28,7 @@
 #define STARVED_NS    (1000ll * 1000 * 1000)
 #define WARN_NS       (5ll * 1000 * 1000 * 1000)
 #define WARN_EVERY_NS (60ll * 1000 * 1000 * 1000)
+#define FS_SAMPLE_NS  (1000ll * 1000 * 1000)
 
 /* Sink i's desired size, while it can still take bytes: false when it
  * has no endpoint or has finished (closed: desired size 0; errored:
@@ -231,7 +232,12 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
         stream_sync_idle(s);
     ckpt_sample(s, false);
     ckpt_set_sample(s, false);
-    stream_fs_sample(s);
+    /* A glob source's figures walk every file it knows: once a second is
+     * what status and /metrics show. */
+    if (now - s->fs_sampled >= FS_SAMPLE_NS) {
+        s->fs_sampled = now;
+        stream_fs_sample(s);
+    }
     weir_loop_timer_start(h->loop, &h->watch, SINK_WATCH_NS);
 }
 

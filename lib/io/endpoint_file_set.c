@@ -47,6 +47,10 @@
 #include "file_set_impl.h"
 
 #define FS_MS (1000ull * 1000ull)
+/* How often the tick looks at every file known, not only the open ones:
+ * a closed file renamed away and a closed file's held line are timed to
+ * this (rotate_wait and line_timeout are seconds by default). */
+#define FS_WALK_NS (1000 * FS_MS)
 
 static const struct ep_ops file_set_ops;
 
@@ -1145,48 +1149,76 @@ static void fs_produce(struct fs_set *s)
 
 static void fs_tick(struct weir_endpoint *ep);
 
-static void fs_tick_files(struct fs_set *s, uint64_t now)
+static void fs_tick_file(struct fs_set *s, struct fs_file *f, uint64_t now)
 {
-    for (struct fs_file *f = s->files, *next; f && !s->ended; f = next) {
-        bool caught;
+    bool caught;
 
-        next = f->next;
-        if (f->done || weir__fs_busy(s, f))
-            continue;
-        if ((f->fd >= 0 && (f->rotated || s->no_inotify)) ||
-            (f->rotated && f->in_path))
-            f->check = true;
-        if (f->check)
-            fs_refresh(s, f);
-        if (f->done)
-            continue;
-        caught = f->copy_fd < 0 && !f->restart && f->read >= f->size;
-        if (!caught)
-            continue;
-        if (f->rec && weir_records_pending(f->rec) &&
-            now - f->last_data >= s->o.line_timeout_ns)
-            weir__fs_flush(s, f);
-        if (f->rotated && now - f->last_change >= s->o.rotate_wait_ns) {
-            weir__fs_flush(s, f);
-            if (!f->rec || weir_records_pending(f->rec) == 0)
-                fs_finish(s, f);
-        } else if (!f->rotated && f->fd >= 0 &&
-                   now - f->last_change >= s->o.idle_close_ns &&
-                   now - f->last_read >= s->o.idle_close_ns) {
-            fs_close(s, f);
-        }
+    if (f->done || weir__fs_busy(s, f))
+        return;
+    if ((f->fd >= 0 && (f->rotated || s->no_inotify)) ||
+        (f->rotated && f->in_path))
+        f->check = true;
+    if (f->check)
+        fs_refresh(s, f);
+    if (f->done)
+        return;
+    caught = f->copy_fd < 0 && !f->restart && f->read >= f->size;
+    if (!caught)
+        return;
+    if (f->rec && weir_records_pending(f->rec) &&
+        now - f->last_data >= s->o.line_timeout_ns)
+        weir__fs_flush(s, f);
+    if (f->rotated && now - f->last_change >= s->o.rotate_wait_ns) {
+        weir__fs_flush(s, f);
+        if (!f->rec || weir_records_pending(f->rec) == 0)
+            fs_finish(s, f);
+    } else if (!f->rotated && f->fd >= 0 &&
+               now - f->last_change >= s->o.idle_close_ns &&
+               now - f->last_read >= s->o.idle_close_ns) {
+        fs_close(s, f);
     }
+}
+
+/*
+ * Every file known, or only the open ones. A file without a descriptor
+ * that was not renamed away has nothing to time (inotify says when it
+ * grows), so the walk of all of them, which costs as much as there are
+ * idle files, comes once per FS_WALK_NS; the open ones, at most
+ * max_open_files, are looked at every tick. They are taken out of the
+ * open list first: what a look does may close others or open new ones.
+ */
+static void fs_tick_files(struct fs_set *s, uint64_t now, bool all)
+{
+    size_t n = 0;
+
+    if (!all && !s->tick_open)
+        s->tick_open = calloc(s->o.max_open_files, sizeof(*s->tick_open));
+    if (all || !s->tick_open) {
+        for (struct fs_file *f = s->files; f && !s->ended; f = f->next)
+            fs_tick_file(s, f, now);
+        return;
+    }
+    for (struct fs_file *f = s->opened; f && n < s->o.max_open_files;
+         f = f->onext)
+        s->tick_open[n++] = f;
+    for (size_t i = 0; i < n && !s->ended; i++)
+        fs_tick_file(s, s->tick_open[i], now);
 }
 
 static void fs_tick(struct weir_endpoint *ep)
 {
     struct fs_set *s = fs_of(ep);
     uint64_t now = fs_now();
+    bool all;
 
     if (s->ended || ep->destroyed)
         return;
     weir__fs_watch_rearm(s);
-    fs_sweep(s);
+    all = now >= s->next_walk || s->no_inotify;
+    if (all) {
+        s->next_walk = now + FS_WALK_NS;
+        fs_sweep(s);
+    }
     if (now >= s->next_rescan) {
         s->next_rescan = now + s->o.rescan_ns;
         if (s->no_inotify) {
@@ -1198,7 +1230,7 @@ static void fs_tick(struct weir_endpoint *ep)
             weir__fs_rescan(s);
         }
     }
-    fs_tick_files(s, now);
+    fs_tick_files(s, now, all);
     fs_produce(s);
     if (!s->ended && !ep->destroyed)
         weir__ep_timer(ep, s->tick_ns, fs_tick);
@@ -1339,6 +1371,7 @@ static void fs_release(struct weir_endpoint *ep)
     if (s->out)
         weir_buf_unref(s->out, ep->slot);
     free(s->spill);
+    free(s->tick_open);
     weir__fs_ledger_free(&s->led);
     weir__fs_map_free(&s->path_map);
     weir__fs_map_free(&s->ino_map);

@@ -183,7 +183,8 @@ struct fs_set {
     bool producing;
 
     struct weir_timer kick; /* a prompt retry (pool empty, SQ full) */
-    uint64_t tick_ns, next_rescan;
+    uint64_t tick_ns, next_rescan, next_walk;
+    struct fs_file **tick_open; /* max_open_files: the tick's open files */
     bool started, ended, scanned;
     uint64_t rotations, lost;
     struct weir_records_stats rec_gone; /* of framers freed */

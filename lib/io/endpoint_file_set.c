@@ -371,7 +371,8 @@ static bool fs_open(struct fs_set *s, struct fs_file *f)
     fs_open_touch(s, f);
     f->open_fail = false;
     /* Checked to be the same file: its first bytes are still those. */
-    if (f->fp && (uint64_t)st.st_size >= s->o.fingerprint_len &&
+    if (f->fp && f->copy_fd < 0 && !f->restart &&
+        (uint64_t)st.st_size >= s->o.fingerprint_len &&
         weir__fs_fingerprint(fd, s->o.fingerprint_len) != f->fp)
         fs_truncated(s, f, (uint64_t)st.st_size);
     return true;
@@ -617,8 +618,12 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
     }
     f->size = size;
     f->last_change = fs_now();
-    fs_set_fp(s, f, 0);
-    if (cfd >= 0 && size >= s->o.fingerprint_len)
+    /* While its copy is read, f goes by the copy's head: what is read and
+     * acknowledged are offsets in it, and the copy, when the patterns
+     * name it too, is known as f's and not read again. */
+    if (cfd < 0)
+        fs_set_fp(s, f, 0);
+    else if (size >= s->o.fingerprint_len)
         f->cut_fp = fs_fingerprint_of(s, f);
     fs_ready_update(s, f);
 }
@@ -651,6 +656,7 @@ static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
     if (cfd >= 0) {
         f->next_copy_fd = cfd;
         f->next_copy_size = csize;
+        f->next_copy_fp = f->cut_fp;
         f->next_lost_mark = f->size;
         s->nopen++;
     } else {
@@ -933,10 +939,12 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
         f->next_copy_fd = -1;
         f->read = f->consumed = 0;
         f->cut_fp = 0;
+        fs_set_fp(s, f, f->next_copy_fp);
         fs_ready_update(s, f);
         return;
     }
     f->cut_fp = 0;
+    fs_set_fp(s, f, 0); /* f's own head, from its new start */
     fs_restart(s, f);
 }
 

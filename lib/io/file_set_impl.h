@@ -75,7 +75,7 @@ struct fs_file {
      * once the first is done. cut_fp: the head of what it has held since
      * it was cut, to find that copy by and to see a second cut. */
     int next_copy_fd;
-    uint64_t next_copy_size, next_lost_mark, cut_fp;
+    uint64_t next_copy_size, next_copy_fp, next_lost_mark, cut_fp;
 };
 
 /* The ledger (file_set_ack.c): per chunk, where it ends in the stream, the

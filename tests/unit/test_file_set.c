@@ -664,6 +664,40 @@ static void test_copytruncate_by_hand(void **state)
     expect_clean();
 }
 
+/* The patterns name the copies too, and a copy gets its name only after
+ * weir saw the truncation and took the copy up (logrotate's copytruncate
+ * with a slow reader, or a copy made under another name and renamed):
+ * the copy is known as the truncated file's, and read once. */
+static void test_copy_named_after_cut(void **state)
+{
+    int fd;
+
+    (void)state;
+    env_init("copylate");
+    include("app.log*");
+    fd = open_log("app.log");
+    write_lines(fd, "w", 0, 100, 50);
+    start();
+    WAIT_FOR(got("w") == 100);
+    pause_reader(true);
+    write_lines(fd, "w", 100, 30000, 50);
+    sh("cp %s/app.log %s/copy-of-app", dir, dir);
+    sh("truncate -s 0 %s/app.log", dir);
+    write_lines(fd, "w", 30000, 30010, 50);
+    WAIT_FOR(E.events[WEIR_FS_TRUNCATED] == 1);
+    sh("mv %s/copy-of-app %s/app.log.1", dir, dir);
+    write_lines(fd, "w", 30010, 30020, 50);
+    pause_reader(false);
+    WAIT_FOR(got("w") == 30020);
+    close(fd);
+    stop();
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(E.events[WEIR_FS_COPY_READ], 1);
+    assert_int_equal(E.lost, 0);
+    pthread_mutex_unlock(&E.mu);
+    expect_clean();
+}
+
 /* A file found while weir is behind, renamed twice before its first read
  * (a logrotate run that found a new file and one more at once): weir
  * holds it open from when it found it, and reads it to its end. */
@@ -1335,6 +1369,7 @@ int main(void)
         cmocka_unit_test(test_copytruncate_by_hand),
         cmocka_unit_test(test_copytruncate_twice_behind),
         cmocka_unit_test(test_renamed_twice_before_read),
+        cmocka_unit_test(test_copy_named_after_cut),
         cmocka_unit_test(test_copytruncate_window),
         cmocka_unit_test(test_delete_unread_tail),
         cmocka_unit_test(test_long_line_and_line_timeout),

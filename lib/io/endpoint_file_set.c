@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <time.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include "file_set_impl.h"
@@ -51,6 +52,8 @@
  * a closed file renamed away and a closed file's held line are timed to
  * this (rotate_wait and line_timeout are seconds by default). */
 #define FS_WALK_NS (1000 * FS_MS)
+/* Fewer new bytes than this in a file wait out the settle period. */
+#define FS_SETTLE_BYTES (16u * 1024u)
 
 static const struct ep_ops file_set_ops;
 
@@ -104,21 +107,36 @@ static struct fs_file *fs_find_ino(struct fs_set *s, uint64_t dev, uint64_t ino)
 }
 
 /* A known file of f's directory with f's fingerprint: f is its copy. */
-static bool fs_same_dir_fp(struct fs_set *s, const struct fs_file *f)
+/* A known file of f's directory, not f, linked in map m under key fp
+ * (the link is the member at offset off of struct fs_file). */
+static bool fs_same_dir_in(struct fs_map *m, size_t off, uint64_t fp,
+                           const struct fs_file *f)
 {
     const char *slash = strrchr(f->path, '/');
     size_t dlen = (size_t)(slash - f->path);
 
-    for (struct fs_link *l = weir__fs_map_find(&s->fp_map, f->fp); l;
-         l = l->next) {
-        struct fs_file *g = EP_CONTAINER(l, struct fs_file, by_fp);
+    for (struct fs_link *l = weir__fs_map_find(m, fp); l; l = l->next) {
+        struct fs_file *g = (struct fs_file *)(void *)((char *)l - off);
 
-        if (l->key == f->fp && g != f && !g->done && !g->alias &&
+        if (l->key == fp && g != f && !g->done && !g->alias &&
             strncmp(g->path, f->path, dlen + 1) == 0 &&
             !strchr(g->path + dlen + 1, '/'))
             return true;
     }
     return false;
+}
+
+/* f is a copy of a file of its directory: it has that file's head, or the
+ * head of what a file being cut holds now (the copy of the next cut) or
+ * held between two cuts (a copy waiting to be read). */
+static bool fs_same_dir_fp(struct fs_set *s, const struct fs_file *f)
+{
+    return fs_same_dir_in(&s->fp_map, offsetof(struct fs_file, by_fp), f->fp,
+                          f) ||
+           fs_same_dir_in(&s->cut_map, offsetof(struct fs_file, by_cut), f->fp,
+                          f) ||
+           fs_same_dir_in(&s->next_map, offsetof(struct fs_file, by_next),
+                          f->fp, f);
 }
 
 static void fs_unname(struct fs_set *s, struct fs_file *f)
@@ -133,6 +151,26 @@ static void fs_unino(struct fs_set *s, struct fs_file *f)
     if (f->in_ino)
         weir__fs_map_del(&s->ino_map, &f->by_ino);
     f->in_ino = false;
+}
+
+static void fs_set_cut(struct fs_set *s, struct fs_file *f, uint64_t fp)
+{
+    if (f->in_cut)
+        weir__fs_map_del(&s->cut_map, &f->by_cut);
+    f->in_cut = false;
+    f->cut_fp = fp;
+    if (fp && weir__fs_map_add(&s->cut_map, &f->by_cut, fp) == 0)
+        f->in_cut = true;
+}
+
+static void fs_set_next(struct fs_set *s, struct fs_file *f, uint64_t fp)
+{
+    if (f->in_next)
+        weir__fs_map_del(&s->next_map, &f->by_next);
+    f->in_next = false;
+    f->next_copy_fp = fp;
+    if (fp && weir__fs_map_add(&s->next_map, &f->by_next, fp) == 0)
+        f->in_next = true;
 }
 
 static void fs_set_fp(struct fs_set *s, struct fs_file *f, uint64_t fp)
@@ -159,8 +197,25 @@ static bool fs_has_unread(const struct fs_file *f)
 
 /* ---- the ready queue: files with unread bytes, oldest read first ---- */
 
+static void fs_settle_del(struct fs_set *s, struct fs_file *f)
+{
+    if (!f->settling)
+        return;
+    if (f->sprev)
+        f->sprev->snext = f->snext;
+    else
+        s->settle_head = f->snext;
+    if (f->snext)
+        f->snext->sprev = f->sprev;
+    else
+        s->settle_tail = f->sprev;
+    f->sprev = f->snext = NULL;
+    f->settling = false;
+}
+
 static void fs_ready_del(struct fs_set *s, struct fs_file *f)
 {
+    fs_settle_del(s, f);
     if (!f->in_ready)
         return;
     if (f->rprev)
@@ -175,16 +230,24 @@ static void fs_ready_del(struct fs_set *s, struct fs_file *f)
     f->in_ready = false;
 }
 
-static void fs_ready_update(struct fs_set *s, struct fs_file *f)
+static void fs_settle_add(struct fs_set *s, struct fs_file *f);
+
+/* A file a writer trickles into (a few lines, nothing else to do with it)
+ * waits a settle period before it is read, when nothing else is being
+ * read: its lines of that period are one read and one chunk, not one
+ * each. While other files are read it is not kept waiting: their reads
+ * are what it would wait for. */
+static bool fs_trickle(const struct fs_set *s, const struct fs_file *f)
+{
+    return s->o.settle_ns && !s->o.once && !s->ready && !s->rd.busy &&
+           !f->restart && f->copy_fd < 0 && !f->rotated &&
+           f->size - f->read < FS_SETTLE_BYTES;
+}
+
+static void fs_ready_insert(struct fs_set *s, struct fs_file *f)
 {
     struct fs_file *at;
 
-    if (!fs_has_unread(f)) {
-        fs_ready_del(s, f);
-        return;
-    }
-    if (f->in_ready)
-        return;
     /* From the tail: a file just read goes last at once. */
     for (at = s->ready_tail; at && at->last_read > f->last_read; at = at->rprev)
         ;
@@ -199,6 +262,71 @@ static void fs_ready_update(struct fs_set *s, struct fs_file *f)
     else
         s->ready = f;
     f->in_ready = true;
+}
+
+static void fs_produce(struct fs_set *s);
+static void fs_settled(struct weir_op *op, int res, uint32_t flags);
+
+static void fs_settle_arm(struct fs_set *s)
+{
+    uint64_t now = fs_now(), at;
+
+    if (!s->settle_head || s->settle.op.pending)
+        return;
+    at = s->settle_head->settle_at;
+    s->settle.op.fn = fs_settled;
+    if (weir_loop_timer_start(s->ep.loop, &s->settle,
+                              at > now ? at - now : 0) == 0)
+        ep_op_started(&s->ep);
+}
+
+/* The files whose settle period is over go to the ready queue (every file
+ * waits the same period: the list is in the order of their deadlines). */
+static void fs_settled(struct weir_op *op, int res, uint32_t flags)
+{
+    struct fs_set *s = EP_CONTAINER(op, struct fs_set, settle.op);
+    uint64_t now = fs_now();
+
+    (void)flags;
+    if (weir__ep_op_done(&s->ep) || res == -ECANCELED)
+        return;
+    while (s->settle_head && s->settle_head->settle_at <= now) {
+        struct fs_file *f = s->settle_head;
+
+        fs_settle_del(s, f);
+        if (fs_has_unread(f))
+            fs_ready_insert(s, f);
+    }
+    fs_settle_arm(s);
+    fs_produce(s);
+}
+
+static void fs_settle_add(struct fs_set *s, struct fs_file *f)
+{
+    f->settle_at = fs_now() + s->o.settle_ns;
+    f->snext = NULL;
+    f->sprev = s->settle_tail;
+    if (s->settle_tail)
+        s->settle_tail->snext = f;
+    else
+        s->settle_head = f;
+    s->settle_tail = f;
+    f->settling = true;
+    fs_settle_arm(s);
+}
+
+static void fs_ready_update(struct fs_set *s, struct fs_file *f)
+{
+    if (!fs_has_unread(f)) {
+        fs_ready_del(s, f);
+        return;
+    }
+    if (f->in_ready || f->settling)
+        return;
+    if (fs_trickle(s, f))
+        fs_settle_add(s, f);
+    else
+        fs_ready_insert(s, f);
 }
 
 /* ---- opening and closing ---- */
@@ -260,6 +388,8 @@ static void fs_forget(struct fs_set *s, struct fs_file *f)
     fs_unname(s, f);
     fs_unino(s, f);
     fs_set_fp(s, f, 0);
+    fs_set_cut(s, f, 0);
+    fs_set_next(s, f, 0);
     fs_close(s, f);
     if (f->copy_fd >= 0) {
         close(f->copy_fd);
@@ -522,15 +652,17 @@ static void fs_refresh(struct fs_set *s, struct fs_file *f)
     if (f->copy_fd >= 0 && !f->restart && fs_cut_again(s, f, size))
         return;
     if (f->copy_fd < 0 && !f->restart) {
-        if (size < f->read) {
+        /* A log does not shrink: one that did was cut, whether or not
+         * weir had read up to its new end. */
+        if (size < f->read || size < f->size) {
             fs_truncated(s, f, size);
             return;
         }
-        /* Caught up, and it grew: its head may have been rewritten
-         * (truncated and written past the offset between two looks). */
-        if (size > f->size && f->read >= f->size && f->fp &&
-            f->read >= s->o.fingerprint_len &&
-            fs_fingerprint_of(s, f) != f->fp) {
+        /* It grew: it may have been cut and written past its old size
+         * between two looks (before any of it was read, too), and its
+         * head tells. One pread of fingerprint_len per look that found
+         * it grown. */
+        if (size > f->size && f->fp && fs_fingerprint_of(s, f) != f->fp) {
             fs_truncated(s, f, size);
             return;
         }
@@ -610,7 +742,7 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
         f->copy_fd = cfd;
         f->copy_size = csize;
         f->lost_mark = f->size;
-        f->cut_fp = 0;
+        fs_set_cut(s, f, 0);
         s->nopen++;
     } else {
         fs_lost(s, f, f->size > f->read ? f->size - f->read : 0);
@@ -624,7 +756,7 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
     if (cfd < 0)
         fs_set_fp(s, f, 0);
     else if (size >= s->o.fingerprint_len)
-        f->cut_fp = fs_fingerprint_of(s, f);
+        fs_set_cut(s, f, fs_fingerprint_of(s, f));
     fs_ready_update(s, f);
 }
 
@@ -646,7 +778,7 @@ static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
         /* cut and grown past its old size: its head tells */
     } else if (size >= f->size) {
         if (!f->cut_fp && size >= len)
-            f->cut_fp = fs_fingerprint_of(s, f);
+            fs_set_cut(s, f, fs_fingerprint_of(s, f));
         return false;
     }
     s->rotations++;
@@ -656,14 +788,14 @@ static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
     if (cfd >= 0) {
         f->next_copy_fd = cfd;
         f->next_copy_size = csize;
-        f->next_copy_fp = f->cut_fp;
+        fs_set_next(s, f, f->cut_fp);
         f->next_lost_mark = f->size;
         s->nopen++;
     } else {
         fs_lost(s, f, f->size);
     }
     f->size = size;
-    f->cut_fp = size >= len ? fs_fingerprint_of(s, f) : 0;
+    fs_set_cut(s, f, size >= len ? fs_fingerprint_of(s, f) : 0);
     f->last_change = fs_now();
     return true;
 }
@@ -938,12 +1070,13 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
         f->lost_mark = f->next_lost_mark;
         f->next_copy_fd = -1;
         f->read = f->consumed = 0;
-        f->cut_fp = 0;
+        fs_set_cut(s, f, 0);
         fs_set_fp(s, f, f->next_copy_fp);
+        fs_set_next(s, f, 0);
         fs_ready_update(s, f);
         return;
     }
-    f->cut_fp = 0;
+    fs_set_cut(s, f, 0);
     fs_set_fp(s, f, 0); /* f's own head, from its new start */
     fs_restart(s, f);
 }
@@ -1362,6 +1495,8 @@ static void fs_close_ep(struct weir_endpoint *ep)
     weir__fs_watch_stop(s);
     if (s->kick.op.pending)
         weir_loop_timer_stop(ep->loop, &s->kick);
+    if (s->settle.op.pending)
+        weir_loop_timer_stop(ep->loop, &s->settle);
     if (s->rd.op.pending)
         weir_loop_cancel(ep->loop, &s->rd.op);
 }
@@ -1384,6 +1519,8 @@ static void fs_release(struct weir_endpoint *ep)
     weir__fs_map_free(&s->path_map);
     weir__fs_map_free(&s->ino_map);
     weir__fs_map_free(&s->fp_map);
+    weir__fs_map_free(&s->cut_map);
+    weir__fs_map_free(&s->next_map);
     weir__fs_dirs_free(s);
     for (size_t i = 0; i < s->ninc; i++)
         weir__fs_pattern_free(&s->inc[i]);
@@ -1420,6 +1557,10 @@ static int fs_options(struct fs_set *s, const struct weir_file_set_options *o)
         s->o.idle_close_ns = 30000 * FS_MS;
     if (!s->o.rescan_ns)
         s->o.rescan_ns = 10000 * FS_MS;
+    if (s->o.settle_ns == 0)
+        s->o.settle_ns = 50 * FS_MS;
+    else if (s->o.settle_ns == UINT64_MAX)
+        s->o.settle_ns = 0;
     if (!s->o.max_open_files)
         s->o.max_open_files = 64;
     if (!s->o.fingerprint_len)

@@ -44,7 +44,7 @@ struct fs_file {
     struct fs_file *prev, *next;   /* every file known (fs_set.files) */
     struct fs_file *rprev, *rnext; /* the ready queue, oldest read first */
     struct fs_file *oprev, *onext; /* open files, least recently read first */
-    struct fs_link by_path, by_ino, by_fp;
+    struct fs_link by_path, by_ino, by_fp, by_cut, by_next;
     char *path;
     uint64_t dev, ino;
     uint64_t fp; /* 0: fewer than fp_len bytes seen yet */
@@ -57,7 +57,7 @@ struct fs_file {
     struct weir_records *rec; /* only while open or holding bytes */
     int fd;
     uint32_t refs; /* ledger entries naming it */
-    bool in_ready, in_path, in_ino, in_fp;
+    bool in_ready, in_path, in_ino, in_fp, in_cut, in_next;
     bool rotated;    /* renamed away from the patterns, or deleted */
     bool deleted;    /* no name left: it cannot be opened again */
     bool done;       /* finished: closed, never read again */
@@ -67,6 +67,9 @@ struct fs_file {
     bool restart;    /* truncated: read from 0 once what is held is out */
     bool gone_check; /* moved or deleted: does its name still lead to it? */
     struct fs_file *gone_next;
+    struct fs_file *sprev, *snext; /* the settle list (fs_set.settle_head) */
+    uint64_t settle_at;            /* ns: read from then */
+    bool settling;
     /* A truncated file's copy, read from `read` to its end first. */
     int copy_fd;
     uint64_t copy_size;
@@ -151,6 +154,7 @@ struct fs_set {
     struct fs_file *files; /* every file known */
     size_t nfiles, nopen;
     struct fs_map path_map, ino_map, fp_map;
+    struct fs_map cut_map, next_map; /* fs_file.cut_fp, next_copy_fp */
     struct fs_file *ready, *ready_tail;
     struct fs_file *opened, *opened_tail;
 
@@ -183,6 +187,11 @@ struct fs_set {
     bool producing;
 
     struct weir_timer kick; /* a prompt retry (pool empty, SQ full) */
+    /* Files with a few new lines, waiting out the settle period before
+     * they are read (fs_trickle), oldest first; `settle` fires at the
+     * first one's time. */
+    struct fs_file *settle_head, *settle_tail;
+    struct weir_timer settle;
     uint64_t tick_ns, next_rescan, next_walk;
     struct fs_file **tick_open; /* max_open_files: the tick's open files */
     bool started, ended, scanned;

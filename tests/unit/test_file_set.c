@@ -75,6 +75,7 @@ struct env {
     struct weir_file_set_stats stats;
     size_t known, known_open;
     uint64_t max_size; /* of the files known */
+    uint64_t app_size; /* of the one named app.log */
     bool queried;
     struct weir_task t_start, t_stop, t_resume, t_query, t_block, t_end;
     bool blocked, unblock;
@@ -258,6 +259,9 @@ static int count_file(void *arg, const struct weir_file_set_file *f)
     E.known_open += f->open;
     if (f->size > E.max_size)
         E.max_size = f->size;
+    if (strlen(f->path) >= 8 &&
+        strcmp(f->path + strlen(f->path) - 8, "/app.log") == 0)
+        E.app_size = f->size;
     return 0;
 }
 
@@ -689,6 +693,52 @@ static void test_copy_named_after_cut(void **state)
     write_lines(fd, "w", 30010, 30020, 50);
     pause_reader(false);
     WAIT_FOR(got("w") == 30020);
+    close(fd);
+    stop();
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(E.events[WEIR_FS_COPY_READ], 1);
+    assert_int_equal(E.lost, 0);
+    pthread_mutex_unlock(&E.mu);
+    expect_clean();
+}
+
+/* A file weir found but had not read yet (it was behind), cut by
+ * copytruncate and written past its old size before weir looked again:
+ * its head tells, and its copy is read from the start first. */
+static void test_cut_before_first_read(void **state)
+{
+    struct stat st;
+    char p[800];
+    int fd;
+
+    (void)state;
+    env_init("cutunread");
+    include("*.log");
+    append_lines("fill.log", "f", 0, 100, 50);
+    start();
+    WAIT_FOR(got("f") == 100);
+    pause_reader(true);
+    append_lines("fill.log", "f", 100, 30000, 50);
+    fd = open_log("app.log");
+    write_lines(fd, "a", 0, 100, 50);
+    path_of(p, sizeof(p), "app.log");
+    assert_int_equal(stat(p, &st), 0);
+    for (;;) { /* weir has seen app.log whole */
+        bool seen;
+
+        query();
+        pthread_mutex_lock(&E.mu);
+        seen = E.app_size == (uint64_t)st.st_size;
+        pthread_mutex_unlock(&E.mu);
+        if (seen)
+            break;
+        sleep_ms(5);
+    }
+    sh("cp %s/app.log %s/app.log.1", dir, dir);
+    sh("truncate -s 0 %s/app.log", dir);
+    write_lines(fd, "a", 100, 300, 50);
+    pause_reader(false);
+    WAIT_FOR(got("f") == 30000 && got("a") == 300);
     close(fd);
     stop();
     pthread_mutex_lock(&E.mu);
@@ -1370,6 +1420,7 @@ int main(void)
         cmocka_unit_test(test_copytruncate_twice_behind),
         cmocka_unit_test(test_renamed_twice_before_read),
         cmocka_unit_test(test_copy_named_after_cut),
+        cmocka_unit_test(test_cut_before_first_read),
         cmocka_unit_test(test_copytruncate_window),
         cmocka_unit_test(test_delete_unread_tail),
         cmocka_unit_test(test_long_line_and_line_timeout),

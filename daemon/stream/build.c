@@ -58,6 +58,9 @@ static void set_event(void *arg, enum weir_file_set_event ev, const char *path,
     struct stream *s = arg;
     const struct weir_pipeline *p = s->sp->p;
 
+    if (ev == WEIR_FS_FOUND || ev == WEIR_FS_ROTATED ||
+        ev == WEIR_FS_TRUNCATED || ev == WEIR_FS_COPY_READ)
+        ckpt_set_soon(s);
     switch (ev) {
     case WEIR_FS_FOUND:
         log_debug("pipeline %s: found %s: reading it from byte %llu", p->name,

@@ -54,8 +54,8 @@ struct ckpt_track {
     uint64_t rest_out;
     /* A glob source: a digest of the last text handed to the main loop
      * (checkpoint_set.c), so an unchanged one is not made again. */
-    uint64_t set_digest;
-    int64_t set_at; /* clock_now_ns when it was made */
+    uint64_t set_digest, set_who; /* set_who: the files' identities */
+    int64_t set_at;               /* clock_now_ns when it was made */
     bool set_sent;
     struct ckpt_slot slot;
 };

@@ -259,7 +259,7 @@ size_t ckpt_set_known(const struct ckpt_set *cs,
 /* What changes a checkpoint: each file's identity and offset, in the
  * order the file set reports them (FNV-1a over the words). */
 struct digest {
-    uint64_t h;
+    uint64_t h, who; /* who: the files' identities alone */
     size_t n, room;
 };
 
@@ -277,6 +277,8 @@ static int digest_file(void *arg, const struct weir_file_set_file *f)
     mix(&d->h, f->dev);
     mix(&d->h, f->ino);
     mix(&d->h, f->acked);
+    mix(&d->who, f->fingerprint);
+    mix(&d->who, f->ino);
     d->n++;
     d->room += CKPT_SET_LINE_MAX(strlen(f->path));
     return 0;
@@ -315,7 +317,8 @@ void ckpt_set_sample(struct stream *s, bool final)
     struct stream_home *h = &s->home;
     struct ckpt_track *t = &s->ck_track;
     struct ckpt_set *cs = s->sp->ckset;
-    struct digest d = {.h = 0xcbf29ce484222325ull};
+    struct digest d = {.h = 0xcbf29ce484222325ull,
+                       .who = 0xcbf29ce484222325ull};
     struct writer w;
     uint64_t a;
     int64_t now;
@@ -326,15 +329,20 @@ void ckpt_set_sample(struct stream *s, bool final)
         weir_file_set_ack(h->src, a);
     if (!cs)
         return;
-    /* The main loop writes one text per interval: one made more often
-     * would be replaced unread, and a text costs a line per file known. */
-    now = clock_now_ns();
-    if (!final && t->set_sent && (uint64_t)(now - t->set_at) < cs->interval_ns)
-        return;
     if (weir_file_set_foreach(h->src, digest_file, &d) != 0)
         return;
     mix(&d.h, d.n);
+    mix(&d.who, d.n);
     if (t->set_sent && d.h == t->set_digest)
+        return;
+    /* Offsets that moved wait for the interval: the main loop writes one
+     * text per interval, one made more often would be replaced unread,
+     * and a text costs a line per file known. A file found, rotated or
+     * gone goes now: one born and rotated away between two texts, with a
+     * kill -9 after, is a file no checkpoint names. */
+    now = clock_now_ns();
+    if (!final && t->set_sent && d.who == t->set_who &&
+        (uint64_t)(now - t->set_at) < cs->interval_ns)
         return;
     w.now = time(NULL);
     w.size = CKPT_SET_HEADER_MAX(strlen(s->sp->p->name)) + d.room + 1;
@@ -350,9 +358,47 @@ void ckpt_set_sample(struct stream *s, bool final)
     t->set_sent = true;
     t->set_digest = d.h;
     t->set_at = now;
+    if (!final && d.who != t->set_who)
+        weir_loop_post(cs->main, &s->ck_save); /* names a new file */
+    t->set_who = d.who;
     /* Release: the text's bytes, written above, are seen by the main
      * loop's acquire when it takes the pointer. Acquire: a text handed
      * back (the main loop did not take it) is this thread's own, freed
      * here. */
     free(atomic_exchange_explicit(&cs->mail, w.buf, memory_order_acq_rel));
+}
+
+static void soon_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct stream *s = weir_container_of(op, struct stream, home.ck_soon.op);
+    struct stream_home *h = &s->home;
+
+    (void)res;
+    (void)flags;
+    if (h->reap) {
+        stream_try_reap(s);
+        return;
+    }
+    if (!h->finished)
+        ckpt_set_sample(s, false);
+}
+
+void ckpt_set_soon(struct stream *s)
+{
+    struct stream_home *h = &s->home;
+
+    if (!s->sp->ckset || h->finished || h->reap || h->ck_soon.op.pending)
+        return;
+    h->ck_soon.op.fn = soon_fire;
+    weir_loop_timer_start(h->loop, &h->ck_soon, 1000 * 1000);
+}
+
+/* Main loop. The stream is alive: its `done` is posted after this. */
+void ckpt_set_save_task(struct weir_task *t)
+{
+    struct stream *s = weir_container_of(t, struct stream, ck_save);
+    struct ckpt_set *cs = s->sp->ckset;
+
+    if (cs && cs->s == s)
+        save(cs);
 }

@@ -320,6 +320,7 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
         s->relay = false;
     weir_task_init(&s->done, done_task);
     weir_task_init(&s->stop_ack, stop_ack_task);
+    weir_task_init(&s->ck_save, ckpt_set_save_task);
     atomic_init(&s->bytes_in, 0);
     atomic_init(&s->bytes_out, 0);
     atomic_init(&s->fs_mail, NULL);

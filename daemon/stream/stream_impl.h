@@ -71,6 +71,10 @@ struct stream {
     struct stream_home home;   /* on its worker (worker.h) */
     struct weir_task done;     /* posted to the main loop */
     struct weir_task stop_ack;
+    /* Posted to the main loop before `done` (tasks run in the order
+     * posted): a checkpoint text that names a file the last one did not,
+     * written now rather than at the next checkpoint_interval. */
+    struct weir_task ck_save;
     bool done_seen, stop_posted, stop_acked; /* main thread */
     bool cut_posted;                         /* main thread */
     unsigned cuts_out; /* cut tasks not answered yet (main thread) */

@@ -195,7 +195,7 @@ void stream_try_reap(struct stream *s)
     struct stream_home *h = &s->home;
 
     if (!h->kicking && !h->kick.op.pending && !h->watch.op.pending &&
-        !ack_wait(s))
+        !h->ck_soon.op.pending && !ack_wait(s))
         stream_teardown(s);
 }
 

@@ -58,6 +58,9 @@ struct stream_home {
      * sink that holds the pipeline back, the idle sync (watch.c). */
     struct weir_timer watch;
     struct sink_watch *sw; /* per sink */
+    /* A glob source found, rotated or cut a file: its checkpoint text is
+     * made at once, not at the next watch (checkpoint_set.c). */
+    struct weir_timer ck_soon;
     /* A followed source's idle time, for syncing the transforms. */
     uint64_t idle_bytes, synced_bytes;
     unsigned idle_ticks;

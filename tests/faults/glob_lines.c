@@ -350,6 +350,20 @@ void gl_account_received(struct gl_account *a, struct fc_collector *c)
     free(last);
 }
 
+void gl_wait_reading(struct fc_collector *c, struct h_weir *w, uint64_t had,
+                     unsigned timeout_ms)
+{
+    int64_t end = h_now_ms() + timeout_ms;
+
+    while (fc_total(c) <= had) {
+        if (h_now_ms() > end) {
+            h_show_log(w);
+            fail_msg("weir read nothing after its start");
+        }
+        h_sleep_ms(5);
+    }
+}
+
 bool gl_wait_all(struct gl_account *a, struct fc_collector *c,
                  unsigned timeout_ms)
 {

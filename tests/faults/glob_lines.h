@@ -110,6 +110,13 @@ void gl_account_free(struct gl_account *a);
 void gl_account_disk(struct gl_account *a, const char *dir, const char *prefix);
 /* Counts what c received (every connection, in order), from scratch. */
 void gl_account_received(struct gl_account *a, struct fc_collector *c);
+/* Until weir's first scan is behind it: bytes past `had` at c. A file
+ * made and rotated away before weir ever looked is one no checkpoint
+ * names, so a test's rotations wait for weir (a start under a sanitizer,
+ * on a loaded machine, takes longer than a rotation period). Fails the
+ * test, with w's log, after timeout_ms. */
+void gl_wait_reading(struct fc_collector *c, struct h_weir *w, uint64_t had,
+                     unsigned timeout_ms);
 /* Waits until every line on disk arrived; false after timeout_ms. */
 bool gl_wait_all(struct gl_account *a, struct fc_collector *c,
                  unsigned timeout_ms);

@@ -78,25 +78,6 @@ static void settle(struct rt *t, const char *what)
     gl_account_show(&t->a, what);
 }
 
-/*
- * Until weir's first scan is behind it: bytes past `had` at the collector.
- * A file made and rotated away before weir ever looked is one no
- * checkpoint names, so the rotations wait for weir (a start under a
- * sanitizer takes longer than a rotation period).
- */
-static void wait_reading(struct rt *t, uint64_t had)
-{
-    int64_t end = h_now_ms() + WAIT;
-
-    while (fc_total(&t->c) <= had) {
-        if (h_now_ms() > end) {
-            h_show_log(&t->w);
-            fail_msg("weir read nothing after its start");
-        }
-        h_sleep_ms(5);
-    }
-}
-
 static void test_sigterm_amid_rotations(void **state)
 {
     static struct rt t; /* a failed check may leave its threads */
@@ -108,7 +89,7 @@ static void test_sigterm_amid_rotations(void **state)
     fc_start(&t.c);
     gl_writer_start(&t.wr, t.log, 0, GL_REOPEN_INODE, 50000);
     gl_start_weir(&t.w, "term", true, t.dir, t.state, "200ms", t.c.port, "");
-    wait_reading(&t, 0);
+    gl_wait_reading(&t.c, &t.w, 0, WAIT);
     for (unsigned k = 1; k <= 20; k++) {
         h_sleep_ms(gap);
         if (k == 11) {
@@ -118,7 +99,7 @@ static void test_sigterm_amid_rotations(void **state)
             had = fc_total(&t.c);
             gl_start_weir(&t.w, "term", false, t.dir, t.state, "200ms",
                           t.c.port, "");
-            wait_reading(&t, had);
+            gl_wait_reading(&t.c, &t.w, had, WAIT);
             continue;
         }
         rotate(&t, k);
@@ -150,7 +131,7 @@ static void test_kill9_during_rotation(void **state)
     fc_start(&t.c);
     gl_writer_start(&t.wr, t.log, 0, GL_REOPEN_INODE, RATE);
     gl_start_weir(&t.w, "kill9", true, t.dir, t.state, "200ms", t.c.port, "");
-    wait_reading(&t, 0);
+    gl_wait_reading(&t.c, &t.w, 0, WAIT);
     for (unsigned k = 1; k <= rotations; k++) {
         h_sleep_ms(gap);
         if (k == rotations / 2) {
@@ -172,7 +153,7 @@ static void test_kill9_during_rotation(void **state)
             had = fc_total(&t.c);
             gl_start_weir(&t.w, "kill9", false, t.dir, t.state, "200ms",
                           t.c.port, "");
-            wait_reading(&t, had);
+            gl_wait_reading(&t.c, &t.w, had, WAIT);
             continue;
         }
         rotate(&t, k);

@@ -75,6 +75,7 @@ static void run_case(const struct lr_case *lc)
     gl_writer_start(&wr, log, 0, lc->reopen, rate);
     h_sleep_ms(100);
     gl_start_weir(&w, lc->name, true, dir, state, "200ms", c.port, "");
+    gl_wait_reading(&c, &w, 0, WAIT);
     for (unsigned k = 0; k < rotations; k++) {
         h_sleep_ms(lc->gap_ms);
         int rc = gl_run(

@@ -1,0 +1,219 @@
+/*
+ * http_body.c - a batch's body: its records as the preset wants them
+ * (raw lines, JSONEachRow, _bulk NDJSON), compressed when asked. Built
+ * afresh for each request, from the records still to deliver, so that a
+ * retry of failed _bulk items carries those items only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include "http_impl.h"
+
+int weir__hbuf_put(struct hbuf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        uint8_t *q;
+
+        while (cap < b->len + n)
+            cap *= 2;
+        q = realloc(b->p, cap);
+        if (!q)
+            return -ENOMEM;
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+void weir__hbuf_free(struct hbuf *b)
+{
+    free(b->p);
+    *b = (struct hbuf){0};
+}
+
+/* Bytes >= 0x80 pass as they are: the collector judges the UTF-8 (a
+ * record it refuses goes to the dead letters with its answer). */
+int weir__http_json_escape(struct hbuf *b, const uint8_t *s, size_t n)
+{
+    size_t run = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        uint8_t c = s[i];
+        char esc[8];
+        size_t elen;
+
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        rc = weir__hbuf_put(b, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"':
+            elen = (size_t)snprintf(esc, sizeof(esc), "\\\"");
+            break;
+        case '\\':
+            elen = (size_t)snprintf(esc, sizeof(esc), "\\\\");
+            break;
+        case '\t':
+            elen = (size_t)snprintf(esc, sizeof(esc), "\\t");
+            break;
+        case '\r':
+            elen = (size_t)snprintf(esc, sizeof(esc), "\\r");
+            break;
+        case '\n':
+            elen = (size_t)snprintf(esc, sizeof(esc), "\\n");
+            break;
+        default:
+            elen = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", c);
+            break;
+        }
+        if (rc == 0)
+            rc = weir__hbuf_put(b, esc, elen);
+    }
+    if (rc == 0)
+        rc = weir__hbuf_put(b, s + run, n - run);
+    return rc;
+}
+
+bool weir__http_json_is_object(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+        i++;
+    while (n > i && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    return n - i >= 2 && s[i] == '{' && s[n - 1] == '}';
+}
+
+/* A record as a JSON object: itself when it is one, else wrapped. */
+static int put_object(struct hbuf *b, const uint8_t *s, size_t n)
+{
+    int rc;
+
+    if (weir__http_json_is_object(s, n))
+        return weir__hbuf_put(b, s, n);
+    rc = weir__hbuf_put(b, "{\"message\":\"", 12);
+    if (rc == 0)
+        rc = weir__http_json_escape(b, s, n);
+    if (rc == 0)
+        rc = weir__hbuf_put(b, "\"}", 2);
+    return rc;
+}
+
+static int put_action(struct hbuf *b, const char *index)
+{
+    int rc;
+
+    if (!index)
+        return weir__hbuf_put(b, "{\"create\":{}}\n", 14);
+    rc = weir__hbuf_put(b, "{\"create\":{\"_index\":\"", 21);
+    if (rc == 0)
+        rc = weir__http_json_escape(b, (const uint8_t *)index, strlen(index));
+    if (rc == 0)
+        rc = weir__hbuf_put(b, "\"}}\n", 4);
+    return rc;
+}
+
+static int shape(struct hbuf *b, const struct hbatch *hb,
+                 enum weir_http_preset preset, const char *index)
+{
+    int rc = 0;
+
+    for (uint32_t i = 0; i < hb->ntodo && rc == 0; i++) {
+        const struct hb_rec *r = &hb->recs[hb->todo[i]];
+        const uint8_t *s = hb->raw + r->off;
+
+        switch (preset) {
+        case WEIR_HTTP_ELASTICSEARCH:
+            rc = put_action(b, index);
+            if (rc == 0)
+                rc = put_object(b, s, r->len);
+            break;
+        case WEIR_HTTP_CLICKHOUSE:
+            rc = put_object(b, s, r->len);
+            break;
+        default:
+            rc = weir__hbuf_put(b, s, r->len);
+            break;
+        }
+        if (rc == 0)
+            rc = weir__hbuf_put(b, "\n", 1);
+    }
+    return rc;
+}
+
+static int gzip_body(struct hbuf *out, const struct hbuf *in)
+{
+    z_stream z = {0};
+    int zr;
+
+    /* 16 + 15: a gzip wrapper, as Content-Encoding: gzip means. */
+    if (deflateInit2(&z, 6, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -ENOMEM;
+    out->len = 0;
+    if (out->cap < deflateBound(&z, in->len)) {
+        uint8_t *q = realloc(out->p, deflateBound(&z, in->len));
+
+        if (!q) {
+            deflateEnd(&z);
+            return -ENOMEM;
+        }
+        out->p = q;
+        out->cap = deflateBound(&z, in->len);
+    }
+    z.next_in = in->p;
+    z.avail_in = (uInt)in->len;
+    z.next_out = out->p;
+    z.avail_out = (uInt)out->cap;
+    zr = deflate(&z, Z_FINISH);
+    out->len = z.total_out;
+    deflateEnd(&z);
+    return zr == Z_STREAM_END ? 0 : -EIO;
+}
+
+static int zstd_body(struct hbuf *out, const struct hbuf *in)
+{
+    size_t bound = ZSTD_compressBound(in->len), n;
+
+    if (out->cap < bound) {
+        uint8_t *q = realloc(out->p, bound);
+
+        if (!q)
+            return -ENOMEM;
+        out->p = q;
+        out->cap = bound;
+    }
+    n = ZSTD_compress(out->p, out->cap, in->p, in->len, 3);
+    if (ZSTD_isError(n))
+        return -EIO;
+    out->len = n;
+    return 0;
+}
+
+int weir__http_body(struct hbuf *out, const struct hbatch *b,
+                    enum weir_http_preset preset, const char *index,
+                    enum weir_http_compression comp)
+{
+    struct hbuf plain = {0};
+    int rc;
+
+    out->len = 0;
+    if (comp == WEIR_HTTP_IDENTITY)
+        return shape(out, b, preset, index);
+    rc = shape(&plain, b, preset, index);
+    if (rc == 0)
+        rc = comp == WEIR_HTTP_GZIP ? gzip_body(out, &plain)
+                                    : zstd_body(out, &plain);
+    weir__hbuf_free(&plain);
+    return rc;
+}

@@ -69,6 +69,7 @@ struct http_sink {
     bool write_held; /* a write waits for room (WEIR_PENDING) */
     bool closing;    /* the close waits for the last batches */
     bool failing;    /* the last request failed (an outage is on) */
+    bool up;         /* a request succeeded once: CONNECTED was said */
     int err;         /* cut or failed: every op ends with it */
     uint64_t rng;
 };
@@ -415,9 +416,10 @@ static void dead_letter(struct http_sink *hs, const struct hreq *r,
 static void delivered(struct http_sink *hs, const struct hreq *r, uint32_t n)
 {
     STAT(hs, records, n);
-    if (hs->failing)
+    if (hs->failing || !hs->up)
         event(hs, WEIR_EP_CONNECTED, 0, hs->acked);
     hs->failing = false;
+    hs->up = true;
     (void)r;
 }
 

@@ -320,10 +320,12 @@ static void test_429_retry_after(void **state)
                         t0.tv_nsec >=
                     1000000000L);
     /* One outage, or two when a batch got through between the 429s:
-     * each one ends. */
+     * each one ends (CONNECTED also comes at a first answer that
+     * succeeds before any failure). */
     assert_true(r.events[WEIR_EP_HTTP_FAILING] >= 1);
-    assert_int_equal(r.events[WEIR_EP_CONNECTED],
-                     r.events[WEIR_EP_HTTP_FAILING]);
+    assert_true(r.events[WEIR_EP_CONNECTED] >= r.events[WEIR_EP_HTTP_FAILING]);
+    assert_true(r.events[WEIR_EP_CONNECTED] <=
+                r.events[WEIR_EP_HTTP_FAILING] + 1);
     run_end();
 }
 

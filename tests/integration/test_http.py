@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
-"""test_http.py WEIR_BIN [clickhouse] - the http sink, driving the real
-binary against collectors on 127.0.0.1 (ephemeral ports).
+"""test_http.py WEIR_BIN CASE - the http sink, driving the real binary
+against collectors on 127.0.0.1 (ephemeral ports). CASE is one of:
 
-Without a second argument:
   pipe      weir pipe into a collector of this file: exit 0, every
             record taken once; a collector that answers 400 to all:
             exit 1, every record in the dead_letter file.
@@ -10,8 +9,9 @@ Without a second argument:
             to the second batch; the checkpoint stays at the end of the
             first (the one answered) while the second is out; kill -9;
             the restarted daemon sends the second batch again and every
-            record arrives, the first batch's only once.
-With `clickhouse`: a real ClickHouse server (Debian's clickhouse-server)
+            record arrives, the first batch's only once; the second run's
+            figures in /metrics and `weir status --json`.
+  clickhouse  a real ClickHouse server (Debian's clickhouse-server)
 started with a config of the test's own, and a daemon that follows two
 files into two tables with preset=clickhouse (JSON objects as they are,
 plain lines wrapped as {"message":...}): count() and the rows themselves
@@ -231,12 +231,33 @@ def case_kill():
     release.set()
     assert set(c.count()) == set(range(per))
 
-    d = Daemon("kill2", conf)
+    mport, ctl = free_port(), path("kill.ctl")
+    d = Daemon("kill2", conf.replace(
+        "control_socket = no\n", "control_socket = %s\nmetrics = "
+        "127.0.0.1:%d\n" % (ctl, mport)))
     deadline_wait(lambda: len(c.count()) == n,
                   "every record after the restart (%d of %d)"
                   % (len(c.count()), n))
     deadline_wait(lambda: ckpt_offset(state) == n * reclen,
                   "the checkpoint at the end")
+    # The second run's figures: batches 2 and 3, no retry, none out.
+    sink = 'pipeline="p",sink="http://127.0.0.1:%d/in"' % c.port
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport,
+                                timeout=10) as r:
+        metrics = r.read().decode()
+    for want in ("weir_http_records_acked_total{%s} %d" % (sink, n - per),
+                 "weir_http_batches_acked_total{%s} 2" % sink,
+                 "weir_http_in_flight{%s} 0" % sink,
+                 'weir_http_retries_total{%s,reason="5xx"} 0' % sink,
+                 'weir_http_answer_seconds_bucket{%s,le="+Inf"} 2' % sink):
+        assert want in metrics, "no '%s' in:\n%s" % (want, metrics)
+    st = subprocess.run([WEIR, "status", "--json", "-s", ctl],
+                        capture_output=True, timeout=30)
+    assert st.returncode == 0, st.stderr.decode()
+    doc = json.loads(st.stdout)
+    http = doc["pipelines"][0]["sinks"][0]["http"]
+    assert http["records_acked"] == n - per, http
+    assert http["requests"] == 2, http
     d.p.send_signal(signal.SIGTERM)
     assert d.p.wait(30) == 0, d.text()
     # Nothing twice either: the first batch was checkpointed, the second
@@ -367,12 +388,10 @@ def case_clickhouse():
 
 
 def main():
+    cases = {"pipe": case_pipe, "kill": case_kill,
+             "clickhouse": case_clickhouse}
     try:
-        if len(sys.argv) > 2 and sys.argv[2] == "clickhouse":
-            case_clickhouse()
-        else:
-            case_pipe()
-            case_kill()
+        cases[sys.argv[2]]()
     finally:
         for p in PROCS:
             if p.poll() is None:

@@ -729,6 +729,9 @@ static void http_release(struct weir_endpoint *ep)
         weir__hb_free(b);
     }
     weir__hcut_free(&hs->cut);
+    /* A header may carry the token: gone from memory with the sink. */
+    for (struct curl_slist *l = hs->hdrs; l; l = l->next)
+        explicit_bzero(l->data, strlen(l->data));
     curl_slist_free_all(hs->hdrs);
     free(hs->url);
     free(hs->index);

@@ -5,6 +5,8 @@ against collectors on 127.0.0.1 (ephemeral ports). CASE is one of:
   pipe      weir pipe into a collector of this file: exit 0, every
             record taken once; a collector that answers 400 to all:
             exit 1, every record in the dead_letter file.
+  https     the same over TLS: ca= (a certificate of the test's own),
+            a bearer token from auth_file= (never in the log), verify=no.
   kill      a daemon follows a file into a collector that holds its answer
             to the second batch; the checkpoint stays at the end of the
             first (the one answered) while the second is out; kill -9;
@@ -27,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -67,6 +70,7 @@ class Collector:
     def __init__(self, policy=None):
         self.lock = threading.Lock()
         self.taken = {}
+        self.auth = set()
         self.requests = 0
         # policy(n, records) -> status; may block (the kill case).
         self.policy = policy or (lambda n, recs: 200)
@@ -85,6 +89,8 @@ class Collector:
                     body = gzip.decompress(body)
                 recs = [int(m.group(1)) for m in REC.finditer(body)]
                 with coll.lock:
+                    if self.headers.get("Authorization"):
+                        coll.auth.add(self.headers.get("Authorization"))
                     k = coll.requests
                     coll.requests += 1
                 st = coll.policy(k, recs)
@@ -163,6 +169,41 @@ def case_pipe():
     assert sorted(int(d["record"][1:8]) for d in got) == list(range(n))
     c.stop()
     print("pipe: ok")
+
+
+# ---- https: a server certificate of the test's own ----
+
+def case_https():
+    cert, key = path("cert.pem"), path("key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    c = Collector()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    c.srv.socket = ctx.wrap_socket(c.srv.socket, server_side=True)
+    n = 5000
+    src = lines_file("tls.txt", n)
+    with open(path("token"), "w") as f:
+        f.write("s3cret-token\n")
+    url = "https://127.0.0.1:%d/in" % c.port
+    p = subprocess.run([WEIR, "-v", "pipe", "file:" + src,
+                        url + ",ca=%s,auth_file=%s,batch_records=700"
+                        % (cert, path("token"))],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    assert b"s3cret" not in p.stderr
+    expect_all_once(c.count(), n, "https")
+    assert c.auth == {"Bearer s3cret-token"}, c.auth
+    c.taken.clear()
+    p = subprocess.run([WEIR, "pipe", "file:" + src, url + ",verify=no"],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    expect_all_once(c.count(), n, "https verify=no")
+    c.stop()
+    print("https: ok")
 
 
 # ---- kill -9 between a batch's send and its answer ----
@@ -388,7 +429,7 @@ def case_clickhouse():
 
 
 def main():
-    cases = {"pipe": case_pipe, "kill": case_kill,
+    cases = {"pipe": case_pipe, "https": case_https, "kill": case_kill,
              "clickhouse": case_clickhouse}
     try:
         cases[sys.argv[2]]()

@@ -11,6 +11,7 @@
  * against what the collector took: acked never passes a record the
  * collector has not answered 2xx for (or refused for good).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,7 +49,7 @@ struct run {
     uint64_t bound;     /* > 0: source bytes - acked never past it */
     /* worker side */
     struct weir_endpoint *src, *sink;
-    struct weir_task start;
+    struct weir_task start, cut;
     struct weir_timer sample;
     unsigned checked; /* records below this were found taken */
     uint64_t acked;
@@ -157,6 +159,15 @@ static void start_task(struct weir_task *t)
         pipe_done(x, rc);
 }
 
+static void cut_task(struct weir_task *t)
+{
+    struct run *x =
+        (struct run *)(void *)((char *)t - offsetof(struct run, cut));
+
+    if (!x->done)
+        weir_endpoint_cut(x->sink);
+}
+
 static void make_input(unsigned nrec, const bool *poison)
 {
     FILE *f = fopen(r.in, "w");
@@ -195,15 +206,23 @@ static void run_begin(unsigned nrec, const struct coll_opts *co,
     r.o.backoff_min_ns = 1000000;
     r.o.backoff_max_ns = 8000000;
     weir_task_init(&r.start, start_task);
+    weir_task_init(&r.cut, cut_task);
 }
 
-static int run_go(void)
+/* Runs; with `cut_when`, cuts the sink once it says so (60 s at most). */
+static int run_go_cut(bool (*cut_when)(void))
 {
     struct weir_workers_options wo = {.count = 1};
     struct timespec until;
 
     assert_int_equal(weir_workers_start(&r.w, &wo), 0);
     weir_workers_post(r.w, 0, &r.start);
+    if (cut_when) {
+        for (int i = 0; i < 60000 && !cut_when(); i++)
+            usleep(1000);
+        assert_true(cut_when());
+        weir_workers_post(r.w, 0, &r.cut);
+    }
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 120;
     pthread_mutex_lock(&r.lock);
@@ -215,6 +234,11 @@ static int run_go(void)
     assert_int_equal(weir_workers_stop(r.w), 0);
     assert_int_equal(r.violations, 0);
     return r.rc;
+}
+
+static int run_go(void)
+{
+    return run_go_cut(NULL);
 }
 
 /* Every record taken exactly once (but those in skip), and the sink
@@ -526,6 +550,74 @@ static void test_backpressure(void **state)
     run_end();
 }
 
+/* A collector that never answers: the sink is cut with requests out
+ * and batches waiting; the pipe fails, nothing was acknowledged, and
+ * the endpoint goes with its transfers (ASan watches the teardown). */
+static int hang_all(struct coll *c, unsigned n, const char *b, size_t len)
+{
+    (void)c;
+    (void)n;
+    (void)b;
+    (void)len;
+    return COLL_HANG;
+}
+
+static bool two_requests(void)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&r.c->lock);
+    n = r.c->requests;
+    pthread_mutex_unlock(&r.c->lock);
+    return n >= 2;
+}
+
+static void test_cut_in_flight(void **state)
+{
+    struct coll_opts co = {.batch_status = hang_all};
+
+    (void)state;
+    run_begin(5000, &co, NULL);
+    r.o.concurrency = 2;
+    assert_int_equal(run_go_cut(two_requests), -ECANCELED);
+    assert_int_equal(r.acked, 0);
+    assert_int_equal(atomic_load(&r.acked_count), 0);
+    assert_int_equal(atomic_load(&r.st.in_flight), 0);
+    assert_int_equal(atomic_load(&r.st.records), 0);
+    run_end();
+}
+
+static bool refused_thrice(void)
+{
+    return atomic_load(&r.st.retry_connect) >= 3;
+}
+
+/* A port bound but not listening: every connect is refused and retried
+ * (one FAILING for the outage), until the sink is cut. */
+static void test_refused(void **state)
+{
+    struct coll_opts co = {0};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+
+    (void)state;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    run_begin(1000, &co, NULL);
+    /* Bound, not listening: connects are refused until the cut. */
+    snprintf(r.url, sizeof(r.url), "http://127.0.0.1:%u/in",
+             ntohs(sa.sin_port));
+    r.o.backoff_min_ns = 1000000;
+    r.o.backoff_max_ns = 2000000;
+    assert_int_equal(run_go_cut(refused_thrice), -ECANCELED);
+    assert_int_equal(r.acked, 0);
+    assert_int_equal(r.events[WEIR_EP_HTTP_FAILING], 1);
+    close(fd);
+    run_end();
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -552,6 +644,8 @@ int main(void)
         cmocka_unit_test(test_poison_dead_letter),
         cmocka_unit_test(test_bulk_items),
         cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_cut_in_flight),
+        cmocka_unit_test(test_refused),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -234,6 +234,7 @@ static const char *const preset_names[] = {
     [WEIR_HTTP_RAW] = "raw",
     [WEIR_HTTP_CLICKHOUSE] = "clickhouse",
     [WEIR_HTTP_ELASTICSEARCH] = "elasticsearch",
+    [WEIR_HTTP_SPLUNK_HEC] = "splunk_hec",
     NULL,
 };
 

@@ -782,6 +782,7 @@ static int headers(struct http_sink *hs, const struct weir_http_sink_options *o)
         [WEIR_HTTP_RAW] = "Content-Type: text/plain",
         [WEIR_HTTP_CLICKHOUSE] = "Content-Type: application/x-ndjson",
         [WEIR_HTTP_ELASTICSEARCH] = "Content-Type: application/x-ndjson",
+        [WEIR_HTTP_SPLUNK_HEC] = "Content-Type: application/json",
     };
     int rc = add_header(hs, types[o->preset]);
 
@@ -797,7 +798,9 @@ static int headers(struct http_sink *hs, const struct weir_http_sink_options *o)
     if (rc == 0 && o->bearer) {
         char *h = NULL;
 
-        if (asprintf(&h, "Authorization: Bearer %s", o->bearer) < 0)
+        if (asprintf(&h, "Authorization: %s %s",
+                     o->preset == WEIR_HTTP_SPLUNK_HEC ? "Splunk" : "Bearer",
+                     o->bearer) < 0)
             return -ENOMEM;
         rc = add_header(hs, h);
         explicit_bzero(h, strlen(h));
@@ -841,7 +844,7 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
     struct http_sink *hs;
     int rc;
 
-    if (!o || !o->url || o->preset > WEIR_HTTP_ELASTICSEARCH ||
+    if (!o || !o->url || o->preset > WEIR_HTTP_SPLUNK_HEC ||
         o->compression > WEIR_HTTP_ZSTD)
         return -EINVAL;
     if (strncmp(o->url, "http://", 7) != 0 &&

@@ -110,6 +110,21 @@ static int put_object(struct hbuf *b, const uint8_t *s, size_t n)
     return rc;
 }
 
+/* Splunk's HTTP Event Collector: {"event":RECORD}, the record as an
+ * object when it is one, else as a string. */
+static int put_event(struct hbuf *b, const uint8_t *s, size_t n)
+{
+    bool obj = weir__http_json_is_object(s, n);
+    int rc =
+        weir__hbuf_put(b, obj ? "{\"event\":" : "{\"event\":\"", obj ? 9 : 10);
+
+    if (rc == 0)
+        rc = obj ? weir__hbuf_put(b, s, n) : weir__http_json_escape(b, s, n);
+    if (rc == 0)
+        rc = weir__hbuf_put(b, obj ? "}" : "\"}", obj ? 1 : 2);
+    return rc;
+}
+
 static int put_action(struct hbuf *b, const char *index)
 {
     int rc;
@@ -141,6 +156,9 @@ static int shape(struct hbuf *b, const struct hbatch *hb,
             break;
         case WEIR_HTTP_CLICKHOUSE:
             rc = put_object(b, s, r->len);
+            break;
+        case WEIR_HTTP_SPLUNK_HEC:
+            rc = put_event(b, s, r->len);
             break;
         default:
             rc = weir__hbuf_put(b, s, r->len);

@@ -233,8 +233,14 @@ static bool serve(struct coll *c, struct conn *k, bool *close_it)
         body = dec = unzstd(body, blen, &dlen);
         c->zstd_seen = true;
     }
-    if (header(k->buf, hlen, "Authorization"))
+    if ((cl = header(k->buf, hlen, "Authorization"))) {
         c->auth_seen = true;
+        snprintf(c->auth, sizeof(c->auth), "%.*s", (int)strcspn(cl, "\r\n"),
+                 cl);
+    }
+    if (!c->first[0])
+        snprintf(c->first, sizeof(c->first), "%.*s", (int)strcspn(body, "\n"),
+                 body);
     n = c->requests++;
     if (c->o.batch_status)
         st = c->o.batch_status(c, n, body, dlen);

@@ -43,6 +43,8 @@ struct coll {
     unsigned bad_lines;    /* lines with no record number */
     unsigned item_seen[8]; /* a test's own tallies */
     bool gzip_seen, zstd_seen, auth_seen;
+    char auth[128];  /* the last Authorization header */
+    char first[256]; /* the first line of the first body */
 };
 
 struct coll *coll_start(const struct coll_opts *o);

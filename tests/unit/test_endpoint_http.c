@@ -301,6 +301,24 @@ static void test_clickhouse_gzip(void **state)
     run_end();
 }
 
+static void test_splunk_hec(void **state)
+{
+    struct coll_opts co = {0};
+    char want[128];
+
+    (void)state;
+    run_begin(3000, &co, NULL);
+    r.o.preset = WEIR_HTTP_SPLUNK_HEC;
+    r.o.bearer = "tok-1";
+    assert_int_equal(run_go(), 0);
+    expect_once(NULL, 0);
+    assert_string_equal(r.c->auth, "Splunk tok-1");
+    snprintf(want, sizeof(want), "{\"event\":\"r0000000 %-30s\"}",
+             "abcdefghij klm");
+    assert_string_equal(r.c->first, want);
+    run_end();
+}
+
 static void test_zstd_one_batch(void **state)
 {
     struct coll_opts co = {0};
@@ -637,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_raw),
         cmocka_unit_test(test_clickhouse_gzip),
         cmocka_unit_test(test_zstd_one_batch),
+        cmocka_unit_test(test_splunk_hec),
         cmocka_unit_test(test_429_retry_after),
         cmocka_unit_test(test_5xx),
         cmocka_unit_test(test_reset),

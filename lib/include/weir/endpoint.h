@@ -258,6 +258,8 @@ enum weir_http_preset {
                                 lines as {"message":"..."} */
     WEIR_HTTP_ELASTICSEARCH, /* _bulk NDJSON, an action line per record;
                                 the answer's items read one by one */
+    WEIR_HTTP_SPLUNK_HEC,    /* {"event":...} per record; the token as
+                                Authorization: Splunk */
 };
 
 enum weir_http_compression {
@@ -301,7 +303,8 @@ struct weir_http_sink_options {
     /* "Name: value" lines sent with every request. */
     const char *const *headers;
     unsigned nheaders;
-    const char *bearer;          /* Authorization: Bearer; NULL: none */
+    /* Authorization: Bearer (splunk_hec: Splunk) TOKEN; NULL: none. */
+    const char *bearer;
     const char *user, *password; /* basic authentication; NULL: none */
     uint64_t batch_bytes;        /* 0: 1 MiB */
     uint32_t batch_records;      /* 0: 10000 */

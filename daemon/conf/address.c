@@ -482,6 +482,9 @@ void address_free(struct weir_address *a)
     for (unsigned i = 0; i < a->nheaders; i++)
         free(a->headers[i]);
     free(a->headers);
+    for (unsigned i = 0; i < a->nlabels; i++)
+        free(a->labels[i]);
+    free(a->labels);
     free(a->auth_file);
     free(a->user);
     free(a->password_file);

@@ -235,6 +235,7 @@ static const char *const preset_names[] = {
     [WEIR_HTTP_CLICKHOUSE] = "clickhouse",
     [WEIR_HTTP_ELASTICSEARCH] = "elasticsearch",
     [WEIR_HTTP_SPLUNK_HEC] = "splunk_hec",
+    [WEIR_HTTP_LOKI] = "loki",
     NULL,
 };
 
@@ -325,6 +326,39 @@ static int opt_header(struct weir_address *a, const char *v, char *err,
     if (h[a->nheaders] == NULL)
         return -ENOMEM;
     a->nheaders++;
+    return 0;
+}
+
+/* A Loki stream label, "name=value" (the value may hold '='); repeatable.
+ * Loki's names are Prometheus's: letters, digits and '_', not a digit
+ * first. */
+static int opt_label(struct weir_address *a, const char *v, char *err,
+                     size_t errlen)
+{
+    size_t n = strcspn(v, "=");
+    char **l;
+
+    if (v[n] != '=' || n == 0 || (v[0] >= '0' && v[0] <= '9') ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789_") != n) {
+        snprintf(err, errlen,
+                 "'%s' is not a label: write name=value (name: letters, "
+                 "digits, '_')",
+                 v);
+        return -EINVAL;
+    }
+    if (a->nlabels >= CONF_MAX_HTTP_HEADERS) {
+        snprintf(err, errlen, "more than %d labels", CONF_MAX_HTTP_HEADERS);
+        return -EINVAL;
+    }
+    l = realloc(a->labels, (a->nlabels + 1) * sizeof(*l));
+    if (l == NULL)
+        return -ENOMEM;
+    a->labels = l;
+    l[a->nlabels] = strdup(v);
+    if (l[a->nlabels] == NULL)
+        return -ENOMEM;
+    a->nlabels++;
     return 0;
 }
 
@@ -433,6 +467,7 @@ static const struct option_def options[] = {
     {"compression", HTTP, ROLE(ADDR_SINK), "http and https", opt_compression},
     {"index", HTTP, ROLE(ADDR_SINK), "http and https", opt_index},
     {"header", HTTP, ROLE(ADDR_SINK), "http and https", opt_header},
+    {"label", HTTP, ROLE(ADDR_SINK), "http and https", opt_label},
     {"auth_file", HTTP, ROLE(ADDR_SINK), "http and https", opt_auth_file},
     {"user", HTTP, ROLE(ADDR_SINK), "http and https", opt_user},
     {"password_file", HTTP, ROLE(ADDR_SINK), "http and https",
@@ -564,8 +599,9 @@ int address_parse_option(struct weir_address *a, char *item, uint64_t *seen,
         snprintf(err, errlen, "option '%s' needs a value: %s=VALUE", key, key);
         return -EINVAL;
     }
-    /* header= may be given once per header. */
-    if ((*seen & (UINT64_C(1) << (o - options))) && o->parse != opt_header) {
+    /* header= and label= may be given once per header or label. */
+    if ((*seen & (UINT64_C(1) << (o - options))) && o->parse != opt_header &&
+        o->parse != opt_label) {
         snprintf(err, errlen, "option '%s' is given twice", key);
         return -EINVAL;
     }

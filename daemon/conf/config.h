@@ -221,6 +221,8 @@ struct weir_address {
     char *index;    /* elasticsearch: the action's _index */
     char **headers; /* header=, each "Name: value" */
     unsigned nheaders;
+    char **labels; /* label=, each "name=value" (loki) */
+    unsigned nlabels;
     char *auth_file; /* a bearer token, read at the start */
     char *user;      /* basic authentication, with password_file */
     char *password_file;

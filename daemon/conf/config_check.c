@@ -370,6 +370,8 @@ static void check_http(const struct weir_address *a, struct conf_diag *diag)
     if (a->preset != WEIR_HTTP_ELASTICSEARCH && a->index != NULL)
         config_error(diag, &a->loc,
                      "sink: index= applies to preset=elasticsearch");
+    if (a->preset != WEIR_HTTP_LOKI && a->nlabels != 0)
+        config_error(diag, &a->loc, "sink: label= applies to preset=loki");
     check_secret(a, "auth_file", a->auth_file, diag);
     check_secret(a, "password_file", a->password_file, diag);
     if (a->dead_letter == NULL || (copy = strdup(a->dead_letter)) == NULL)

@@ -15,10 +15,13 @@ static bool str_same(const char *a, const char *b)
 static bool http_same(const struct weir_address *a,
                       const struct weir_address *b)
 {
-    if (a->nheaders != b->nheaders)
+    if (a->nheaders != b->nheaders || a->nlabels != b->nlabels)
         return false;
     for (unsigned i = 0; i < a->nheaders; i++)
         if (strcmp(a->headers[i], b->headers[i]) != 0)
+            return false;
+    for (unsigned i = 0; i < a->nlabels; i++)
+        if (strcmp(a->labels[i], b->labels[i]) != 0)
             return false;
     return str_same(a->url, b->url) && a->preset == b->preset &&
            a->compression == b->compression && str_same(a->index, b->index) &&

@@ -54,6 +54,8 @@ struct http_sink {
     struct weir_endpoint ep;
     struct weir_http_sink_options o; /* strings below are the copies */
     char *url, *index, *ca, *userpwd;
+    struct hshape shape;
+    char *labels; /* Loki's, as a JSON object */
     struct curl_slist *hdrs;
     struct hcurl *hc;
     struct hcut cut;
@@ -100,6 +102,14 @@ static void event(struct http_sink *hs, enum weir_endpoint_event ev, int err,
 
 /* ---- batches ---- */
 
+static int64_t realtime_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int seal_cur(struct http_sink *hs)
 {
     struct hbatch *b = hs->cur;
@@ -110,6 +120,7 @@ static int seal_cur(struct http_sink *hs)
     hs->cur = NULL;
     hs->sealed += b->in_len;
     b->in_end = hs->sealed;
+    b->stamp = realtime_ns();
     rc = weir__hb_seal(b);
     if (rc) {
         weir__hb_free(b);
@@ -236,8 +247,7 @@ static int send_batch(struct http_sink *hs, struct hbatch *b)
         return -ENOMEM;
     r->hs = hs;
     r->b = b;
-    rc = weir__http_body(&r->body, b, hs->o.preset, hs->index,
-                         hs->o.compression);
+    rc = weir__http_body(&r->body, b, &hs->shape);
     if (rc == 0 && !(r->easy = curl_easy_init()))
         rc = -ENOMEM;
     if (rc == 0)
@@ -377,11 +387,11 @@ static void backoff(struct http_sink *hs, struct hbatch *b, enum hretry why,
 static void put_json_str(struct hbuf *l, const char *key, const uint8_t *s,
                          size_t n)
 {
-    weir__hbuf_put(l, "\"", 1);
+    HBUF_LIT(l, "\"");
     weir__hbuf_put(l, key, strlen(key));
-    weir__hbuf_put(l, "\":\"", 3);
+    HBUF_LIT(l, "\":\"");
     weir__http_json_escape(l, s, n);
-    weir__hbuf_put(l, "\"", 1);
+    HBUF_LIT(l, "\"");
 }
 
 /* A record refused for good: one line to the dead letters. A regular
@@ -400,9 +410,9 @@ static void dead_letter(struct http_sink *hs, const struct hreq *r,
     snprintf(head, sizeof(head), "{\"status\":%ld,", status);
     weir__hbuf_put(&l, head, strlen(head));
     put_json_str(&l, "answer", r->ans.p, alen);
-    weir__hbuf_put(&l, ",", 1);
+    HBUF_LIT(&l, ",");
     put_json_str(&l, "record", r->b->raw + rec->off, rec->len);
-    weir__hbuf_put(&l, "}\n", 2);
+    HBUF_LIT(&l, "}\n");
     for (size_t off = 0; off < l.len;) {
         ssize_t w = write(hs->o.dead_letter_fd, l.p + off, l.len - off);
 
@@ -734,6 +744,7 @@ static void http_release(struct weir_endpoint *ep)
         explicit_bzero(l->data, strlen(l->data));
     curl_slist_free_all(hs->hdrs);
     free(hs->url);
+    free(hs->labels);
     free(hs->index);
     free(hs->ca);
     if (hs->userpwd) {
@@ -783,6 +794,7 @@ static int headers(struct http_sink *hs, const struct weir_http_sink_options *o)
         [WEIR_HTTP_CLICKHOUSE] = "Content-Type: application/x-ndjson",
         [WEIR_HTTP_ELASTICSEARCH] = "Content-Type: application/x-ndjson",
         [WEIR_HTTP_SPLUNK_HEC] = "Content-Type: application/json",
+        [WEIR_HTTP_LOKI] = "Content-Type: application/json",
     };
     int rc = add_header(hs, types[o->preset]);
 
@@ -809,6 +821,46 @@ static int headers(struct http_sink *hs, const struct weir_http_sink_options *o)
     return rc;
 }
 
+/* Loki's labels as the JSON object each body carries: {"name":"value"}. */
+static int loki_labels(struct http_sink *hs,
+                       const struct weir_http_sink_options *o)
+{
+    struct hbuf l = {0};
+    int rc = HBUF_LIT(&l, "{");
+
+    for (unsigned i = 0; rc == 0 && i < o->nlabels; i++) {
+        const char *eq = strchr(o->labels[i], '=');
+
+        if (!eq || eq == o->labels[i]) {
+            rc = -EINVAL;
+            break;
+        }
+        rc = weir__hbuf_put(&l, i ? ",\"" : "\"", i ? 2 : 1);
+        if (rc == 0)
+            rc = weir__http_json_escape(&l, (const uint8_t *)o->labels[i],
+                                        (size_t)(eq - o->labels[i]));
+        if (rc == 0)
+            rc = HBUF_LIT(&l, "\":\"");
+        if (rc == 0)
+            rc = weir__http_json_escape(&l, (const uint8_t *)eq + 1,
+                                        strlen(eq + 1));
+        if (rc == 0)
+            rc = HBUF_LIT(&l, "\"");
+    }
+    if (rc == 0 && o->nlabels == 0)
+        rc = HBUF_LIT(&l, "\"job\":\"weir\"");
+    if (rc == 0)
+        rc = weir__hbuf_put(&l, "}", 2); /* and the NUL */
+    if (rc == 0)
+        l.p[l.len - 1] = '\0';
+    if (rc) {
+        weir__hbuf_free(&l);
+        return rc;
+    }
+    hs->labels = (char *)l.p;
+    return 0;
+}
+
 static int copy(char **dst, const char *src)
 {
     if (!src)
@@ -833,8 +885,14 @@ static int setup(struct http_sink *hs, const struct weir_http_sink_options *o)
     }
     if (rc == 0)
         rc = headers(hs, o);
+    if (rc == 0 && o->preset == WEIR_HTTP_LOKI)
+        rc = loki_labels(hs, o);
     if (rc == 0)
         rc = weir__hcurl_new(&hs->hc, &hs->ep, on_done, hs);
+    hs->shape = (struct hshape){.preset = o->preset,
+                                .comp = o->compression,
+                                .index = hs->index,
+                                .labels = hs->labels};
     return rc;
 }
 
@@ -844,7 +902,7 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
     struct http_sink *hs;
     int rc;
 
-    if (!o || !o->url || o->preset > WEIR_HTTP_SPLUNK_HEC ||
+    if (!o || !o->url || o->preset > WEIR_HTTP_LOKI ||
         o->compression > WEIR_HTTP_ZSTD)
         return -EINVAL;
     if (strncmp(o->url, "http://", 7) != 0 &&
@@ -861,6 +919,7 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
     hs->o.url = hs->o.index = hs->o.ca = hs->o.bearer = NULL;
     hs->o.user = hs->o.password = NULL;
     hs->o.headers = NULL;
+    hs->o.labels = NULL;
     if (!hs->o.hwm)
         hs->o.hwm = 1u << 20;
     if (!hs->o.batch_bytes)

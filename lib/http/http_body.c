@@ -102,11 +102,11 @@ static int put_object(struct hbuf *b, const uint8_t *s, size_t n)
 
     if (weir__http_json_is_object(s, n))
         return weir__hbuf_put(b, s, n);
-    rc = weir__hbuf_put(b, "{\"message\":\"", 12);
+    rc = HBUF_LIT(b, "{\"message\":\"");
     if (rc == 0)
         rc = weir__http_json_escape(b, s, n);
     if (rc == 0)
-        rc = weir__hbuf_put(b, "\"}", 2);
+        rc = HBUF_LIT(b, "\"}");
     return rc;
 }
 
@@ -130,12 +130,40 @@ static int put_action(struct hbuf *b, const char *index)
     int rc;
 
     if (!index)
-        return weir__hbuf_put(b, "{\"create\":{}}\n", 14);
-    rc = weir__hbuf_put(b, "{\"create\":{\"_index\":\"", 21);
+        return HBUF_LIT(b, "{\"create\":{}}\n");
+    rc = HBUF_LIT(b, "{\"create\":{\"_index\":\"");
     if (rc == 0)
         rc = weir__http_json_escape(b, (const uint8_t *)index, strlen(index));
     if (rc == 0)
-        rc = weir__hbuf_put(b, "\"}}\n", 4);
+        rc = HBUF_LIT(b, "\"}}\n");
+    return rc;
+}
+
+/* Loki's push API: one stream of the sink's labels, a value per record:
+ * [nanoseconds as a string, the line]. */
+static int shape_loki(struct hbuf *b, const struct hbatch *hb,
+                      const char *labels)
+{
+    int rc = HBUF_LIT(b, "{\"streams\":[{\"stream\":");
+
+    if (rc == 0)
+        rc = weir__hbuf_put(b, labels, strlen(labels));
+    if (rc == 0)
+        rc = HBUF_LIT(b, ",\"values\":[");
+    for (uint32_t i = 0; i < hb->ntodo && rc == 0; i++) {
+        const struct hb_rec *r = &hb->recs[hb->todo[i]];
+        char ts[40];
+        int n = snprintf(ts, sizeof(ts), "%s[\"%lld\",\"", i ? "," : "",
+                         (long long)(hb->stamp + hb->todo[i]));
+
+        rc = weir__hbuf_put(b, ts, (size_t)n);
+        if (rc == 0)
+            rc = weir__http_json_escape(b, hb->raw + r->off, r->len);
+        if (rc == 0)
+            rc = HBUF_LIT(b, "\"]");
+    }
+    if (rc == 0)
+        rc = HBUF_LIT(b, "]}]}\n");
     return rc;
 }
 
@@ -165,7 +193,7 @@ static int shape(struct hbuf *b, const struct hbatch *hb,
             break;
         }
         if (rc == 0)
-            rc = weir__hbuf_put(b, "\n", 1);
+            rc = HBUF_LIT(b, "\n");
     }
     return rc;
 }
@@ -218,20 +246,27 @@ static int zstd_body(struct hbuf *out, const struct hbuf *in)
     return 0;
 }
 
+static int shape_any(struct hbuf *out, const struct hbatch *b,
+                     const struct hshape *sh)
+{
+    if (sh->preset == WEIR_HTTP_LOKI)
+        return shape_loki(out, b, sh->labels);
+    return shape(out, b, sh->preset, sh->index);
+}
+
 int weir__http_body(struct hbuf *out, const struct hbatch *b,
-                    enum weir_http_preset preset, const char *index,
-                    enum weir_http_compression comp)
+                    const struct hshape *sh)
 {
     struct hbuf plain = {0};
     int rc;
 
     out->len = 0;
-    if (comp == WEIR_HTTP_IDENTITY)
-        return shape(out, b, preset, index);
-    rc = shape(&plain, b, preset, index);
+    if (sh->comp == WEIR_HTTP_IDENTITY)
+        return shape_any(out, b, sh);
+    rc = shape_any(&plain, b, sh);
     if (rc == 0)
-        rc = comp == WEIR_HTTP_GZIP ? gzip_body(out, &plain)
-                                    : zstd_body(out, &plain);
+        rc = sh->comp == WEIR_HTTP_GZIP ? gzip_body(out, &plain)
+                                        : zstd_body(out, &plain);
     weir__hbuf_free(&plain);
     return rc;
 }

@@ -51,6 +51,9 @@ struct hbatch {
     uint32_t ntodo;
     unsigned attempts;
     int64_t due; /* HB_BACKOFF: when to send again (monotonic ns) */
+    /* Loki: the sealing time (realtime ns); record i is stamped stamp + i,
+     * the same at every retry, so that Loki keeps one copy of each. */
+    int64_t stamp;
 };
 
 /* Appends one record (len bytes, no newline) of in_len input bytes. */
@@ -89,6 +92,8 @@ struct hbuf {
 };
 
 int weir__hbuf_put(struct hbuf *b, const void *p, size_t n);
+/* A string literal, its length counted by the compiler. */
+#define HBUF_LIT(b, lit) weir__hbuf_put((b), "" lit, sizeof(lit) - 1)
 void weir__hbuf_free(struct hbuf *b);
 /* s as a JSON string's contents (no quotes): ", \ and controls escaped. */
 int weir__http_json_escape(struct hbuf *b, const uint8_t *s, size_t n);
@@ -96,11 +101,18 @@ int weir__http_json_escape(struct hbuf *b, const uint8_t *s, size_t n);
  * non-blank bytes: a collector still parses it). */
 bool weir__http_json_is_object(const uint8_t *s, size_t n);
 
-/* The body of b's records still to deliver, shaped by preset (index:
- * Elasticsearch's, may be NULL) and compressed. */
+/* How a preset shapes bodies: index, Elasticsearch's (may be NULL);
+ * labels, Loki's stream labels as a JSON object. */
+struct hshape {
+    enum weir_http_preset preset;
+    enum weir_http_compression comp;
+    const char *index;
+    const char *labels;
+};
+
+/* The body of b's records still to deliver, shaped and compressed. */
 int weir__http_body(struct hbuf *out, const struct hbatch *b,
-                    enum weir_http_preset preset, const char *index,
-                    enum weir_http_compression comp);
+                    const struct hshape *sh);
 
 /* ---- answers (http_answer.c) ---- */
 

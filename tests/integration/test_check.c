@@ -594,6 +594,13 @@ static const struct bad_case bad_cases[] = {
      "sink = https://127.0.0.1:9200/_bulk,compression=brotli\n",
      {3},
      "compression: 'brotli' is not a compression: use none, gzip, zstd"},
+    {"http_labels",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http://127.0.0.1:3100/loki/api/v1/push,preset=loki,"
+     "label=9x=y\n"
+     "sink = http://127.0.0.1:1/,label=job=x,name=b\n",
+     {3, 4},
+     "label= applies to preset=loki"},
     {"http_options",
      "[pipeline a]\nsource = file:data.txt\n"
      "sink = http://127.0.0.1:1/,user=me\n"
@@ -710,7 +717,11 @@ static void test_good_configs(void **state)
              "dead_letter=/tmp/dead.jsonl,name=ch\n"
              "sink = HTTPS://localhost:9200/_bulk,preset=elasticsearch,"
              "index=logs,compression=zstd,ca=/etc/ssl/certs/"
-             "ca-certificates.crt,verify=no,name=es\n");
+             "ca-certificates.crt,verify=no,name=es\n"
+             "sink = http://127.0.0.1:3100/loki/api/v1/push,preset=loki,"
+             "label=job=app,label=env=a=b,name=loki\n"
+             "sink = http://127.0.0.1:8088/services/collector/event,"
+             "preset=splunk_hec,name=hec\n");
     /* Two listeners on one port but different specific hosts are fine. */
     check_ok("two_hosts",
              "[pipeline a]\nsource = file:data.txt\nsink = "

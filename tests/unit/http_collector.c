@@ -108,20 +108,31 @@ static char *unzstd(const char *p, size_t n, size_t *out)
     return o;
 }
 
-/* The record number in a line: "r" and 7 digits; -1: none. */
-static long rec_of(const char *l, size_t n)
+/* The record number in a line: "r" and 7 digits; -1: none. *at: where
+ * it ends (the next one may follow: Loki's body is one line). */
+static long rec_at(const char *l, size_t n, size_t *at)
 {
-    for (size_t i = 0; i + 8 <= n; i++) {
+    for (size_t i = *at; i + 8 <= n; i++) {
         size_t d = 0;
 
         if (l[i] != 'r')
             continue;
         while (d < 7 && isdigit((unsigned char)l[i + 1 + d]))
             d++;
-        if (d == 7)
+        if (d == 7) {
+            *at = i + 8;
             return strtol(l + i + 1, NULL, 10);
+        }
     }
+    *at = n;
     return -1;
+}
+
+static long rec_of(const char *l, size_t n)
+{
+    size_t at = 0;
+
+    return rec_at(l, n, &at);
 }
 
 static void take(struct coll *c, long rec)
@@ -157,8 +168,20 @@ static char *answer_body(struct coll *c, const char *b, size_t n, bool keep)
         rec = rec_of(p, (size_t)(e - p));
         if (c->o.bulk && c->o.item_status && rec >= 0)
             st = c->o.item_status(c, (unsigned)rec);
-        if (keep && (!c->o.bulk || (st >= 200 && st < 300)))
+        if (keep && c->o.bulk && st >= 200 && st < 300)
             take(c, rec);
+        /* Plain: every record of the line; a line with none is bad. */
+        if (keep && !c->o.bulk) {
+            size_t at = 0, found = 0;
+            long k;
+
+            while ((k = rec_at(p, (size_t)(e - p), &at)) >= 0) {
+                take(c, k);
+                found++;
+            }
+            if (!found)
+                take(c, -1);
+        }
         if (c->o.bulk) {
             char item[128];
             int k =

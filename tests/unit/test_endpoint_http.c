@@ -319,6 +319,26 @@ static void test_splunk_hec(void **state)
     run_end();
 }
 
+static void test_loki(void **state)
+{
+    static const char *const labels[] = {"job=app", "host=a\"b"};
+    struct coll_opts co = {0};
+
+    (void)state;
+    run_begin(3000, &co, NULL);
+    r.o.preset = WEIR_HTTP_LOKI;
+    r.o.labels = labels;
+    r.o.nlabels = 2;
+    r.o.compression = WEIR_HTTP_GZIP;
+    assert_int_equal(run_go(), 0);
+    expect_once(NULL, 0);
+    assert_memory_equal(r.c->first,
+                        "{\"streams\":[{\"stream\":{\"job\":\"app\","
+                        "\"host\":\"a\\\"b\"},\"values\":[[\"",
+                        55);
+    run_end();
+}
+
 static void test_zstd_one_batch(void **state)
 {
     struct coll_opts co = {0};
@@ -656,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_clickhouse_gzip),
         cmocka_unit_test(test_zstd_one_batch),
         cmocka_unit_test(test_splunk_hec),
+        cmocka_unit_test(test_loki),
         cmocka_unit_test(test_429_retry_after),
         cmocka_unit_test(test_5xx),
         cmocka_unit_test(test_reset),

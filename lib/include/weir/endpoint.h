@@ -260,6 +260,8 @@ enum weir_http_preset {
                                 the answer's items read one by one */
     WEIR_HTTP_SPLUNK_HEC,    /* {"event":...} per record; the token as
                                 Authorization: Splunk */
+    WEIR_HTTP_LOKI,          /* Loki's push API: one stream of `labels`,
+                                each record a value stamped at its batch */
 };
 
 enum weir_http_compression {
@@ -300,6 +302,9 @@ struct weir_http_sink_options {
     enum weir_http_preset preset;
     enum weir_http_compression compression;
     const char *index; /* Elasticsearch: the action's _index; NULL: URL's */
+    /* Loki: the stream's labels, each "name=value"; none: job=weir. */
+    const char *const *labels;
+    unsigned nlabels;
     /* "Name: value" lines sent with every request. */
     const char *const *headers;
     unsigned nheaders;

@@ -21,7 +21,6 @@
  * acknowledgements are its backpressure).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,30 +32,15 @@
 const uint32_t weir_http_answer_le_ms[WEIR_HTTP_ANSWER_BUCKETS - 1] = {
     5, 10, 25, 50, 100, 250, 1000};
 
-/* The most of an answer kept: a _bulk answer names every item. */
-#define ANSWER_MAX (64u << 20)
 /* The answer's bytes a dead letter quotes. */
 #define DEAD_ANSWER 200
 
-struct http_sink;
-
-struct hreq {
-    struct hreq *next;
-    struct http_sink *hs;
-    struct hbatch *b;
-    CURL *easy;
-    struct hbuf body, ans;
-    uint64_t retry_after_ns;
-    int64_t t0;
-};
-
 struct http_sink {
     struct weir_endpoint ep;
-    struct weir_http_sink_options o; /* strings below are the copies */
-    char *url, *index, *ca, *userpwd;
-    struct hshape shape;
-    char *labels; /* Loki's, as a JSON object */
-    struct curl_slist *hdrs;
+    /* Its options (the strings not kept: hc's are the copies), and what
+     * each request carries. */
+    struct weir_http_sink_options o;
+    struct hclient client;
     struct hcurl *hc;
     struct hcut cut;
     struct hbatch *cur;         /* open, taking records */
@@ -165,35 +149,6 @@ static int on_record(void *arg, const uint8_t *p, size_t n, uint64_t in_len)
 
 /* ---- requests ---- */
 
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct hreq *r = arg;
-
-    n *= size;
-    if (r->ans.len + n <= ANSWER_MAX && weir__hbuf_put(&r->ans, p, n))
-        return 0;
-    return n;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *arg)
-{
-    struct hreq *r = arg;
-    uint64_t ra = weir__retry_after_ns(p, size * n);
-
-    if (ra)
-        r->retry_after_ns = ra;
-    return size * n;
-}
-
-static void req_free(struct hreq *r)
-{
-    if (r->easy)
-        curl_easy_cleanup(r->easy);
-    weir__hbuf_free(&r->body);
-    weir__hbuf_free(&r->ans);
-    free(r);
-}
-
 static void req_unlink(struct http_sink *hs, struct hreq *r)
 {
     for (struct hreq **pp = &hs->reqs; *pp; pp = &(*pp)->next)
@@ -203,61 +158,15 @@ static void req_unlink(struct http_sink *hs, struct hreq *r)
         }
 }
 
-static int easy_setup(struct http_sink *hs, struct hreq *r)
-{
-    CURL *e = r->easy;
-
-    curl_easy_setopt(e, CURLOPT_URL, hs->url);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, (char *)r->body.p);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hs->hdrs);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-    /* No signals (the daemon's are its own), no name lookup that blocks:
-     * curl's threaded resolver runs the lookup off the loop. */
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(hs->o.timeout_ns / 1000000));
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(hs->o.connect_timeout_ns / 1000000));
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (hs->ca)
-        curl_easy_setopt(e, CURLOPT_CAINFO, hs->ca);
-    if (hs->o.insecure) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (hs->userpwd) {
-        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(e, CURLOPT_USERPWD, hs->userpwd);
-    }
-    return 0;
-}
-
 static int send_batch(struct http_sink *hs, struct hbatch *b)
 {
-    struct hreq *r = calloc(1, sizeof(*r));
-    int rc;
+    struct hreq *r;
+    int rc = weir__hreq_new(&r, &hs->client, b);
 
-    if (!r)
-        return -ENOMEM;
-    r->hs = hs;
-    r->b = b;
-    rc = weir__http_body(&r->body, b, &hs->shape);
-    if (rc == 0 && !(r->easy = curl_easy_init()))
-        rc = -ENOMEM;
-    if (rc == 0)
-        rc = easy_setup(hs, r);
-    if (rc == 0)
-        rc = weir__hcurl_add(hs->hc, r->easy);
-    if (rc) {
-        req_free(r);
+    if (rc == 0 && (rc = weir__hcurl_add(hs->hc, r->easy)) != 0)
+        weir__hreq_free(r);
+    if (rc)
         return rc;
-    }
     r->t0 = weir__mono_ns();
     r->next = hs->reqs;
     hs->reqs = r;
@@ -553,7 +462,7 @@ static void on_done(void *arg, CURL *easy, CURLcode rc)
     }
     if (b->state == HB_DONE)
         STAT(hs, batches, 1);
-    req_free(r);
+    weir__hreq_free(r);
     flow(hs);
 }
 
@@ -567,7 +476,7 @@ static void drop_requests(struct http_sink *hs)
         hs->reqs = r->next;
         weir__hcurl_remove(hs->hc, r->easy);
         STAT(hs, in_flight, -1);
-        req_free(r);
+        weir__hreq_free(r);
     }
     hs->sending = 0;
 }
@@ -739,18 +648,7 @@ static void http_release(struct weir_endpoint *ep)
         weir__hb_free(b);
     }
     weir__hcut_free(&hs->cut);
-    /* A header may carry the token: gone from memory with the sink. */
-    for (struct curl_slist *l = hs->hdrs; l; l = l->next)
-        explicit_bzero(l->data, strlen(l->data));
-    curl_slist_free_all(hs->hdrs);
-    free(hs->url);
-    free(hs->labels);
-    free(hs->index);
-    free(hs->ca);
-    if (hs->userpwd) {
-        explicit_bzero(hs->userpwd, strlen(hs->userpwd));
-        free(hs->userpwd);
-    }
+    weir__hclient_free(&hs->client);
 }
 
 static const struct ep_ops http_ops = {
@@ -764,138 +662,6 @@ static const struct ep_ops http_ops = {
 
 /* ---- construction ---- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-const char *weir_http_curl_version(void)
-{
-    return curl_version_info(CURLVERSION_NOW)->version;
-}
-
-static int add_header(struct http_sink *hs, const char *h)
-{
-    struct curl_slist *l = curl_slist_append(hs->hdrs, h);
-
-    if (!l)
-        return -ENOMEM;
-    hs->hdrs = l;
-    return 0;
-}
-
-static int headers(struct http_sink *hs, const struct weir_http_sink_options *o)
-{
-    static const char *const types[] = {
-        [WEIR_HTTP_RAW] = "Content-Type: text/plain",
-        [WEIR_HTTP_CLICKHOUSE] = "Content-Type: application/x-ndjson",
-        [WEIR_HTTP_ELASTICSEARCH] = "Content-Type: application/x-ndjson",
-        [WEIR_HTTP_SPLUNK_HEC] = "Content-Type: application/json",
-        [WEIR_HTTP_LOKI] = "Content-Type: application/json",
-    };
-    int rc = add_header(hs, types[o->preset]);
-
-    /* No "Expect: 100-continue" round trip before big bodies. */
-    if (rc == 0)
-        rc = add_header(hs, "Expect:");
-    if (rc == 0 && o->compression == WEIR_HTTP_GZIP)
-        rc = add_header(hs, "Content-Encoding: gzip");
-    if (rc == 0 && o->compression == WEIR_HTTP_ZSTD)
-        rc = add_header(hs, "Content-Encoding: zstd");
-    for (unsigned i = 0; rc == 0 && i < o->nheaders; i++)
-        rc = add_header(hs, o->headers[i]);
-    if (rc == 0 && o->bearer) {
-        char *h = NULL;
-
-        if (asprintf(&h, "Authorization: %s %s",
-                     o->preset == WEIR_HTTP_SPLUNK_HEC ? "Splunk" : "Bearer",
-                     o->bearer) < 0)
-            return -ENOMEM;
-        rc = add_header(hs, h);
-        explicit_bzero(h, strlen(h));
-        free(h);
-    }
-    return rc;
-}
-
-/* Loki's labels as the JSON object each body carries: {"name":"value"}. */
-static int loki_labels(struct http_sink *hs,
-                       const struct weir_http_sink_options *o)
-{
-    struct hbuf l = {0};
-    int rc = HBUF_LIT(&l, "{");
-
-    for (unsigned i = 0; rc == 0 && i < o->nlabels; i++) {
-        const char *eq = strchr(o->labels[i], '=');
-
-        if (!eq || eq == o->labels[i]) {
-            rc = -EINVAL;
-            break;
-        }
-        rc = weir__hbuf_put(&l, i ? ",\"" : "\"", i ? 2 : 1);
-        if (rc == 0)
-            rc = weir__http_json_escape(&l, (const uint8_t *)o->labels[i],
-                                        (size_t)(eq - o->labels[i]));
-        if (rc == 0)
-            rc = HBUF_LIT(&l, "\":\"");
-        if (rc == 0)
-            rc = weir__http_json_escape(&l, (const uint8_t *)eq + 1,
-                                        strlen(eq + 1));
-        if (rc == 0)
-            rc = HBUF_LIT(&l, "\"");
-    }
-    if (rc == 0 && o->nlabels == 0)
-        rc = HBUF_LIT(&l, "\"job\":\"weir\"");
-    if (rc == 0)
-        rc = weir__hbuf_put(&l, "}", 2); /* and the NUL */
-    if (rc == 0)
-        l.p[l.len - 1] = '\0';
-    if (rc) {
-        weir__hbuf_free(&l);
-        return rc;
-    }
-    hs->labels = (char *)l.p;
-    return 0;
-}
-
-static int copy(char **dst, const char *src)
-{
-    if (!src)
-        return 0;
-    *dst = strdup(src);
-    return *dst ? 0 : -ENOMEM;
-}
-
-static int setup(struct http_sink *hs, const struct weir_http_sink_options *o)
-{
-    int rc = copy(&hs->url, o->url);
-
-    if (rc == 0)
-        rc = copy(&hs->index, o->index);
-    if (rc == 0)
-        rc = copy(&hs->ca, o->ca);
-    if (rc == 0 && o->user &&
-        asprintf(&hs->userpwd, "%s:%s", o->user,
-                 o->password ? o->password : "") < 0) {
-        hs->userpwd = NULL;
-        rc = -ENOMEM;
-    }
-    if (rc == 0)
-        rc = headers(hs, o);
-    if (rc == 0 && o->preset == WEIR_HTTP_LOKI)
-        rc = loki_labels(hs, o);
-    if (rc == 0)
-        rc = weir__hcurl_new(&hs->hc, &hs->ep, on_done, hs);
-    hs->shape = (struct hshape){.preset = o->preset,
-                                .comp = o->compression,
-                                .index = hs->index,
-                                .labels = hs->labels};
-    return rc;
-}
-
 int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
                             const struct weir_http_sink_options *o)
 {
@@ -908,9 +674,6 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
     if (strncmp(o->url, "http://", 7) != 0 &&
         strncmp(o->url, "https://", 8) != 0)
         return -ENOTSUP;
-    pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK)
-        return -ENOMEM;
     hs =
         weir__ep_new(sizeof(*hs), &http_ops, loop, -1, false, o->counter, NULL);
     if (!hs)
@@ -944,7 +707,9 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
     hs->tick.ep = &hs->ep;
     hs->tick.fn = on_tick;
     hs->rng = (uint64_t)weir__mono_ns() | 1;
-    rc = setup(hs, o);
+    rc = weir__hclient_init(&hs->client, &hs->o, o);
+    if (rc == 0)
+        rc = weir__hcurl_new(&hs->hc, &hs->ep, on_done, hs);
     if (rc) {
         weir__ep_free_now(&hs->ep);
         return rc;

@@ -7,6 +7,8 @@
  *   http_body.c      a batch's body as a preset shapes it, compressed
  *   http_answer.c    what an answer means: done, retry, rejected; the
  *                    per-item statuses of an Elasticsearch _bulk answer
+ *   http_request.c   one request (its easy handle, what it keeps of the
+ *                    answer) and what every request of a sink carries
  *   http_curl.c      libcurl's multi-socket interface on a weir loop
  *   endpoint_http.c  the kind: its stream, the batches' lives, acked
  */
@@ -113,6 +115,41 @@ struct hshape {
 /* The body of b's records still to deliver, shaped and compressed. */
 int weir__http_body(struct hbuf *out, const struct hbatch *b,
                     const struct hshape *sh);
+
+/* ---- requests (http_request.c) ---- */
+
+/* What every request of a sink carries, made once from its options. */
+struct hclient {
+    char *url, *ca, *userpwd, *index;
+    char *labels; /* Loki's, as a JSON object */
+    struct curl_slist *hdrs;
+    bool insecure;
+    long timeout_ms, connect_timeout_ms;
+    struct hshape shape;
+};
+
+/* o: the caller's options (strings copied); set: the same with the
+ * defaults filled in. 0, -ENOMEM, -EINVAL (a label without '='). */
+int weir__hclient_init(struct hclient *c,
+                       const struct weir_http_sink_options *set,
+                       const struct weir_http_sink_options *o);
+void weir__hclient_free(struct hclient *c);
+
+/* A request: b's records still to deliver as a body, on an easy handle
+ * whose PRIVATE is the request; the answer's body and Retry-After are
+ * kept in it. */
+struct hreq {
+    struct hreq *next;
+    struct hbatch *b;
+    CURL *easy;
+    struct hbuf body, ans;
+    uint64_t retry_after_ns;
+    int64_t t0; /* when it was sent (monotonic ns) */
+};
+
+int weir__hreq_new(struct hreq **out, const struct hclient *c,
+                   struct hbatch *b);
+void weir__hreq_free(struct hreq *r);
 
 /* ---- answers (http_answer.c) ---- */
 

@@ -703,7 +703,10 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
         hs->o.backoff_max_ns = 30000000000ull;
     if (hs->o.backoff_max_ns < hs->o.backoff_min_ns)
         hs->o.backoff_max_ns = hs->o.backoff_min_ns;
-    hs->cut.max = hs->o.batch_bytes;
+    /* A line is cut at batch_bytes, or at the high-water mark: a part of
+     * a line is held input too, and a write held for it with no batch out
+     * to make room would wait for ever. */
+    hs->cut.max = hs->o.batch_bytes < hs->o.hwm ? hs->o.batch_bytes : hs->o.hwm;
     hs->tick.ep = &hs->ep;
     hs->tick.fn = on_tick;
     hs->rng = (uint64_t)weir__mono_ns() | 1;

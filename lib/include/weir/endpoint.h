@@ -289,8 +289,8 @@ struct weir_http_counters {
 /*
  * Options of an http sink (weir_endpoint_http_sink). Strings are copied.
  * The input is cut into records at '\n' (a last line without one is a
- * record at the close; a line longer than batch_bytes is cut), records are
- * batched, and each batch is POSTed to url; `counter` (and
+ * record at the close; a line longer than batch_bytes or hwm is cut),
+ * records are batched, and each batch is POSTed to url; `counter` (and
  * weir_endpoint_acked) count the input bytes of the batches answered 2xx,
  * in order.
  */

@@ -9,11 +9,13 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <curl/curlver.h>
 #include <openssl/crypto.h>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "weir/endpoint.h"
 #include "weir/tls.h"
 
 void version_print(FILE *f)
@@ -44,6 +46,10 @@ void version_print(FILE *f)
     fprintf(f, "; kernel TLS %s\n",
             weir_tls_kernel_available() ? "offered by this kernel"
                                         : "not offered by this kernel");
+    fprintf(f, "sinks: http, https (libcurl %s", LIBCURL_VERSION);
+    if (strcmp(weir_http_curl_version(), LIBCURL_VERSION) != 0)
+        fprintf(f, ", running %s", weir_http_curl_version());
+    fprintf(f, ")\n");
     fprintf(f, "records: multiline_start (pcre2 %d.%02d)\n", PCRE2_MAJOR,
             PCRE2_MINOR);
     fprintf(f, "config: inih %s\n", WEIR_INIH_VERSION);

@@ -239,7 +239,7 @@ static bool all_digits(const char *s)
 static int other_kind(struct weir_address *a, const char *head, size_t klen,
                       const char *arg, char *err, size_t errlen)
 {
-    const char *names[NKINDS + 3], *near;
+    const char *names[NKINDS + 4], *near;
 
     for (size_t i = 0; i < NSOCAT; i++) {
         const struct socat_def *d = &socat_kinds[i];
@@ -270,7 +270,8 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
         names[i] = kinds[i].name;
     names[NKINDS] = "tls";
     names[NKINDS + 1] = "tls-listen";
-    names[NKINDS + 2] = NULL;
+    names[NKINDS + 2] = "https";
+    names[NKINDS + 3] = NULL;
     near = suggest_word(head, klen, names);
     if (near != NULL)
         snprintf(err, errlen,
@@ -282,9 +283,39 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
         snprintf(err, errlen,
                  "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
                  "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
-                 "stdout, null)",
+                 "stdout, null, http, https)",
                  (int)klen, head, a->text);
     return -EINVAL;
+}
+
+/* http: and https: take a URL whose scheme is the kind: "http://H:P/X".
+ * A space in it (a ClickHouse query written as it reads) is sent as
+ * %20; a comma ends it, as it ends every address (write %2C). */
+static int parse_url(struct weir_address *a, const char *head, const char *arg,
+                     char *err, size_t errlen)
+{
+    size_t n = 0;
+
+    if (strncmp(arg, "//", 2) != 0 || arg[2] == '\0' || arg[2] == '/') {
+        snprintf(err, errlen, "'%s' is not a URL: write %s://HOST:PORT/PATH",
+                 a->text, kind_label(a));
+        return -EINVAL;
+    }
+    a->url = malloc(strlen(head) * 3 + 1);
+    if (a->url == NULL)
+        return -ENOMEM;
+    for (const char *p = head; *p; p++) {
+        if (*p == ' ') {
+            memcpy(a->url + n, "%20", 3);
+            n += 3;
+        } else {
+            a->url[n++] = *p;
+        }
+    }
+    a->url[n] = '\0';
+    for (char *p = a->url; *p != ':'; p++) /* the scheme, as curl wants it */
+        *p = (char)tolower((unsigned char)*p);
+    return 0;
 }
 
 /* TCP kinds: HOST:PORT; a bare PORT is socat's TCP-LISTEN habit. */
@@ -324,6 +355,8 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
     /* `-` and STDIO: socat's standard input and output, by role. */
     if (strcmp(head, "-") == 0 || strcasecmp(head, "stdio") == 0)
         a->kind = a->role == ADDR_SOURCE ? ADDR_STDIN : ADDR_STDOUT;
+    else if (klen == 5 && strncasecmp(head, "https", 5) == 0)
+        a->kind = ADDR_HTTP;
     else if (find_tls_kind(a, head, klen) < 0 &&
              find_kind(head, klen, &a->kind) < 0 &&
              other_kind(a, head, klen, colon ? colon + 1 : NULL, err, errlen) <
@@ -349,6 +382,8 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
     }
     if (a->kind == ADDR_TCP || a->kind == ADDR_TCP_LISTEN)
         return parse_tcp(a, colon + 1, err, errlen);
+    if (a->kind == ADDR_HTTP)
+        return parse_url(a, head, colon + 1, err, errlen);
     if (a->kind == ADDR_FILE && a->role == ADDR_SOURCE &&
         strpbrk(colon + 1, "*?["))
         return parse_pattern(a, colon + 1, err, errlen);
@@ -359,7 +394,7 @@ static int parse_into(struct weir_address *a, const char *base_dir, char *err,
                       size_t errlen)
 {
     char *copy = strdup(a->text), *head, *rest, *item;
-    unsigned seen = 0;
+    uint64_t seen = 0;
     int r;
 
     if (copy == NULL)
@@ -395,6 +430,11 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     a->notsent_lowat = CONF_NOTSENT_AUTO;
     a->verify = true;
     a->handshake_timeout_ms = CONF_DEFAULT_HANDSHAKE_MS;
+    a->batch_bytes = CONF_DEFAULT_HTTP_BATCH_BYTES;
+    a->batch_records = CONF_DEFAULT_HTTP_BATCH_RECORDS;
+    a->batch_age_ms = CONF_DEFAULT_HTTP_BATCH_AGE_MS;
+    a->concurrency = CONF_DEFAULT_HTTP_CONCURRENCY;
+    a->timeout_ms = CONF_DEFAULT_HTTP_TIMEOUT_MS;
     a->text = strdup(text);
     if (a->text == NULL) {
         free(a);
@@ -437,5 +477,17 @@ void address_free(struct weir_address *a)
     free(a->alpn);
     free(a->ciphers);
     weir_tls_ctx_destroy(a->tls_ctx);
+    free(a->url);
+    free(a->index);
+    for (unsigned i = 0; i < a->nheaders; i++)
+        free(a->headers[i]);
+    free(a->headers);
+    for (unsigned i = 0; i < a->nlabels; i++)
+        free(a->labels[i]);
+    free(a->labels);
+    free(a->auth_file);
+    free(a->user);
+    free(a->password_file);
+    free(a->dead_letter);
     free(a);
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 
 #include "conf/config.h"
 
@@ -51,6 +52,8 @@ static const struct kind_def kinds[] = {
     /* Never found by name: a file source whose path is a pattern
      * (address.c). */
     [ADDR_FILE_SET] = {"file", true, ROLE(ADDR_SOURCE), "file:PATTERN"},
+    /* Also found as https (address.c): the scheme stays in the URL. */
+    [ADDR_HTTP] = {"http", true, ROLE(ADDR_SINK), "http://HOST:PORT/PATH"},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -63,6 +66,8 @@ static const char *const role_names[] = {
 /* The kind as the address spells it: tls and tls-listen are tcp's. */
 static inline const char *kind_label(const struct weir_address *a)
 {
+    if (a->kind == ADDR_HTTP && a->url && strncasecmp(a->url, "https", 5) == 0)
+        return "https";
     if (a->tls)
         return a->kind == ADDR_TCP ? "tls" : "tls-listen";
     return kinds[a->kind].name;
@@ -83,7 +88,7 @@ static inline char *trim(char *s)
 /* One "key=value" of the option list (address_options.c). 0, or -EINVAL
  * with a sentence in err (-ENOMEM); seen holds the options given so far,
  * each at most once. */
-int address_parse_option(struct weir_address *a, char *item, unsigned *seen,
+int address_parse_option(struct weir_address *a, char *item, uint64_t *seen,
                          char *err, size_t errlen);
 
 #endif

@@ -228,6 +228,209 @@ static int opt_handshake_timeout(struct weir_address *a, const char *v,
                              &a->handshake_timeout_ms, err, errlen);
 }
 
+/* ---- http and https ---- */
+
+static const char *const preset_names[] = {
+    [WEIR_HTTP_RAW] = "raw",
+    [WEIR_HTTP_CLICKHOUSE] = "clickhouse",
+    [WEIR_HTTP_ELASTICSEARCH] = "elasticsearch",
+    [WEIR_HTTP_SPLUNK_HEC] = "splunk_hec",
+    [WEIR_HTTP_LOKI] = "loki",
+    NULL,
+};
+
+static const char *const compression_names[] = {
+    [WEIR_HTTP_IDENTITY] = "none",
+    [WEIR_HTTP_GZIP] = "gzip",
+    [WEIR_HTTP_ZSTD] = "zstd",
+    NULL,
+};
+
+/* v as one of names (a NULL-ended list): its index, or -EINVAL with the
+ * list, or the nearest name, in err. */
+static int one_of(const char *v, const char *const *names, const char *what,
+                  char *err, size_t errlen)
+{
+    const char *near;
+    size_t n = 0;
+    char list[128];
+
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0)
+            return i;
+    near = suggest_word(v, strlen(v), names);
+    if (near != NULL) {
+        snprintf(err, errlen, "'%s' is not a %s (did you mean '%s'?)", v, what,
+                 near);
+        return -EINVAL;
+    }
+    list[0] = '\0';
+    for (int i = 0; names[i] && n < sizeof(list); i++)
+        n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
+                              names[i]);
+    snprintf(err, errlen, "'%s' is not a %s: use %s", v, what, list);
+    return -EINVAL;
+}
+
+static int opt_preset(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    int i = one_of(v, preset_names, "preset", err, errlen);
+
+    if (i < 0)
+        return i;
+    a->preset = (enum weir_http_preset)i;
+    return 0;
+}
+
+static int opt_compression(struct weir_address *a, const char *v, char *err,
+                           size_t errlen)
+{
+    int i = one_of(v, compression_names, "compression", err, errlen);
+
+    if (i < 0)
+        return i;
+    a->compression = (enum weir_http_compression)i;
+    return 0;
+}
+
+static int opt_index(struct weir_address *a, const char *v, char *err,
+                     size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->index, v);
+}
+
+/* "Name: value"; repeatable. */
+static int opt_header(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    const char *colon = strchr(v, ':');
+    char **h;
+
+    if (colon == NULL || colon == v ||
+        strcspn(v, " \t") < (size_t)(colon - v)) {
+        snprintf(err, errlen, "'%s' is not a header: write Name: value", v);
+        return -EINVAL;
+    }
+    if (a->nheaders >= CONF_MAX_HTTP_HEADERS) {
+        snprintf(err, errlen, "more than %d headers", CONF_MAX_HTTP_HEADERS);
+        return -EINVAL;
+    }
+    h = realloc(a->headers, (a->nheaders + 1) * sizeof(*h));
+    if (h == NULL)
+        return -ENOMEM;
+    a->headers = h;
+    h[a->nheaders] = strdup(v);
+    if (h[a->nheaders] == NULL)
+        return -ENOMEM;
+    a->nheaders++;
+    return 0;
+}
+
+/* A Loki stream label, "name=value" (the value may hold '='); repeatable.
+ * Loki's names are Prometheus's: letters, digits and '_', not a digit
+ * first. */
+static int opt_label(struct weir_address *a, const char *v, char *err,
+                     size_t errlen)
+{
+    size_t n = strcspn(v, "=");
+    char **l;
+
+    if (v[n] != '=' || n == 0 || (v[0] >= '0' && v[0] <= '9') ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789_") != n) {
+        snprintf(err, errlen,
+                 "'%s' is not a label: write name=value (name: letters, "
+                 "digits, '_')",
+                 v);
+        return -EINVAL;
+    }
+    if (a->nlabels >= CONF_MAX_HTTP_HEADERS) {
+        snprintf(err, errlen, "more than %d labels", CONF_MAX_HTTP_HEADERS);
+        return -EINVAL;
+    }
+    l = realloc(a->labels, (a->nlabels + 1) * sizeof(*l));
+    if (l == NULL)
+        return -ENOMEM;
+    a->labels = l;
+    l[a->nlabels] = strdup(v);
+    if (l[a->nlabels] == NULL)
+        return -ENOMEM;
+    a->nlabels++;
+    return 0;
+}
+
+static int opt_auth_file(struct weir_address *a, const char *v, char *err,
+                         size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->auth_file, v);
+}
+
+static int opt_user(struct weir_address *a, const char *v, char *err,
+                    size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->user, v);
+}
+
+static int opt_password_file(struct weir_address *a, const char *v, char *err,
+                             size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->password_file, v);
+}
+
+static int opt_dead_letter(struct weir_address *a, const char *v, char *err,
+                           size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->dead_letter, v);
+}
+
+static int opt_batch_bytes(struct weir_address *a, const char *v, char *err,
+                           size_t errlen)
+{
+    return value_size(v, 1, CONF_MAX_HTTP_BATCH_BYTES, &a->batch_bytes, err,
+                      errlen);
+}
+
+static int opt_batch_records(struct weir_address *a, const char *v, char *err,
+                             size_t errlen)
+{
+    return value_uint(v, 1, CONF_MAX_HTTP_BATCH_RECORDS, &a->batch_records, err,
+                      errlen);
+}
+
+static int opt_batch_age(struct weir_address *a, const char *v, char *err,
+                         size_t errlen)
+{
+    return value_duration_ms(v, 1, CONF_MAX_HTTP_BATCH_AGE_MS, &a->batch_age_ms,
+                             err, errlen);
+}
+
+static int opt_concurrency(struct weir_address *a, const char *v, char *err,
+                           size_t errlen)
+{
+    return value_uint(v, 1, CONF_MAX_HTTP_CONCURRENCY, &a->concurrency, err,
+                      errlen);
+}
+
+static int opt_timeout(struct weir_address *a, const char *v, char *err,
+                       size_t errlen)
+{
+    return value_duration_ms(v, 1, CONF_MAX_HTTP_TIMEOUT_MS, &a->timeout_ms,
+                             err, errlen);
+}
+
+#define HTTP KIND(ADDR_HTTP)
+
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE) | KIND(ADDR_FILE_SET), ROLE(ADDR_SOURCE),
      "a file source", opt_follow},
@@ -246,10 +449,10 @@ static const struct option_def options[] = {
      "tls and tls-listen", opt_cert},
     {"key", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
      opt_key},
-    {"ca", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
-     opt_ca},
-    {"verify", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
-     "tls", opt_verify},
+    {"ca", TLS_BOTH | HTTP, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls, tls-listen and https", opt_ca},
+    {"verify", KIND(ADDR_TCP) | TLS_ONLY | HTTP,
+     ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and https", opt_verify},
     {"sni", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
      "tls", opt_sni},
     {"alpn", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
@@ -260,7 +463,26 @@ static const struct option_def options[] = {
      "tls and tls-listen", opt_ciphers},
     {"handshake_timeout", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
      "tls and tls-listen", opt_handshake_timeout},
+    {"preset", HTTP, ROLE(ADDR_SINK), "http and https", opt_preset},
+    {"compression", HTTP, ROLE(ADDR_SINK), "http and https", opt_compression},
+    {"index", HTTP, ROLE(ADDR_SINK), "http and https", opt_index},
+    {"header", HTTP, ROLE(ADDR_SINK), "http and https", opt_header},
+    {"label", HTTP, ROLE(ADDR_SINK), "http and https", opt_label},
+    {"auth_file", HTTP, ROLE(ADDR_SINK), "http and https", opt_auth_file},
+    {"user", HTTP, ROLE(ADDR_SINK), "http and https", opt_user},
+    {"password_file", HTTP, ROLE(ADDR_SINK), "http and https",
+     opt_password_file},
+    {"dead_letter", HTTP, ROLE(ADDR_SINK), "http and https", opt_dead_letter},
+    {"batch_bytes", HTTP, ROLE(ADDR_SINK), "http and https", opt_batch_bytes},
+    {"batch_records", HTTP, ROLE(ADDR_SINK), "http and https",
+     opt_batch_records},
+    {"batch_age", HTTP, ROLE(ADDR_SINK), "http and https", opt_batch_age},
+    {"concurrency", HTTP, ROLE(ADDR_SINK), "http and https", opt_concurrency},
+    {"timeout", HTTP, ROLE(ADDR_SINK), "http and https", opt_timeout},
 };
+
+_Static_assert(sizeof(options) / sizeof(options[0]) <= 64,
+               "options given are bits of a uint64_t");
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -268,7 +490,7 @@ static bool option_fits(const struct option_def *o,
                         const struct weir_address *a)
 {
     return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
-           (!(o->kinds & TLS_ONLY) || a->tls);
+           (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP);
 }
 
 /* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */
@@ -344,11 +566,11 @@ static void unknown_option(const struct weir_address *a, const char *key,
 }
 
 /* One "key=value" of the option list; key and value are trimmed. */
-int address_parse_option(struct weir_address *a, char *item, unsigned *seen,
+int address_parse_option(struct weir_address *a, char *item, uint64_t *seen,
                          char *err, size_t errlen)
 {
     char *eq = strchr(item, '=');
-    char *key, *value, known[128];
+    char *key, *value, known[320];
     const struct option_def *o = NULL;
 
     if (eq != NULL)
@@ -377,11 +599,13 @@ int address_parse_option(struct weir_address *a, char *item, unsigned *seen,
         snprintf(err, errlen, "option '%s' needs a value: %s=VALUE", key, key);
         return -EINVAL;
     }
-    if (*seen & (1u << (o - options))) {
+    /* header= and label= may be given once per header or label. */
+    if ((*seen & (UINT64_C(1) << (o - options))) && o->parse != opt_header &&
+        o->parse != opt_label) {
         snprintf(err, errlen, "option '%s' is given twice", key);
         return -EINVAL;
     }
-    *seen |= 1u << (o - options);
+    *seen |= UINT64_C(1) << (o - options);
     if (o->parse(a, value, err, errlen) == 0)
         return 0;
     /* Prefix the value parser's sentence with the option it was about. */

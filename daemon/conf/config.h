@@ -17,6 +17,7 @@
 
 #include "sys/log.h"
 #include "conf/value.h"
+#include "weir/endpoint.h"
 #include "weir/loop.h"
 #include "weir/tls.h"
 
@@ -85,6 +86,18 @@
 #define CONF_MIN_MAX_RECORD          UINT64_C(16)
 #define CONF_MAX_MAX_RECORD          (64 * MiB)
 #define CONF_MAX_EXCLUDES            64
+/* An http sink (config/weir.conf.md says why these values). */
+#define CONF_DEFAULT_HTTP_BATCH_BYTES   (1 * MiB)
+#define CONF_MAX_HTTP_BATCH_BYTES       (256 * MiB)
+#define CONF_DEFAULT_HTTP_BATCH_RECORDS 10000
+#define CONF_MAX_HTTP_BATCH_RECORDS     10000000
+#define CONF_DEFAULT_HTTP_BATCH_AGE_MS  1000
+#define CONF_MAX_HTTP_BATCH_AGE_MS      (3600 * 1000)
+#define CONF_DEFAULT_HTTP_CONCURRENCY   2
+#define CONF_MAX_HTTP_CONCURRENCY       64
+#define CONF_DEFAULT_HTTP_TIMEOUT_MS    30000
+#define CONF_MAX_HTTP_TIMEOUT_MS        (3600 * 1000)
+#define CONF_MAX_HTTP_HEADERS           32
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -150,6 +163,8 @@ enum addr_kind {
     /* A file source whose path holds * ? or [: every file it matches,
      * now and later (weir/file_set.h). Spelt file: as the one file. */
     ADDR_FILE_SET,
+    /* http: and https: sinks, batches of records POSTed to a URL. */
+    ADDR_HTTP,
     ADDR_KINDS /* how many; a new kind goes before it */
 };
 
@@ -198,6 +213,22 @@ struct weir_address {
     enum weir_tls_version min_version;            /* default TLS 1.2 */
     uint64_t handshake_timeout_ms;
     struct weir_tls_ctx *tls_ctx; /* made by config_check (conf/tls.c) */
+    /* http, https: the URL (everything before the first comma), and the
+     * sink's options; ca= and verify= are the tls options above. */
+    char *url;
+    enum weir_http_preset preset;
+    enum weir_http_compression compression;
+    char *index;    /* elasticsearch: the action's _index */
+    char **headers; /* header=, each "Name: value" */
+    unsigned nheaders;
+    char **labels; /* label=, each "name=value" (loki) */
+    unsigned nlabels;
+    char *auth_file; /* a bearer token, read at the start */
+    char *user;      /* basic authentication, with password_file */
+    char *password_file;
+    char *dead_letter; /* records refused for good, appended */
+    uint64_t batch_bytes, batch_records, batch_age_ms;
+    uint64_t concurrency, timeout_ms;
     struct conf_loc loc;
 };
 

@@ -341,6 +341,51 @@ static void check_file_set(struct weir_pipeline *p, struct conf_diag *diag)
     free(dir);
 }
 
+/* A secret's file must be there and readable by the user weir runs as
+ * (it is read at the start, never logged). */
+static void check_secret(const struct weir_address *a, const char *key,
+                         const char *path, struct conf_diag *diag)
+{
+    if (path != NULL && access(path, R_OK) != 0)
+        config_error(diag, &a->loc, "sink: %s '%s': %s", key, path,
+                     strerror(errno));
+}
+
+static void check_http(const struct weir_address *a, struct conf_diag *diag)
+{
+    char *copy, *dir;
+    struct stat st;
+
+    if ((a->user == NULL) != (a->password_file == NULL))
+        config_error(diag, &a->loc,
+                     "sink: user= and password_file= go together (basic "
+                     "authentication)");
+    if (a->auth_file != NULL && a->user != NULL)
+        config_error(diag, &a->loc,
+                     "sink: auth_file= (a bearer token) and user= (basic "
+                     "authentication) exclude each other");
+    if ((a->ca != NULL || !a->verify) && strncmp(a->url, "https:", 6) != 0)
+        config_error(diag, &a->loc,
+                     "sink: ca= and verify= apply to https, not to http");
+    if (a->preset != WEIR_HTTP_ELASTICSEARCH && a->index != NULL)
+        config_error(diag, &a->loc,
+                     "sink: index= applies to preset=elasticsearch");
+    if (a->preset != WEIR_HTTP_LOKI && a->nlabels != 0)
+        config_error(diag, &a->loc, "sink: label= applies to preset=loki");
+    check_secret(a, "auth_file", a->auth_file, diag);
+    check_secret(a, "password_file", a->password_file, diag);
+    if (a->dead_letter == NULL || (copy = strdup(a->dead_letter)) == NULL)
+        return;
+    dir = dirname(copy);
+    if (stat(dir, &st) != 0)
+        config_error(diag, &a->loc, "sink: dead_letter directory '%s': %s", dir,
+                     strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        config_error(diag, &a->loc,
+                     "sink: dead_letter: '%s' is not a directory", dir);
+    free(copy);
+}
+
 static void check_pipeline(struct weir_pipeline *p, bool oneshot,
                            struct conf_diag *diag)
 {
@@ -369,6 +414,8 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
             s->append = !oneshot;
         if (s->kind == ADDR_FILE || s->kind == ADDR_UNIX_LISTEN)
             check_created_path(s, "sink", diag);
+        if (s->kind == ADDR_HTTP)
+            check_http(s, diag);
         conf_tls_check(s, diag);
         /* The series and the board tell sinks apart by their label (an
          * address written twice is another check's). */

@@ -99,6 +99,13 @@ int config_print_defaults(FILE *f)
                 listen->min_version == WEIR_TLS_1_3 ? "1.3" : "1.2");
         fprintf(f, "handshake_timeout=%" PRIu64 "ms\n",
                 listen->handshake_timeout_ms);
+        /* http: and https: sinks (the same untouched fields). */
+        fprintf(f, "preset=raw\ncompression=none\n");
+        fprintf(f, "batch_bytes=%" PRIu64 "\n", listen->batch_bytes);
+        fprintf(f, "batch_records=%" PRIu64 "\n", listen->batch_records);
+        fprintf(f, "batch_age=%" PRIu64 "ms\n", listen->batch_age_ms);
+        fprintf(f, "concurrency=%" PRIu64 "\n", listen->concurrency);
+        fprintf(f, "timeout=%" PRIu64 "ms\n", listen->timeout_ms);
         r = 0;
     }
     address_free(listen);

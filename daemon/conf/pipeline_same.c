@@ -12,6 +12,28 @@ static bool str_same(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
+static bool http_same(const struct weir_address *a,
+                      const struct weir_address *b)
+{
+    if (a->nheaders != b->nheaders || a->nlabels != b->nlabels)
+        return false;
+    for (unsigned i = 0; i < a->nheaders; i++)
+        if (strcmp(a->headers[i], b->headers[i]) != 0)
+            return false;
+    for (unsigned i = 0; i < a->nlabels; i++)
+        if (strcmp(a->labels[i], b->labels[i]) != 0)
+            return false;
+    return str_same(a->url, b->url) && a->preset == b->preset &&
+           a->compression == b->compression && str_same(a->index, b->index) &&
+           str_same(a->auth_file, b->auth_file) && str_same(a->user, b->user) &&
+           str_same(a->password_file, b->password_file) &&
+           str_same(a->dead_letter, b->dead_letter) &&
+           a->batch_bytes == b->batch_bytes &&
+           a->batch_records == b->batch_records &&
+           a->batch_age_ms == b->batch_age_ms &&
+           a->concurrency == b->concurrency && a->timeout_ms == b->timeout_ms;
+}
+
 static bool addr_same(const struct weir_address *a,
                       const struct weir_address *b)
 {
@@ -29,7 +51,8 @@ static bool addr_same(const struct weir_address *a,
            str_same(a->ca, b->ca) && str_same(a->sni, b->sni) &&
            str_same(a->alpn, b->alpn) && str_same(a->ciphers, b->ciphers) &&
            a->verify == b->verify && a->min_version == b->min_version &&
-           a->handshake_timeout_ms == b->handshake_timeout_ms;
+           a->handshake_timeout_ms == b->handshake_timeout_ms &&
+           http_same(a, b);
 }
 
 bool config_pipeline_same(const struct weir_pipeline *a,

@@ -622,6 +622,24 @@ static void json_u(struct text *t, const char *key, uint64_t v, bool comma)
     text_put(t, "\"%s\":%llu%s", key, (unsigned long long)v, comma ? "," : "");
 }
 
+/* An http sink's requests and answers (series_http.h). */
+static void json_http(struct text *t, const struct http_num *h)
+{
+    text_put(t, ",\"http\":{");
+    json_u(t, "requests", h->v[HN_REQUESTS], true);
+    json_u(t, "in_flight", h->v[HN_IN_FLIGHT], true);
+    json_u(t, "batches_acked", h->v[HN_BATCHES], true);
+    json_u(t, "records_acked", h->v[HN_RECORDS], true);
+    json_u(t, "body_bytes_acked", h->v[HN_BYTES], true);
+    json_u(t, "dead_letter_records", h->v[HN_DEAD_LETTER], true);
+    text_put(t, "\"retries\":{");
+    json_u(t, "connect", h->v[HN_RETRY_CONNECT], true);
+    json_u(t, "timeout", h->v[HN_RETRY_TIMEOUT], true);
+    json_u(t, "429", h->v[HN_RETRY_429], true);
+    json_u(t, "5xx", h->v[HN_RETRY_5XX], false);
+    text_put(t, "}}");
+}
+
 static void json_sink(struct text *t, const struct row *w)
 {
     const struct sink_num *sn = w->sn;
@@ -649,7 +667,10 @@ static void json_sink(struct text *t, const struct row *w)
     json_u(t, "reconnects", sn->reconnects, true);
     json_u(t, "queue_bytes", sn->queued, true);
     json_u(t, "high_water_mark", stream_sink_hwm(w->pl->p, w->idx), true);
-    text_put(t, "\"queue_fill\":%.4f}", w->fill);
+    text_put(t, "\"queue_fill\":%.4f", w->fill);
+    if (sn->http.is_http)
+        json_http(t, &sn->http);
+    text_put(t, "}");
 }
 
 static void json_pipeline(struct text *t, const struct run *r,

@@ -376,6 +376,30 @@ static bool stdout_closed(const struct stream *s, int err)
  * the progress line was); a failure, a cut or an interruption is always
  * said, with what reached each sink.
  */
+/* Records an http sink's collector refused for good: handled (the dead
+ * letters have them), but not delivered, so weir pipe says so and fails. */
+static uint64_t pipe_refused(const struct pipeline *pl, const struct stream *s)
+{
+    uint64_t n, all = 0;
+
+    for (unsigned i = 0; i < pl->p->nsinks; i++) {
+        if (pl->p->sinks[i]->kind != ADDR_HTTP)
+            continue;
+        /* Relaxed: the stream is over; a statistic. */
+        n = atomic_load_explicit(&stream_sink_live(s, i)->http.dead_letter,
+                                 memory_order_relaxed);
+        if (n)
+            fprintf(stderr,
+                    "weir pipe: %s refused %llu records for good: not "
+                    "delivered%s\n",
+                    pl->p->sinks[i]->label, (unsigned long long)n,
+                    pl->p->sinks[i]->dead_letter ? " (see its dead_letter file)"
+                                                 : "");
+        all += n;
+    }
+    return all;
+}
+
 static void pipe_stream_ended(struct run *r, struct pipeline *pl,
                               struct stream *s)
 {
@@ -396,6 +420,8 @@ static void pipe_stream_ended(struct run *r, struct pipeline *pl,
                 pl->p->source->text, (unsigned long long)cut);
         r->exit_status = 1;
     }
+    if (pipe_refused(pl, s))
+        r->exit_status = 1;
     /* After an interruption the cut is ours: its error is no news. */
     if (err && !r->stop_signal) {
         fprintf(stderr, "weir pipe: failed: %s\n",

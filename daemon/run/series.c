@@ -248,6 +248,8 @@ void series_stream_ended(struct series *t, const struct stream *s)
                                                          memory_order_relaxed));
         sn->reconnects +=
             atomic_load_explicit(&sl->reconnects, memory_order_relaxed);
+        if (p->sinks[i]->kind == ADDR_HTTP)
+            http_num_add(&sn->http, &sl->http, false);
     }
 }
 
@@ -287,6 +289,7 @@ static bool snap_add(struct series *snap, const struct series *t)
             sn->dropped += a->sinks[j].dropped;
             sn->blocked_ns += a->sinks[j].blocked_ns;
             sn->reconnects += a->sinks[j].reconnects;
+            http_num_merge(&sn->http, &a->sinks[j].http);
         }
         for (size_t j = 0; j < a->nxfs; j++) {
             struct xf_num *x = xf_of(b, a->xfs[j].pos, a->xfs[j].spec);
@@ -337,6 +340,8 @@ static void live_stream(void *arg, const struct stream *s)
         sn->reconnects +=
             atomic_load_explicit(&sl->reconnects, memory_order_relaxed);
         sn->queued += atomic_load_explicit(&sl->queued, memory_order_relaxed);
+        if (p->sinks[i]->kind == ADDR_HTTP)
+            http_num_add(&sn->http, &sl->http, true);
         if (st < SINK_STATES)
             sn->in_state[st]++;
     }
@@ -378,16 +383,7 @@ static bool snap_live(struct series *snap, const struct run *r)
 /* A label value with \, " and newline escaped. */
 static void put_label(struct text *t, const char *v)
 {
-    for (; *v; v++) {
-        if (*v == '\\')
-            text_put(t, "\\\\");
-        else if (*v == '"')
-            text_put(t, "\\\"");
-        else if (*v == '\n')
-            text_put(t, "\\n");
-        else
-            text_put(t, "%c", *v);
-    }
+    text_prom_label(t, v);
 }
 
 static void family(struct text *t, const char *name, const char *type,
@@ -576,6 +572,23 @@ static void put_sink_states(struct text *t, const struct series *snap)
                 text_put(t, "\",state=\"%s\"} %llu\n", sink_state_name[k],
                          (unsigned long long)snap->pls[i].sinks[j].in_state[k]);
             }
+}
+
+/* The http sinks' families, each with every http sink's samples. */
+static void put_http(struct text *t, const struct series *snap)
+{
+    bool any = false;
+
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            any |= snap->pls[i].sinks[j].http.is_http;
+    for (unsigned k = 0; any && k < http_families(); k++) {
+        http_family_head(t, k);
+        for (size_t i = 0; i < snap->npls; i++)
+            for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+                http_family_put(t, k, &snap->pls[i].sinks[j].http,
+                                snap->pls[i].name, snap->pls[i].sinks[j].name);
+    }
 }
 
 static void put_xform(struct text *t, const char *name, const char *pl,
@@ -769,6 +782,7 @@ char *series_render(const struct run *r, size_t *len)
     put_pipelines(&t, &snap);
     put_sinks(&t, &snap);
     put_sink_states(&t, &snap);
+    put_http(&t, &snap);
     put_sink_queues(&t, &snap);
     put_xforms(&t, &snap);
     put_files(&t, &snap);

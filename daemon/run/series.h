@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "run/series_http.h"
 #include "stream/stream.h"
 
 struct run;
@@ -23,6 +24,7 @@ struct sink_num {
      * (0: the pipeline is gone). */
     uint64_t in_state[SINK_STATES];
     uint64_t queued, hwm;
+    struct http_num http; /* an http sink's */
 };
 
 struct xf_num {

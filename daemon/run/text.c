@@ -41,6 +41,20 @@ void text_put(struct text *t, const char *fmt, ...)
     }
 }
 
+void text_prom_label(struct text *t, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\')
+            text_put(t, "\\\\");
+        else if (*v == '"')
+            text_put(t, "\\\"");
+        else if (*v == '\n')
+            text_put(t, "\\n");
+        else
+            text_put(t, "%c", *v);
+    }
+}
+
 void text_json_str(struct text *t, const char *s)
 {
     text_put(t, "\"");

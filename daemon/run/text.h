@@ -19,6 +19,8 @@ __attribute__((format(printf, 2, 3))) void text_put(struct text *t,
                                                     const char *fmt, ...);
 /* v bytes as a person reads them ("3.8 MiB"), then suffix ("/s"). */
 void text_human_bytes(char *out, size_t len, double v, const char *suffix);
+/* s as a Prometheus label's value, without its quotes. */
+void text_prom_label(struct text *t, const char *s);
 /* s as a JSON string, quotes included. */
 void text_json_str(struct text *t, const char *s);
 

@@ -341,26 +341,30 @@ static int check_file_sink(const struct weir_pipeline *p,
 }
 
 /* At the start: the file sinks are opened (created, truncated when
- * append=no). Returns 0 or -errno, logged. */
+ * append=no), and an http sink's dead letters (appended to, never
+ * truncated: they are the operator's to read). Returns 0 or -errno,
+ * logged. */
 static int open_file_sinks(struct pipeline *pl)
 {
     const struct weir_pipeline *p = pl->p;
 
     for (size_t i = 0; i < p->nsinks; i++) {
         const struct weir_address *a = p->sinks[i];
+        const char *path = a->kind == ADDR_FILE ? a->path : a->dead_letter;
+        bool dead = a->kind == ADDR_HTTP;
         int fd;
 
-        if (a->kind != ADDR_FILE || pl->res[i].file_fd >= 0)
+        if ((a->kind != ADDR_FILE && !(dead && path)) ||
+            pl->res[i].file_fd >= 0)
             continue;
         /* O_NONBLOCK: a path that is a FIFO with no reader fails here
          * (ENXIO) rather than holding the main thread in open(2). */
-        fd = open(a->path,
+        fd = open(path,
                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK |
-                      (a->append ? 0 : O_TRUNC),
-                  0644);
+                      (a->append || dead ? 0 : O_TRUNC),
+                  dead ? 0600 : 0644);
         if (fd < 0 && errno == ENXIO) {
-            log_errx("pipeline %s: %s is a FIFO with no reader", p->name,
-                     a->path);
+            log_errx("pipeline %s: %s is a FIFO with no reader", p->name, path);
             return -ENXIO;
         }
         if (fd < 0) {
@@ -368,14 +372,14 @@ static int open_file_sinks(struct pipeline *pl)
             int err = errno;
 
             log_errx("%spipeline %s: %s: %s", at(a, w, sizeof(w)), p->name,
-                     a->path, strerror(err));
+                     path, strerror(err));
             return -err;
         }
         /* Writes go through the loop, which waits for room itself. */
         if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
             int rc = -errno;
 
-            log_err("pipeline %s: %s", p->name, a->path);
+            log_err("pipeline %s: %s", p->name, path);
             close(fd);
             return rc;
         }

@@ -79,6 +79,26 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
             log_debug("pipeline %s: still cannot resolve %s: %s", name, a->text,
                       gai_strerror(err));
         break;
+    case WEIR_EP_HTTP_FAILING:
+        (void)outage_begins(&s->ss[pc->idx]);
+        atomic_store_explicit(&sl->state, SINK_RETRYING, memory_order_relaxed);
+        if (err > 0)
+            log_warnx("pipeline %s: %s answered HTTP %d; retrying (one line "
+                      "when it is up again)",
+                      name, s->sp->p->sinks[pc->idx]->label, err);
+        else
+            log_warnx("pipeline %s: no answer from %s: %s; retrying (one "
+                      "line when it is up again)",
+                      name, s->sp->p->sinks[pc->idx]->label, strerror(-err));
+        break;
+    case WEIR_EP_HTTP_REJECTED:
+        log_errx("pipeline %s: %s refused %llu records for good (HTTP %d); "
+                 "%s",
+                 name, s->sp->p->sinks[pc->idx]->label, (unsigned long long)off,
+                 err,
+                 a->dead_letter ? "written to its dead_letter file"
+                                : "dropped: the sink has no dead_letter=");
+        break;
     case WEIR_EP_RESUMED:
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
                  name, a->text, (unsigned long long)off);
@@ -138,6 +158,75 @@ void stream_peer_options(const struct weir_pipeline *p,
     o->send_timeout_ns = p->send_timeout_ms * 1000 * 1000;
 }
 
+/* A secret's file (a token, a password): its first line. Read on the
+ * worker as the sink is made: a few bytes of a local file. */
+static int read_secret(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0)
+        return -errno;
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return 0;
+}
+
+static int make_http(struct stream *s, unsigned i, uint64_t hwm,
+                     _Atomic uint64_t *counter, struct weir_endpoint **out)
+{
+    const struct weir_address *a = s->sp->p->sinks[i];
+    char secret[4096];
+    struct weir_http_sink_options ho = {
+        .hwm = hwm,
+        .counter = counter,
+        .stats = &s->live[i].http,
+        .url = a->url,
+        .preset = a->preset,
+        .compression = a->compression,
+        .index = a->index,
+        .headers = (const char *const *)a->headers,
+        .nheaders = a->nheaders,
+        .labels = (const char *const *)a->labels,
+        .nlabels = a->nlabels,
+        .user = a->user,
+        .batch_bytes = a->batch_bytes,
+        .batch_records = (uint32_t)a->batch_records,
+        .batch_age_ns = a->batch_age_ms * 1000000,
+        .concurrency = (unsigned)a->concurrency,
+        .timeout_ns = a->timeout_ms * 1000000,
+        .connect_timeout_ns = s->sp->p->connect_timeout_ms * 1000000,
+        .ca = a->ca,
+        .insecure = !a->verify,
+        .has_dead_letter = s->sp->res[i].file_fd >= 0,
+        .dead_letter_fd = s->sp->res[i].file_fd,
+        .on_event = sink_event,
+        .event_arg = stream_pipe_ctx(s, (int)i),
+    };
+    const char *file = a->auth_file ? a->auth_file : a->password_file;
+    int rc;
+
+    if (file && (rc = read_secret(file, secret, sizeof(secret))) != 0) {
+        log_errx("pipeline %s: %s: cannot read %s: %s", s->sp->p->name,
+                 a->label, file, strerror(-rc));
+        return rc;
+    }
+    if (a->auth_file)
+        ho.bearer = secret;
+    else if (a->password_file)
+        ho.password = secret;
+    /* Relaxed: a statistic (struct sink_live). */
+    atomic_store_explicit(&s->live[i].state, SINK_CONNECTING,
+                          memory_order_relaxed);
+    rc = weir_endpoint_http_sink(out, s->home.loop, &ho);
+    explicit_bzero(secret, sizeof(secret));
+    return rc;
+}
+
 static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
 {
     struct stream_home *h = &s->home;
@@ -189,6 +278,8 @@ static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
         if (fd < 0)
             return -errno;
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
+    case ADDR_HTTP:
+        return make_http(s, i, o.hwm, o.counter, out);
     case ADDR_NULL: {
         struct weir_null_sink_options no = {.hwm = o.hwm, .counter = o.counter};
 

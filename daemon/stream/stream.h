@@ -153,12 +153,13 @@ enum sink_state {
 /* What a sink's worker tells anyone who looks while it runs. Relaxed,
  * one writer each: statistics that order nothing. */
 struct sink_live {
-    _Atomic uint64_t out;        /* bytes delivered (sink 0's: bytes_out) */
-    _Atomic uint64_t blocked_ns; /* sink_stats.blocked_ns so far */
-    _Atomic uint64_t dropped;    /* what its tee branch dropped so far */
-    _Atomic uint64_t queued;     /* bytes waiting in its queue */
-    _Atomic uint32_t reconnects; /* connections made again after a loss */
-    _Atomic uint32_t state;      /* enum sink_state */
+    _Atomic uint64_t out;           /* bytes delivered (sink 0's: bytes_out) */
+    _Atomic uint64_t blocked_ns;    /* sink_stats.blocked_ns so far */
+    _Atomic uint64_t dropped;       /* what its tee branch dropped so far */
+    _Atomic uint64_t queued;        /* bytes waiting in its queue */
+    _Atomic uint32_t reconnects;    /* connections made again after a loss */
+    _Atomic uint32_t state;         /* enum sink_state */
+    struct weir_http_counters http; /* an http sink's (its endpoint adds) */
 };
 
 /* A transform's bytes in and out so far, kept like struct sink_live. */

@@ -584,6 +584,36 @@ static const struct bad_case bad_cases[] = {
      "chunk_size = 1 TiB\r\n",
      {8, 10},
      "unknown key 'more'"},
+    {"http_bad_preset",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http://127.0.0.1:8123/?query=x,preset=clickhose\n",
+     {3},
+     "preset: 'clickhose' is not a preset (did you mean 'clickhouse'?)"},
+    {"http_bad_compression",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = https://127.0.0.1:9200/_bulk,compression=brotli\n",
+     {3},
+     "compression: 'brotli' is not a compression: use none, gzip, zstd"},
+    {"http_labels",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http://127.0.0.1:3100/loki/api/v1/push,preset=loki,"
+     "label=9x=y\n"
+     "sink = http://127.0.0.1:1/,label=job=x,name=b\n",
+     {3, 4},
+     "label= applies to preset=loki"},
+    {"http_options",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http://127.0.0.1:1/,user=me\n"
+     "sink = http:127.0.0.1:1,name=b\n"
+     "sink = http://127.0.0.1:1/,ca=x.pem,name=c\n",
+     {3, 4, 5},
+     "user= and password_file= go together"},
+    {"http_misplaced",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = tcp:127.0.0.1:1,preset=raw\n"
+     "sink = http://127.0.0.1:1/,header=nocolon,name=e\n",
+     {3, 4},
+     "option 'preset' applies to http and https"},
     {"three_errors",
      "[daemon]\nworkers = none\n\n[pipeline a]\nsource = file:data.txt\n"
      "sink = tcp:localhost:http\nfollow = perhaps\n",
@@ -677,6 +707,21 @@ static void test_good_configs(void **state)
              "sink = TCP-CONNECT:localhost:9000\nsink = -\n"
              "[pipeline listen]\nsource = UNIX-LISTEN:in.sock\n"
              "sink = TCP:[::1]:9001\nsink = FILE:copy.txt\n");
+    /* An http sink with every option; headers repeat. */
+    check_ok("http",
+             "[pipeline a]\nsource = file:data.txt\n"
+             "sink = http://127.0.0.1:8123/?query=INSERT INTO t FORMAT "
+             "JSONEachRow,preset=clickhouse,compression=gzip,"
+             "header=X-A: 1,header=X-B: 2,batch_bytes=2MiB,"
+             "batch_records=500,batch_age=250ms,concurrency=4,timeout=5s,"
+             "dead_letter=/tmp/dead.jsonl,name=ch\n"
+             "sink = HTTPS://localhost:9200/_bulk,preset=elasticsearch,"
+             "index=logs,compression=zstd,ca=/etc/ssl/certs/"
+             "ca-certificates.crt,verify=no,name=es\n"
+             "sink = http://127.0.0.1:3100/loki/api/v1/push,preset=loki,"
+             "label=job=app,label=env=a=b,name=loki\n"
+             "sink = http://127.0.0.1:8088/services/collector/event,"
+             "preset=splunk_hec,name=hec\n");
     /* Two listeners on one port but different specific hosts are fine. */
     check_ok("two_hosts",
              "[pipeline a]\nsource = file:data.txt\nsink = "

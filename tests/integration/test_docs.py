@@ -18,11 +18,12 @@ import sys
 SIZE_UNITS = {'': 1, 'b': 1, 'kib': 1 << 10, 'mib': 1 << 20, 'gib': 1 << 30}
 TIME_UNITS = {'': 1000, 'ms': 1, 's': 1000, 'min': 60000, 'h': 3600000}
 SIZES = {'high_water_mark', 'chunk_size', 'pool_size', 'notsent_lowat',
-         'max_record'}
+         'max_record', 'batch_bytes'}
 DURATIONS = {'drain_timeout', 'handshake_timeout', 'keepalive_idle',
              'tcp_user_timeout', 'send_timeout', 'connect_timeout',
              'flush_interval', 'checkpoint_interval', 'ignore_older',
-             'rotate_wait', 'line_timeout', 'rescan_interval'}
+             'rotate_wait', 'line_timeout', 'rescan_interval', 'batch_age',
+             'timeout'}
 
 
 def norm(key, text):

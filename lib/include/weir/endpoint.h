@@ -27,6 +27,9 @@
  *          closes or resets its end is a lost connection at once, not at
  *          the next write (what the peer sends is read and dropped).
  *   null   discards.
+ *   http   POSTs batches of records (lines) to an HTTP collector through
+ *          libcurl on the loop; what it acknowledges is what the
+ *          collector answered 2xx to (weir_endpoint_http_sink).
  *
  * Lifetime: weir_endpoint_destroy destroys the stream (which must no longer
  * be locked by a pipe or tee), cancels the endpoint's operations, closes
@@ -66,6 +69,13 @@ enum weir_endpoint_event {
      * EAI_* code (for gai_strerror); a retry is scheduled when reconnect
      * is set. */
     WEIR_EP_RESOLVE_FAIL,
+    /* An http sink. FAILING: a request failed and is retried; err: the
+     * HTTP status, or -errno (-ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, ...)
+     * when no answer came. CONNECTED follows at the next success.
+     * REJECTED: the collector refused records for good (a 4xx other than
+     * 408 and 429); err: the status; offset: how many records. */
+    WEIR_EP_HTTP_FAILING,
+    WEIR_EP_HTTP_REJECTED,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -241,6 +251,85 @@ struct weir_socket_sink_options {
     const char *tls_name;
 };
 
+/* How an http sink shapes its body and reads its answers. */
+enum weir_http_preset {
+    WEIR_HTTP_RAW = 0,       /* records newline-separated; any 2xx */
+    WEIR_HTTP_CLICKHOUSE,    /* JSONEachRow: objects as they are, other
+                                lines as {"message":"..."} */
+    WEIR_HTTP_ELASTICSEARCH, /* _bulk NDJSON, an action line per record;
+                                the answer's items read one by one */
+    WEIR_HTTP_SPLUNK_HEC,    /* {"event":...} per record; the token as
+                                Authorization: Splunk */
+    WEIR_HTTP_LOKI,          /* Loki's push API: one stream of `labels`,
+                                each record a value stamped at its batch */
+};
+
+enum weir_http_compression {
+    WEIR_HTTP_IDENTITY = 0,
+    WEIR_HTTP_GZIP,
+    WEIR_HTTP_ZSTD,
+};
+
+/* Buckets of weir_http_counters.answer: answers that took at most
+ * weir_http_answer_le_ms[i] ms; the last bucket is everything slower. */
+#define WEIR_HTTP_ANSWER_BUCKETS 8
+extern const uint32_t weir_http_answer_le_ms[WEIR_HTTP_ANSWER_BUCKETS - 1];
+
+/* What an http sink has done, added relaxed (another thread samples). */
+struct weir_http_counters {
+    _Atomic uint64_t requests;                /* requests sent */
+    _Atomic uint64_t batches, records, bytes; /* acknowledged (bytes: body) */
+    _Atomic uint64_t retry_connect, retry_timeout, retry_429, retry_5xx;
+    _Atomic uint64_t dead_letter; /* records refused for good */
+    _Atomic uint64_t in_flight;   /* requests out now */
+    _Atomic uint64_t answer[WEIR_HTTP_ANSWER_BUCKETS];
+    _Atomic uint64_t answer_us; /* the answers' times summed */
+};
+
+/*
+ * Options of an http sink (weir_endpoint_http_sink). Strings are copied.
+ * The input is cut into records at '\n' (a last line without one is a
+ * record at the close; a line longer than batch_bytes or hwm is cut),
+ * records are batched, and each batch is POSTed to url; `counter` (and
+ * weir_endpoint_acked) count the input bytes of the batches answered 2xx,
+ * in order.
+ */
+struct weir_http_sink_options {
+    uint64_t hwm; /* input held, batches out included; 0: 1 MiB */
+    _Atomic uint64_t *counter;
+    struct weir_http_counters *stats; /* may be NULL */
+    const char *url;                  /* http:// or https:// */
+    enum weir_http_preset preset;
+    enum weir_http_compression compression;
+    const char *index; /* Elasticsearch: the action's _index; NULL: URL's */
+    /* Loki: the stream's labels, each "name=value"; none: job=weir. */
+    const char *const *labels;
+    unsigned nlabels;
+    /* "Name: value" lines sent with every request. */
+    const char *const *headers;
+    unsigned nheaders;
+    /* Authorization: Bearer (splunk_hec: Splunk) TOKEN; NULL: none. */
+    const char *bearer;
+    const char *user, *password; /* basic authentication; NULL: none */
+    uint64_t batch_bytes;        /* 0: 1 MiB */
+    uint32_t batch_records;      /* 0: 10000 */
+    uint64_t batch_age_ns;       /* 0: 1 s */
+    unsigned concurrency;        /* requests out at once; 0: 2 */
+    uint64_t timeout_ns;         /* a request's whole time; 0: 30 s */
+    uint64_t connect_timeout_ns; /* 0: 10 s */
+    uint64_t backoff_min_ns;     /* first retry delay; 0: 100 ms */
+    uint64_t backoff_max_ns;     /* cap of the doubling; 0: 30 s */
+    const char *ca;              /* https: a PEM file of CAs; NULL: system */
+    bool insecure;               /* https: no certificate check */
+    /* Records refused for good go here, one JSON line each
+     * ({"status":N,"answer":"...","record":"..."}), appended with
+     * write(2). Not closed by the endpoint. */
+    bool has_dead_letter;
+    int dead_letter_fd;
+    weir_endpoint_event_fn on_event; /* may be NULL */
+    void *event_arg;
+};
+
 /*
  * Owner of `loop`. Each creates the endpoint and its stream. Returns 0,
  * -EINVAL (bad options), -ENOMEM. On failure an fd marked own_fd is
@@ -259,6 +348,12 @@ int weir_endpoint_socket_sink(struct weir_endpoint **out,
                               const struct weir_socket_sink_options *o);
 int weir_endpoint_null_sink(struct weir_endpoint **out, struct weir_loop *loop,
                             const struct weir_null_sink_options *o);
+/* libweir built with libcurl; -ENOTSUP when the URL's scheme is neither
+ * http nor https. */
+int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
+                            const struct weir_http_sink_options *o);
+/* The libcurl libweir runs with ("7.88.1"). */
+const char *weir_http_curl_version(void);
 
 /* Owner. The endpoint's stream (NULL for the other direction). */
 struct weir_readable *weir_endpoint_readable(struct weir_endpoint *ep);

@@ -23,6 +23,7 @@
 #include "stream/relay.h"
 #include "stream/sinks.h"
 #include "stream/stream_impl.h"
+#include "stream/watch.h"
 #include "stream/xforms.h"
 #include "sys/log.h"
 
@@ -60,7 +61,7 @@ static void set_event(void *arg, enum weir_file_set_event ev, const char *path,
 
     if (ev == WEIR_FS_FOUND || ev == WEIR_FS_ROTATED ||
         ev == WEIR_FS_TRUNCATED || ev == WEIR_FS_COPY_READ)
-        ckpt_set_soon(s);
+        stream_ckpt_soon(s);
     switch (ev) {
     case WEIR_FS_FOUND:
         log_debug("pipeline %s: found %s: reading it from byte %llu", p->name,

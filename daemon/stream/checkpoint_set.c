@@ -368,31 +368,6 @@ void ckpt_set_sample(struct stream *s, bool final)
     free(atomic_exchange_explicit(&cs->mail, w.buf, memory_order_acq_rel));
 }
 
-static void soon_fire(struct weir_op *op, int res, uint32_t flags)
-{
-    struct stream *s = weir_container_of(op, struct stream, home.ck_soon.op);
-    struct stream_home *h = &s->home;
-
-    (void)res;
-    (void)flags;
-    if (h->reap) {
-        stream_try_reap(s);
-        return;
-    }
-    if (!h->finished)
-        ckpt_set_sample(s, false);
-}
-
-void ckpt_set_soon(struct stream *s)
-{
-    struct stream_home *h = &s->home;
-
-    if (!s->sp->ckset || h->finished || h->reap || h->ck_soon.op.pending)
-        return;
-    h->ck_soon.op.fn = soon_fire;
-    weir_loop_timer_start(h->loop, &h->ck_soon, 1000 * 1000);
-}
-
 /* Main loop. The stream is alive: its `done` is posted after this. */
 void ckpt_set_save_task(struct weir_task *t)
 {

@@ -48,12 +48,8 @@ size_t ckpt_set_known(const struct ckpt_set *cs,
 /* Worker. One sample (`final` once the pipes have ended): the
  * acknowledgement to the file set, and the text when it changed. */
 void ckpt_set_sample(struct stream *s, bool final);
-/* Worker. A file of the glob source was found, rotated or cut: a text
- * that names it is made within a millisecond and written at once, so a
- * file born and rotated away between two intervals is in a checkpoint
- * before a kill -9 can come (the restart finds it by its head). */
-void ckpt_set_soon(struct stream *s);
-/* Main loop: the task ckpt_set_soon posts (s->ck_save). */
+/* Main loop: the task ckpt_set_sample posts (s->ck_save) when its text
+ * names a file the last one did not. */
 void ckpt_set_save_task(struct weir_task *t);
 
 #endif

@@ -323,3 +323,28 @@ void stream_kick_init(struct stream *s)
     h->kick.op.fn = kick_fire;
     h->kick_ns = KICK_MIN_NS;
 }
+
+static void ckpt_soon_fire(struct weir_op *op, int res, uint32_t flags)
+{
+    struct stream *s = weir_container_of(op, struct stream, home.ck_soon.op);
+    struct stream_home *h = &s->home;
+
+    (void)res;
+    (void)flags;
+    if (h->reap) {
+        stream_try_reap(s);
+        return;
+    }
+    if (!h->finished)
+        ckpt_set_sample(s, false);
+}
+
+void stream_ckpt_soon(struct stream *s)
+{
+    struct stream_home *h = &s->home;
+
+    if (!s->sp->ckset || h->finished || h->reap || h->ck_soon.op.pending)
+        return;
+    h->ck_soon.op.fn = ckpt_soon_fire;
+    weir_loop_timer_start(h->loop, &h->ck_soon, 1000 * 1000);
+}

@@ -16,7 +16,7 @@
 set -eu
 
 prefix=${1:-build/bench/peers/syslog-ng}
-pkgs="syslog-ng-core libivykis0 libnet1"
+pkgs="syslog-ng-core syslog-ng-mod-http libivykis0 libnet1"
 
 mkdir -p "$prefix/debs"
 prefix=$(cd "$prefix" && pwd)

@@ -36,16 +36,19 @@ static void die(const char *what)
     abort();
 }
 
+/* The buffers are kept NUL-terminated past their bytes: the parsing
+ * below uses the str* functions. */
 static void put(struct conn *k, const char *p, size_t n)
 {
-    if (k->len + n > k->cap) {
-        k->cap = (k->len + n) * 2;
+    if (k->len + n + 1 > k->cap) {
+        k->cap = (k->len + n) * 2 + 1;
         k->buf = realloc(k->buf, k->cap);
         if (!k->buf)
             die("realloc");
     }
     memcpy(k->buf + k->len, p, n);
     k->len += n;
+    k->buf[k->len] = '\0';
 }
 
 static const char *header(const char *h, size_t hlen, const char *name)
@@ -91,6 +94,9 @@ static char *gunzip(const char *p, size_t n, size_t *out)
     }
     *out = z.total_out;
     inflateEnd(&z);
+    if (*out == cap)
+        o = realloc(o, cap + 1);
+    o[*out] = '\0';
     return o;
 }
 
@@ -105,6 +111,7 @@ static char *unzstd(const char *p, size_t n, size_t *out)
     *out = ZSTD_decompress(o, sz + 1, p, n);
     if (ZSTD_isError(*out))
         die("zstd");
+    o[*out] = '\0';
     return o;
 }
 
@@ -261,9 +268,13 @@ static bool serve(struct coll *c, struct conn *k, bool *close_it)
         snprintf(c->auth, sizeof(c->auth), "%.*s", (int)strcspn(cl, "\r\n"),
                  cl);
     }
-    if (!c->first[0])
-        snprintf(c->first, sizeof(c->first), "%.*s", (int)strcspn(body, "\n"),
-                 body);
+    if (!c->first[0]) {
+        /* The body is not NUL-terminated: its first line within dlen. */
+        const char *nl = memchr(body, '\n', dlen);
+        size_t fl = nl ? (size_t)(nl - body) : dlen;
+
+        snprintf(c->first, sizeof(c->first), "%.*s", (int)fl, body);
+    }
     n = c->requests++;
     if (c->o.batch_status)
         st = c->o.batch_status(c, n, body, dlen);
@@ -283,6 +294,7 @@ static bool serve(struct coll *c, struct conn *k, bool *close_it)
     free(ans);
     memmove(k->buf, k->buf + hlen + blen, k->len - hlen - blen);
     k->len -= hlen + blen;
+    k->buf[k->len] = '\0';
     return !*close_it && !k->hung;
 }
 

@@ -24,7 +24,21 @@ src=${1:?usage: test_readme_ship.sh SOURCE_ROOT BUILD_DIR}
 build=$(cd "${2:?}" && pwd)
 command -v socat >/dev/null || { echo "SKIP: socat is not installed"; exit 77; }
 tmp=$(mktemp -d /tmp/weir-recipe-XXXXXX)
-trap 'kill $(cat "$tmp/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+# The recipe's processes are stopped, and waited for (weir writes its last
+# checkpoint into the scratch directory as it stops), before it goes.
+cleanup() {
+	local pids p n=0
+	pids=$(cat "$tmp/pids" 2>/dev/null) || true
+	kill $pids 2>/dev/null || true
+	for p in $pids; do
+		while kill -0 "$p" 2>/dev/null && [ $n -lt 200 ]; do
+			sleep 0.05
+			n=$((n + 1))
+		done
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 # The block, as the README has it.
 sed -n '/^<!-- recipe: ship -->$/,/^<!-- end recipe -->$/p' "$src/README.md" |

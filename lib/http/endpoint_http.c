@@ -528,20 +528,6 @@ static int after_write(struct http_sink *hs)
     return WEIR_PENDING;
 }
 
-static int http_write(struct weir_writable *ws, void *ctx, struct weir_chunk c)
-{
-    struct http_sink *hs = hs_of(ctx);
-    int rc;
-
-    (void)ws;
-    if (hs->err) {
-        weir_chunk_unref(&c, hs->ep.slot);
-        return hs->err;
-    }
-    rc = take(hs, c);
-    return rc ? rc : after_write(hs);
-}
-
 static int http_writev(struct weir_writable *ws, void *ctx,
                        const struct weir_chunk *c, unsigned n)
 {
@@ -556,6 +542,11 @@ static int http_writev(struct weir_writable *ws, void *ctx,
             weir_chunk_unref(&c[i], hs->ep.slot);
     }
     return rc ? rc : after_write(hs);
+}
+
+static int http_write(struct weir_writable *ws, void *ctx, struct weir_chunk c)
+{
+    return http_writev(ws, ctx, &c, 1);
 }
 
 static int http_close(struct weir_writable *ws, void *ctx)

@@ -435,6 +435,7 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     a->batch_age_ms = CONF_DEFAULT_HTTP_BATCH_AGE_MS;
     a->concurrency = CONF_DEFAULT_HTTP_CONCURRENCY;
     a->timeout_ms = CONF_DEFAULT_HTTP_TIMEOUT_MS;
+    a->retries = CONF_HTTP_RETRIES_UNSET;
     a->text = strdup(text);
     if (a->text == NULL) {
         free(a);

@@ -236,6 +236,7 @@ static const char *const preset_names[] = {
     [WEIR_HTTP_ELASTICSEARCH] = "elasticsearch",
     [WEIR_HTTP_SPLUNK_HEC] = "splunk_hec",
     [WEIR_HTTP_LOKI] = "loki",
+    [WEIR_HTTP_OTLP] = "otlp",
     NULL,
 };
 
@@ -340,10 +341,10 @@ static int opt_label(struct weir_address *a, const char *v, char *err,
 
     if (v[n] != '=' || n == 0 || (v[0] >= '0' && v[0] <= '9') ||
         strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                  "0123456789_") != n) {
+                  "0123456789_.") != n) {
         snprintf(err, errlen,
                  "'%s' is not a label: write name=value (name: letters, "
-                 "digits, '_')",
+                 "digits, '_', and '.' for otlp)",
                  v);
         return -EINVAL;
     }
@@ -429,6 +430,21 @@ static int opt_timeout(struct weir_address *a, const char *v, char *err,
                              err, errlen);
 }
 
+/* A number of retries, or `forever` (0). */
+static int opt_retries(struct weir_address *a, const char *v, char *err,
+                       size_t errlen)
+{
+    if (strcmp(v, "forever") == 0) {
+        a->retries = 0;
+        return 0;
+    }
+    if (value_uint(v, 1, CONF_MAX_HTTP_RETRIES, &a->retries, err, errlen) == 0)
+        return 0;
+    snprintf(err, errlen, "'%s' is not a count of retries (1 to %d) or forever",
+             v, CONF_MAX_HTTP_RETRIES);
+    return -EINVAL;
+}
+
 #define HTTP KIND(ADDR_HTTP)
 
 static const struct option_def options[] = {
@@ -479,6 +495,7 @@ static const struct option_def options[] = {
     {"batch_age", HTTP, ROLE(ADDR_SINK), "http and https", opt_batch_age},
     {"concurrency", HTTP, ROLE(ADDR_SINK), "http and https", opt_concurrency},
     {"timeout", HTTP, ROLE(ADDR_SINK), "http and https", opt_timeout},
+    {"retries", HTTP, ROLE(ADDR_SINK), "http and https", opt_retries},
 };
 
 _Static_assert(sizeof(options) / sizeof(options[0]) <= 64,

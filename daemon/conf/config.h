@@ -98,6 +98,11 @@
 #define CONF_DEFAULT_HTTP_TIMEOUT_MS    30000
 #define CONF_MAX_HTTP_TIMEOUT_MS        (3600 * 1000)
 #define CONF_MAX_HTTP_HEADERS           32
+/* retries= not given: without end in weir run (the collector may be down
+ * for an hour), a few in weir pipe (which ends and says so instead). */
+#define CONF_HTTP_RETRIES_UNSET UINT64_MAX
+#define CONF_PIPE_HTTP_RETRIES  5
+#define CONF_MAX_HTTP_RETRIES   1000000
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -229,6 +234,7 @@ struct weir_address {
     char *dead_letter; /* records refused for good, appended */
     uint64_t batch_bytes, batch_records, batch_age_ms;
     uint64_t concurrency, timeout_ms;
+    uint64_t retries; /* 0: forever; CONF_HTTP_RETRIES_UNSET: by mode */
     struct conf_loc loc;
 };
 

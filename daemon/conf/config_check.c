@@ -370,8 +370,16 @@ static void check_http(const struct weir_address *a, struct conf_diag *diag)
     if (a->preset != WEIR_HTTP_ELASTICSEARCH && a->index != NULL)
         config_error(diag, &a->loc,
                      "sink: index= applies to preset=elasticsearch");
-    if (a->preset != WEIR_HTTP_LOKI && a->nlabels != 0)
-        config_error(diag, &a->loc, "sink: label= applies to preset=loki");
+    if (a->preset != WEIR_HTTP_LOKI && a->preset != WEIR_HTTP_OTLP &&
+        a->nlabels != 0)
+        config_error(diag, &a->loc,
+                     "sink: label= applies to preset=loki and preset=otlp");
+    for (unsigned i = 0; a->preset == WEIR_HTTP_LOKI && i < a->nlabels; i++)
+        if (strcspn(a->labels[i], ".") < strcspn(a->labels[i], "="))
+            config_error(diag, &a->loc,
+                         "sink: label %s: a Loki label name has no '.' "
+                         "(letters, digits, '_')",
+                         a->labels[i]);
     check_secret(a, "auth_file", a->auth_file, diag);
     check_secret(a, "password_file", a->password_file, diag);
     if (a->dead_letter == NULL || (copy = strdup(a->dead_letter)) == NULL)

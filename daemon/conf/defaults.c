@@ -106,6 +106,7 @@ int config_print_defaults(FILE *f)
         fprintf(f, "batch_age=%" PRIu64 "ms\n", listen->batch_age_ms);
         fprintf(f, "concurrency=%" PRIu64 "\n", listen->concurrency);
         fprintf(f, "timeout=%" PRIu64 "ms\n", listen->timeout_ms);
+        fprintf(f, "retries=forever\n"); /* weir run's; weir pipe: 5 */
         r = 0;
     }
     address_free(listen);

@@ -31,7 +31,8 @@ static bool http_same(const struct weir_address *a,
            a->batch_bytes == b->batch_bytes &&
            a->batch_records == b->batch_records &&
            a->batch_age_ms == b->batch_age_ms &&
-           a->concurrency == b->concurrency && a->timeout_ms == b->timeout_ms;
+           a->concurrency == b->concurrency && a->timeout_ms == b->timeout_ms &&
+           a->retries == b->retries;
 }
 
 static bool addr_same(const struct weir_address *a,

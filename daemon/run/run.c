@@ -390,8 +390,8 @@ static uint64_t pipe_refused(const struct pipeline *pl, const struct stream *s)
                                  memory_order_relaxed);
         if (n)
             fprintf(stderr,
-                    "weir pipe: %s refused %llu records for good: not "
-                    "delivered%s\n",
+                    "weir pipe: %s: %llu records not delivered (refused "
+                    "for good, or given up after retries)%s\n",
                     pl->p->sinks[i]->label, (unsigned long long)n,
                     pl->p->sinks[i]->dead_letter ? " (see its dead_letter file)"
                                                  : "");

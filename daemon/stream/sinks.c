@@ -27,6 +27,17 @@ static bool outage_begins(struct sink_stats *ss)
     return true;
 }
 
+/* retries= as given; else a pipeline's stream keeps trying, and weir
+ * pipe gives up after a few and exits non-zero (as a tcp sink that does
+ * not reconnect). 0: without end. */
+static unsigned http_retry_limit(const struct stream *s,
+                                 const struct weir_address *a)
+{
+    if (a->retries != CONF_HTTP_RETRIES_UNSET)
+        return (unsigned)a->retries;
+    return s->sp->reconnect ? 0 : CONF_PIPE_HTTP_RETRIES;
+}
+
 static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                        uint64_t off)
 {
@@ -99,6 +110,21 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                  a->dead_letter ? "written to its dead_letter file"
                                 : "dropped: the sink has no dead_letter=");
         break;
+    case WEIR_EP_HTTP_GAVE_UP: {
+        char last[64];
+
+        if (err > 0)
+            snprintf(last, sizeof(last), "HTTP %d", err);
+        else
+            snprintf(last, sizeof(last), "%s", strerror(-err));
+        log_errx("pipeline %s: %s: gave up on %llu records after %u "
+                 "retries (the last: %s); %s",
+                 name, s->sp->p->sinks[pc->idx]->label, (unsigned long long)off,
+                 http_retry_limit(s, a), last,
+                 a->dead_letter ? "written to its dead_letter file"
+                                : "dropped: the sink has no dead_letter=");
+        break;
+    }
     case WEIR_EP_RESUMED:
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
                  name, a->text, (unsigned long long)off);
@@ -199,6 +225,7 @@ static int make_http(struct stream *s, unsigned i, uint64_t hwm,
         .batch_age_ns = a->batch_age_ms * 1000000,
         .concurrency = (unsigned)a->concurrency,
         .timeout_ns = a->timeout_ms * 1000000,
+        .retry_limit = http_retry_limit(s, a),
         .connect_timeout_ns = s->sp->p->connect_timeout_ms * 1000000,
         .ca = a->ca,
         .insecure = !a->verify,

@@ -9,7 +9,8 @@
  * at once (libcurl on the loop, http_curl.c; its connections are kept
  * alive and reused). A batch answered 2xx is done; one that failed in a
  * way that may pass (no answer, a timeout, 408, 429, 5xx) is sent again
- * after a backoff with jitter; one refused for good (another 4xx) goes to
+ * after a backoff with jitter (past retry_limit retries, when one is set,
+ * it is given up); one refused for good (another 4xx) or given up goes to
  * the dead letters and counts as handled.
  *
  * Acknowledged (weir_endpoint_acked, the counter) is the input offset
@@ -303,10 +304,11 @@ static void put_json_str(struct hbuf *l, const char *key, const uint8_t *s,
     HBUF_LIT(l, "\"");
 }
 
-/* A record refused for good: one line to the dead letters. A regular
+/* A record refused for good, or given up: one line to the dead letters.
+ * `why` is the HTTP status, or -errno when no answer came. A regular
  * file's append, on the loop: rare, small, and the page cache takes it. */
 static void dead_letter(struct http_sink *hs, const struct hreq *r,
-                        uint32_t idx, long status)
+                        uint32_t idx, int why)
 {
     const struct hb_rec *rec = &r->b->recs[idx];
     size_t alen = r->ans.len < DEAD_ANSWER ? r->ans.len : DEAD_ANSWER;
@@ -316,9 +318,15 @@ static void dead_letter(struct http_sink *hs, const struct hreq *r,
     STAT(hs, dead_letter, 1);
     if (!hs->o.has_dead_letter)
         return;
-    snprintf(head, sizeof(head), "{\"status\":%ld,", status);
+    snprintf(head, sizeof(head), "{\"status\":%d,", why > 0 ? why : 0);
     weir__hbuf_put(&l, head, strlen(head));
-    put_json_str(&l, "answer", r->ans.p, alen);
+    if (why > 0) {
+        put_json_str(&l, "answer", r->ans.p, alen);
+    } else {
+        const char *e = strerror(-why);
+
+        put_json_str(&l, "error", (const uint8_t *)e, strlen(e));
+    }
     HBUF_LIT(&l, ",");
     put_json_str(&l, "record", r->b->raw + rec->off, rec->len);
     HBUF_LIT(&l, "}\n");
@@ -330,6 +338,25 @@ static void dead_letter(struct http_sink *hs, const struct hreq *r,
         off += (size_t)w;
     }
     weir__hbuf_free(&l);
+}
+
+/* A failed try of the batch's records still to deliver: again after a
+ * backoff, or, past retry_limit, given up to the dead letters (a pipe
+ * that cannot reach its collector ends instead of waiting for ever). */
+static void retry(struct http_sink *hs, struct hreq *r, enum hretry why,
+                  uint64_t retry_after_ns, int err)
+{
+    struct hbatch *b = r->b;
+
+    if (hs->o.retry_limit == 0 || b->attempts < hs->o.retry_limit) {
+        backoff(hs, b, why, retry_after_ns, err);
+        return;
+    }
+    for (uint32_t i = 0; i < b->ntodo; i++)
+        dead_letter(hs, r, b->todo[i], err);
+    event(hs, WEIR_EP_HTTP_GAVE_UP, err, b->ntodo);
+    b->ntodo = 0;
+    b->state = HB_DONE;
 }
 
 static void delivered(struct http_sink *hs, const struct hreq *r, uint32_t n)
@@ -358,7 +385,7 @@ static void bulk_items(struct http_sink *hs, struct hreq *r)
         rc = -EPROTO;
     if (rc) {
         /* An answer that cannot be read: the batch again. */
-        backoff(hs, b, HRETRY_5XX, 0, -EPROTO);
+        retry(hs, r, HRETRY_5XX, 0, -EPROTO);
         goto out;
     }
     if (!errors) {
@@ -383,7 +410,7 @@ static void bulk_items(struct http_sink *hs, struct hreq *r)
         event(hs, WEIR_EP_HTTP_REJECTED, bad_status, nbad);
     b->ntodo = nretry;
     if (nretry)
-        backoff(hs, b, any429 ? HRETRY_429 : HRETRY_5XX, 0, any429 ? 429 : 500);
+        retry(hs, r, any429 ? HRETRY_429 : HRETRY_5XX, 0, any429 ? 429 : 500);
     else
         b->state = HB_DONE;
 out:
@@ -451,13 +478,13 @@ static void on_done(void *arg, CURL *easy, CURLcode rc)
         break;
     case HANS_REJECT:
         for (uint32_t i = 0; i < b->ntodo; i++)
-            dead_letter(hs, r, b->todo[i], status);
+            dead_letter(hs, r, b->todo[i], (int)status);
         event(hs, WEIR_EP_HTTP_REJECTED, (int)status, b->ntodo);
         b->state = HB_DONE;
         break;
     default:
-        backoff(hs, b, why, why == HRETRY_429 ? r->retry_after_ns : 0,
-                rc == CURLE_OK ? (int)status : curl_errno(rc));
+        retry(hs, r, why, why == HRETRY_429 ? r->retry_after_ns : 0,
+              rc == CURLE_OK ? (int)status : curl_errno(rc));
         break;
     }
     if (b->state == HB_DONE)
@@ -659,7 +686,7 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
     struct http_sink *hs;
     int rc;
 
-    if (!o || !o->url || o->preset > WEIR_HTTP_LOKI ||
+    if (!o || !o->url || o->preset > WEIR_HTTP_OTLP ||
         o->compression > WEIR_HTTP_ZSTD)
         return -EINVAL;
     if (strncmp(o->url, "http://", 7) != 0 &&

@@ -1,8 +1,9 @@
 /*
  * http_body.c - a batch's body: its records as the preset wants them
- * (raw lines, JSONEachRow, _bulk NDJSON), compressed when asked. Built
- * afresh for each request, from the records still to deliver, so that a
- * retry of failed _bulk items carries those items only.
+ * (raw lines, JSONEachRow, _bulk NDJSON, Loki's and OTLP's JSON),
+ * compressed when asked. Built afresh for each request, from the records
+ * still to deliver, so that a retry of failed _bulk items carries those
+ * items only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -167,6 +168,40 @@ static int shape_loki(struct hbuf *b, const struct hbatch *hb,
     return rc;
 }
 
+/* OTLP/HTTP JSON logs: one resource (the sink's attributes), one scope,
+ * a log record per record with the line as its string body. The time is
+ * the batch's, as Loki's, so that a retry sends the same records. */
+static int shape_otlp(struct hbuf *b, const struct hbatch *hb,
+                      const char *attrs)
+{
+    int rc = HBUF_LIT(b, "{\"resourceLogs\":[{\"resource\":{"
+                         "\"attributes\":");
+
+    if (rc == 0)
+        rc = weir__hbuf_put(b, attrs, strlen(attrs));
+    if (rc == 0)
+        rc = HBUF_LIT(b, "},\"scopeLogs\":[{\"scope\":{\"name\":\"weir\"},"
+                         "\"logRecords\":[");
+    for (uint32_t i = 0; i < hb->ntodo && rc == 0; i++) {
+        const struct hb_rec *r = &hb->recs[hb->todo[i]];
+        long long t = (long long)(hb->stamp + hb->todo[i]);
+        char head[160]; /* two 20-digit times and the keys */
+        int n = snprintf(head, sizeof(head),
+                         "%s{\"timeUnixNano\":\"%lld\",\"observedTimeUnixNano"
+                         "\":\"%lld\",\"body\":{\"stringValue\":\"",
+                         i ? "," : "", t, t);
+
+        rc = weir__hbuf_put(b, head, (size_t)n);
+        if (rc == 0)
+            rc = weir__http_json_escape(b, hb->raw + r->off, r->len);
+        if (rc == 0)
+            rc = HBUF_LIT(b, "\"}}");
+    }
+    if (rc == 0)
+        rc = HBUF_LIT(b, "]}]}]}\n");
+    return rc;
+}
+
 static int shape(struct hbuf *b, const struct hbatch *hb,
                  enum weir_http_preset preset, const char *index)
 {
@@ -251,6 +286,8 @@ static int shape_any(struct hbuf *out, const struct hbatch *b,
 {
     if (sh->preset == WEIR_HTTP_LOKI)
         return shape_loki(out, b, sh->labels);
+    if (sh->preset == WEIR_HTTP_OTLP)
+        return shape_otlp(out, b, sh->labels);
     return shape(out, b, sh->preset, sh->index);
 }
 

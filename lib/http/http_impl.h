@@ -104,7 +104,8 @@ int weir__http_json_escape(struct hbuf *b, const uint8_t *s, size_t n);
 bool weir__http_json_is_object(const uint8_t *s, size_t n);
 
 /* How a preset shapes bodies: index, Elasticsearch's (may be NULL);
- * labels, Loki's stream labels as a JSON object. */
+ * labels, Loki's stream labels as a JSON object, or OTLP's resource
+ * attributes as a JSON array. */
 struct hshape {
     enum weir_http_preset preset;
     enum weir_http_compression comp;
@@ -121,7 +122,7 @@ int weir__http_body(struct hbuf *out, const struct hbatch *b,
 /* What every request of a sink carries, made once from its options. */
 struct hclient {
     char *url, *ca, *userpwd, *index;
-    char *labels; /* Loki's, as a JSON object */
+    char *labels; /* Loki's or OTLP's, as JSON */
     struct curl_slist *hdrs;
     bool insecure;
     long timeout_ms, connect_timeout_ms;

@@ -130,6 +130,7 @@ static int headers(struct hclient *c, const struct weir_http_sink_options *o)
         [WEIR_HTTP_ELASTICSEARCH] = "Content-Type: application/x-ndjson",
         [WEIR_HTTP_SPLUNK_HEC] = "Content-Type: application/json",
         [WEIR_HTTP_LOKI] = "Content-Type: application/json",
+        [WEIR_HTTP_OTLP] = "Content-Type: application/json",
     };
     int rc = add_header(c, types[o->preset]);
 
@@ -156,36 +157,47 @@ static int headers(struct hclient *c, const struct weir_http_sink_options *o)
     return rc;
 }
 
-/* Loki's labels as the JSON object each body carries: {"name":"value"}. */
-static int loki_labels(struct hclient *c,
-                       const struct weir_http_sink_options *o)
+/* One name=value label as JSON: Loki's "name":"value", or an OTLP
+ * attribute {"key":"name","value":{"stringValue":"value"}}. */
+static int put_label(struct hbuf *l, const char *label, bool otlp)
 {
+    const char *eq = strchr(label, '=');
+    int rc;
+
+    if (!eq || eq == label)
+        return -EINVAL;
+    rc = otlp ? HBUF_LIT(l, "{\"key\":\"") : HBUF_LIT(l, "\"");
+    if (rc == 0)
+        rc = weir__http_json_escape(l, (const uint8_t *)label,
+                                    (size_t)(eq - label));
+    if (rc == 0)
+        rc = otlp ? HBUF_LIT(l, "\",\"value\":{\"stringValue\":\"")
+                  : HBUF_LIT(l, "\":\"");
+    if (rc == 0)
+        rc = weir__http_json_escape(l, (const uint8_t *)eq + 1, strlen(eq + 1));
+    if (rc == 0)
+        rc = otlp ? HBUF_LIT(l, "\"}}") : HBUF_LIT(l, "\"");
+    return rc;
+}
+
+/* The labels every body carries: Loki's stream as a JSON object, or
+ * OTLP's resource attributes as a JSON array. */
+static int labels(struct hclient *c, const struct weir_http_sink_options *o)
+{
+    bool otlp = o->preset == WEIR_HTTP_OTLP;
     struct hbuf l = {0};
-    int rc = HBUF_LIT(&l, "{");
+    int rc = weir__hbuf_put(&l, otlp ? "[" : "{", 1);
 
     for (unsigned i = 0; rc == 0 && i < o->nlabels; i++) {
-        const char *eq = strchr(o->labels[i], '=');
-
-        if (!eq || eq == o->labels[i]) {
-            rc = -EINVAL;
-            break;
-        }
-        rc = weir__hbuf_put(&l, i ? ",\"" : "\"", i ? 2 : 1);
+        if (i)
+            rc = HBUF_LIT(&l, ",");
         if (rc == 0)
-            rc = weir__http_json_escape(&l, (const uint8_t *)o->labels[i],
-                                        (size_t)(eq - o->labels[i]));
-        if (rc == 0)
-            rc = HBUF_LIT(&l, "\":\"");
-        if (rc == 0)
-            rc = weir__http_json_escape(&l, (const uint8_t *)eq + 1,
-                                        strlen(eq + 1));
-        if (rc == 0)
-            rc = HBUF_LIT(&l, "\"");
+            rc = put_label(&l, o->labels[i], otlp);
     }
     if (rc == 0 && o->nlabels == 0)
-        rc = HBUF_LIT(&l, "\"job\":\"weir\"");
+        rc = put_label(&l, otlp ? "service.name=weir" : "job=weir", otlp);
     if (rc == 0)
-        rc = weir__hbuf_put(&l, "}", 2); /* and the NUL */
+        rc = weir__hbuf_put(&l, otlp ? "]" : "}", 2); /* and the NUL */
     if (rc == 0)
         l.p[l.len - 1] = '\0';
     if (rc) {
@@ -226,8 +238,8 @@ int weir__hclient_init(struct hclient *c,
     }
     if (rc == 0)
         rc = headers(c, o);
-    if (rc == 0 && o->preset == WEIR_HTTP_LOKI)
-        rc = loki_labels(c, o);
+    if (rc == 0 && (o->preset == WEIR_HTTP_LOKI || o->preset == WEIR_HTTP_OTLP))
+        rc = labels(c, o);
     c->insecure = o->insecure;
     c->timeout_ms = (long)(set->timeout_ns / 1000000);
     c->connect_timeout_ms = (long)(set->connect_timeout_ns / 1000000);

@@ -600,7 +600,20 @@ static const struct bad_case bad_cases[] = {
      "label=9x=y\n"
      "sink = http://127.0.0.1:1/,label=job=x,name=b\n",
      {3, 4},
-     "label= applies to preset=loki"},
+     "label= applies to preset=loki and preset=otlp"},
+    {"http_loki_dotted_label",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http://127.0.0.1:4318/v1/logs,preset=otlp,label=host.name=a\n"
+     "sink = http://127.0.0.1:3100/loki/api/v1/push,preset=loki,"
+     "label=host.name=a,name=b\n",
+     {4},
+     "label host.name=a: a Loki label name has no '.'"},
+    {"http_bad_retries",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http://127.0.0.1:1/,retries=0\n"
+     "sink = http://127.0.0.1:1/,retries=never,name=b\n",
+     {3, 4},
+     "retries"},
     {"http_options",
      "[pipeline a]\nsource = file:data.txt\n"
      "sink = http://127.0.0.1:1/,user=me\n"
@@ -721,7 +734,9 @@ static void test_good_configs(void **state)
              "sink = http://127.0.0.1:3100/loki/api/v1/push,preset=loki,"
              "label=job=app,label=env=a=b,name=loki\n"
              "sink = http://127.0.0.1:8088/services/collector/event,"
-             "preset=splunk_hec,name=hec\n");
+             "preset=splunk_hec,name=hec,retries=forever\n"
+             "sink = http://127.0.0.1:4318/v1/logs,preset=otlp,retries=10,"
+             "label=service.name=app,name=otel\n");
     /* Two listeners on one port but different specific hosts are fine. */
     check_ok("two_hosts",
              "[pipeline a]\nsource = file:data.txt\nsink = "

@@ -4,7 +4,10 @@ against collectors on 127.0.0.1 (ephemeral ports). CASE is one of:
 
   pipe      weir pipe into a collector of this file: exit 0, every
             record taken once; a collector that answers 400 to all:
-            exit 1, every record in the dead_letter file.
+            exit 1, every record in the dead_letter file; no collector
+            at all: exit 1 after retries=2, every record in the dead
+            letters with the error; preset=otlp: every body parsed as
+            OTLP JSON, the log records' bodies the file's lines exactly.
   https     the same over TLS: ca= (a certificate of the test's own),
             a bearer token from auth_file= (never in the log), verify=no.
   kill      a daemon follows a file into a collector that holds its answer
@@ -70,6 +73,7 @@ class Collector:
     def __init__(self, policy=None):
         self.lock = threading.Lock()
         self.taken = {}
+        self.bodies = []  # every body answered 2xx, decoded
         self.auth = set()
         self.requests = 0
         # policy(n, records) -> status; may block (the kill case).
@@ -99,6 +103,7 @@ class Collector:
                     return
                 if 200 <= st < 300:
                     with coll.lock:
+                        coll.bodies.append(body)
                         for r in recs:
                             coll.taken[r] = coll.taken.get(r, 0) + 1
                 out = b"ok" if st < 300 else b'{"error":"refused"}'
@@ -161,14 +166,65 @@ def case_pipe():
                        capture_output=True, timeout=120)
     err = p.stderr.decode()
     assert p.returncode == 1, "exit %d: %s" % (p.returncode, err)
-    assert "refused %d records for good" % n in err, err
+    assert "%d records not delivered" % n in err, err
     with open(dead) as f:
         got = [json.loads(line) for line in f]
     assert len(got) == n, len(got)
     assert all(d["status"] == 400 for d in got)
     assert sorted(int(d["record"][1:8]) for d in got) == list(range(n))
     c.stop()
+
+    # Nobody listens: weir pipe gives up after its retries, says so, and
+    # every record is in the dead letters with the error.
+    os.unlink(dead)
+    p = subprocess.run([WEIR, "pipe", "file:" + src,
+                        "http://127.0.0.1:%d/in,retries=2,dead_letter=%s"
+                        % (free_port(), dead)],
+                       capture_output=True, timeout=120)
+    err = p.stderr.decode()
+    assert p.returncode == 1, "exit %d: %s" % (p.returncode, err)
+    assert "gave up on" in err and "after 2 retries" in err, err
+    assert "%d records not delivered" % n in err, err
+    with open(dead) as f:
+        got = [json.loads(line) for line in f]
+    assert sorted(int(d["record"][1:8]) for d in got) == list(range(n))
+    assert all(d["status"] == 0 and d["error"] for d in got), got[0]
+
+    case_otlp()
     print("pipe: ok")
+
+
+def case_otlp():
+    """Lines with quotes, backslashes, tabs, controls and UTF-8 through
+    preset=otlp: each body is OTLP/HTTP JSON, and the log records'
+    string bodies, in order, are the file's lines."""
+    n = 5000
+    src = lines_file("otlp.txt", n,
+                     lambda i: "r%07u \"q\" \\ \t \x01 caf\u00e9 %s" % (i, "x" * (i % 50)))
+    want = open(src, encoding="utf-8").read().splitlines()
+    c = Collector()
+    p = subprocess.run([WEIR, "pipe", "file:" + src,
+                        "http://127.0.0.1:%d/v1/logs,preset=otlp,"
+                        "batch_records=700,label=service.name=app,"
+                        "label=host.name=h1" % c.port],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    got = []
+    for body in c.bodies:
+        doc = json.loads(body)
+        (rl,) = doc["resourceLogs"]
+        attrs = {a["key"]: a["value"]["stringValue"]
+                 for a in rl["resource"]["attributes"]}
+        assert attrs == {"service.name": "app", "host.name": "h1"}, attrs
+        (sl,) = rl["scopeLogs"]
+        for lr in sl["logRecords"]:
+            assert int(lr["timeUnixNano"]) > 1.6e18, lr
+            got.append(lr["body"]["stringValue"])
+    got.sort(key=lambda line: int(line[1:8]))
+    assert got == want, "otlp: %d records, first differing %s" % (
+        len(got), next((i for i, (a, b) in enumerate(zip(got, want))
+                        if a != b), None))
+    c.stop()
 
 
 # ---- https: a server certificate of the test's own ----

@@ -61,7 +61,7 @@ struct run {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int finished;
-    unsigned events[WEIR_EP_HTTP_REJECTED + 1];
+    unsigned events[WEIR_EP_HTTP_GAVE_UP + 1];
 };
 
 static struct run r;
@@ -74,7 +74,7 @@ static void on_event(void *arg, enum weir_endpoint_event ev, int err,
     (void)err;
     (void)off;
     pthread_mutex_lock(&x->lock);
-    if (ev <= WEIR_EP_HTTP_REJECTED)
+    if (ev <= WEIR_EP_HTTP_GAVE_UP)
         x->events[ev]++;
     pthread_mutex_unlock(&x->lock);
 }
@@ -342,6 +342,28 @@ static void test_loki(void **state)
     run_end();
 }
 
+static void test_otlp(void **state)
+{
+    static const char *const attrs[] = {"service.name=app", "host=a\"b"};
+    struct coll_opts co = {0};
+    static const char want[] =
+        "{\"resourceLogs\":[{\"resource\":{\"attributes\":["
+        "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"app\"}},"
+        "{\"key\":\"host\",\"value\":{\"stringValue\":\"a\\\"b\"}}]},"
+        "\"scopeLogs\":[{\"scope\":{\"name\":\"weir\"},\"logRecords\":["
+        "{\"timeUnixNano\":\"";
+
+    (void)state;
+    run_begin(3000, &co, NULL);
+    r.o.preset = WEIR_HTTP_OTLP;
+    r.o.labels = attrs;
+    r.o.nlabels = 2;
+    assert_int_equal(run_go(), 0);
+    expect_once(NULL, 0);
+    assert_memory_equal(r.c->first, want, sizeof(want) - 1);
+    run_end();
+}
+
 static void test_zstd_one_batch(void **state)
 {
     struct coll_opts co = {0};
@@ -472,6 +494,60 @@ static int reject_poison(struct coll *c, unsigned n, const char *b, size_t len)
 }
 
 static bool poison[1000];
+
+static int refuse_poison_503(struct coll *c, unsigned n, const char *b,
+                             size_t len)
+{
+    (void)c;
+    (void)n;
+    return memmem(b, len, "POISON", 6) ? 503 : 200;
+}
+
+/* A batch that fails retry_limit + 1 times is given up: its records go to
+ * the dead letters with the last status, the rest are delivered, and the
+ * acknowledged offset goes past them (handled, as refused ones). */
+static void test_retry_limit(void **state)
+{
+    struct coll_opts co = {.batch_status = refuse_poison_503};
+    char line[512];
+    unsigned lines = 0, tries;
+    FILE *f;
+    int fd;
+
+    (void)state;
+    memset(poison, 0, sizeof(poison));
+    for (unsigned i = 100; i < 200; i++)
+        poison[i] = true;
+    run_begin(1000, &co, poison);
+    fd = open(r.dead, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    r.o.batch_records = 100;
+    r.o.retry_limit = 2;
+    r.o.has_dead_letter = true;
+    r.o.dead_letter_fd = fd;
+    assert_int_equal(run_go(), 0);
+    close(fd);
+    expect_once(poison, 0);
+    assert_int_equal(atomic_load(&r.st.dead_letter), 100);
+    assert_int_equal(atomic_load(&r.st.retry_5xx), 2);
+    assert_int_equal(r.events[WEIR_EP_HTTP_GAVE_UP], 1);
+    /* Nine batches once, the poisoned one three times. */
+    tries = (unsigned)atomic_load(&r.st.requests);
+    assert_int_equal(tries, 9 + 3);
+    f = fopen(r.dead, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f)) {
+        char want[32];
+
+        snprintf(want, sizeof(want), "\"record\":\"r%07u ", 100 + lines);
+        assert_non_null(strstr(line, "\"status\":503"));
+        assert_non_null(strstr(line, want));
+        lines++;
+    }
+    fclose(f);
+    assert_int_equal(lines, 100);
+    run_end();
+}
 
 static void test_poison_dead_letter(void **state)
 {
@@ -705,6 +781,8 @@ int main(void)
         cmocka_unit_test(test_zstd_one_batch),
         cmocka_unit_test(test_splunk_hec),
         cmocka_unit_test(test_loki),
+        cmocka_unit_test(test_otlp),
+        cmocka_unit_test(test_retry_limit),
         cmocka_unit_test(test_429_retry_after),
         cmocka_unit_test(test_5xx),
         cmocka_unit_test(test_reset),

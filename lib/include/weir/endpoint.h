@@ -73,9 +73,12 @@ enum weir_endpoint_event {
      * HTTP status, or -errno (-ETIMEDOUT, -ECONNREFUSED, -ECONNRESET, ...)
      * when no answer came. CONNECTED follows at the next success.
      * REJECTED: the collector refused records for good (a 4xx other than
-     * 408 and 429); err: the status; offset: how many records. */
+     * 408 and 429); err: the status; offset: how many records.
+     * GAVE_UP: a batch failed retry_limit retries; its records went to
+     * the dead letters; err as FAILING's, offset: how many records. */
     WEIR_EP_HTTP_FAILING,
     WEIR_EP_HTTP_REJECTED,
+    WEIR_EP_HTTP_GAVE_UP,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -262,6 +265,9 @@ enum weir_http_preset {
                                 Authorization: Splunk */
     WEIR_HTTP_LOKI,          /* Loki's push API: one stream of `labels`,
                                 each record a value stamped at its batch */
+    WEIR_HTTP_OTLP,          /* OTLP/HTTP JSON logs: one resource of
+                                `labels` as attributes, each record a log
+                                record's string body */
 };
 
 enum weir_http_compression {
@@ -302,7 +308,8 @@ struct weir_http_sink_options {
     enum weir_http_preset preset;
     enum weir_http_compression compression;
     const char *index; /* Elasticsearch: the action's _index; NULL: URL's */
-    /* Loki: the stream's labels, each "name=value"; none: job=weir. */
+    /* Loki: the stream's labels, each "name=value"; none: job=weir.
+     * OTLP: the resource's attributes; none: service.name=weir. */
     const char *const *labels;
     unsigned nlabels;
     /* "Name: value" lines sent with every request. */
@@ -319,8 +326,11 @@ struct weir_http_sink_options {
     uint64_t connect_timeout_ns; /* 0: 10 s */
     uint64_t backoff_min_ns;     /* first retry delay; 0: 100 ms */
     uint64_t backoff_max_ns;     /* cap of the doubling; 0: 30 s */
-    const char *ca;              /* https: a PEM file of CAs; NULL: system */
-    bool insecure;               /* https: no certificate check */
+    /* Retries of a batch before its records are given up (to the dead
+     * letters, counted, WEIR_EP_HTTP_GAVE_UP); 0: retried without end. */
+    uint32_t retry_limit;
+    const char *ca; /* https: a PEM file of CAs; NULL: system */
+    bool insecure;  /* https: no certificate check */
     /* Records refused for good go here, one JSON line each
      * ({"status":N,"answer":"...","record":"..."}), appended with
      * write(2). Not closed by the endpoint. */

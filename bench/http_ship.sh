@@ -14,8 +14,11 @@
 # (tools/install-deps --bench) with its http module.
 #
 # Rows: weir raw bodies; weir gzip'd bodies (compression=gzip); weir with
-# batch_records=1000 (syslog-ng's batch size below); syslog-ng with
-# batch-lines(1000) and 4 workers.
+# batch_records=1000 (syslog-ng's batch size below); the daemon following
+# the file with checkpoints on (the daemon, state_directory, a checkpoint
+# moved only over answered batches, every 50 ms), timed to the
+# collector's last byte and then checked to reach the file's end;
+# syslog-ng with batch-lines(1000) and 4 workers.
 set -euo pipefail
 
 build=${1:-build}
@@ -102,6 +105,42 @@ echo "# http-ship: $lines lines of 200 bytes to nginx (return 204); $(nproc) CPU
 row weir exit weir_pipe "preset=raw"
 row weir-gzip exit weir_pipe "preset=raw,compression=gzip"
 row weir-batch1000 exit weir_pipe "preset=raw,batch_records=1000"
+
+# The daemon, following the file from its start with checkpoints: the
+# row ends at the collector's last byte; the checkpoint must then reach
+# the file's end (every batch answered) within 10 s.
+mkdir -p "$tmp/state"
+cat >"$tmp/weir.conf" <<EOF
+[daemon]
+workers = 2
+state_directory = $tmp/state
+control_socket = no
+checkpoint_interval = 50ms
+
+[pipeline p]
+source = file:$tmp/data.log
+follow = yes
+sink = http://127.0.0.1:$port/in,preset=raw
+EOF
+weir_run() {
+	"$weir" -c "$tmp/weir.conf" >"$tmp/weir.out" 2>&1 &
+	weir_pid=$!
+}
+want_lb=$want
+want=$((lines * 200)) # raw bodies: every line and its newline
+row weir-run-checkpoints bytes weir_run
+want=$want_lb
+size=$(stat -c %s "$tmp/data.log")
+for _ in $(seq 500); do
+	grep -q "^offset $size\$" "$tmp/state/pipeline-p.ckpt" 2>/dev/null && break
+	sleep 0.02
+done
+if ! grep -q "^offset $size\$" "$tmp/state/pipeline-p.ckpt"; then
+	echo "http-ship peer=weir-run-checkpoints: FAILED: checkpoint not at $size"
+	exit 1
+fi
+kill "$weir_pid"
+wait "$weir_pid" || true
 
 if [ -x "$sng/usr/sbin/syslog-ng" ] &&
 	[ -e "$sng/usr/lib/syslog-ng/3.38/libhttp.so" ]; then

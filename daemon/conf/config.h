@@ -98,6 +98,7 @@
 #define CONF_DEFAULT_HTTP_TIMEOUT_MS    30000
 #define CONF_MAX_HTTP_TIMEOUT_MS        (3600 * 1000)
 #define CONF_MAX_HTTP_HEADERS           32
+#define CONF_MAX_KAFKA_PROPS            64
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -165,7 +166,16 @@ enum addr_kind {
     ADDR_FILE_SET,
     /* http: and https: sinks, batches of records POSTed to a URL. */
     ADDR_HTTP,
+    /* kafka: records produced to a Kafka topic (librdkafka). */
+    ADDR_KAFKA,
     ADDR_KINDS /* how many; a new kind goes before it */
+};
+
+/* What keys a kafka sink's records (records of one key stay in order). */
+enum kafka_key {
+    KAFKA_KEY_FILE, /* the source's path (default) */
+    KAFKA_KEY_HOST, /* the host's name */
+    KAFKA_KEY_NONE, /* none: librdkafka spreads them over partitions */
 };
 
 /* Which end of a pipeline an address is parsed for. */
@@ -229,6 +239,14 @@ struct weir_address {
     char *dead_letter; /* records refused for good, appended */
     uint64_t batch_bytes, batch_records, batch_age_ms;
     uint64_t concurrency, timeout_ms;
+    /* kafka: the brokers as written (HOST:PORT,...), the topic, what
+     * keys the records, compression=, and each rdkafka.NAME=VALUE as
+     * "NAME=VALUE"; dead_letter= is the http sinks'. */
+    char *brokers, *topic;
+    enum kafka_key key_by;
+    char *kafka_compression;
+    char **kafka_props;
+    unsigned nkafka_props;
     struct conf_loc loc;
 };
 

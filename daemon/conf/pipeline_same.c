@@ -52,7 +52,9 @@ static bool addr_same(const struct weir_address *a,
            str_same(a->alpn, b->alpn) && str_same(a->ciphers, b->ciphers) &&
            a->verify == b->verify && a->min_version == b->min_version &&
            a->handshake_timeout_ms == b->handshake_timeout_ms &&
-           http_same(a, b);
+           http_same(a, b) &&
+           /* kafka: every setting is in the address as written. */
+           (a->kind != ADDR_KAFKA || strcmp(a->text, b->text) == 0);
 }
 
 bool config_pipeline_same(const struct weir_pipeline *a,

@@ -99,6 +99,25 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                  a->dead_letter ? "written to its dead_letter file"
                                 : "dropped: the sink has no dead_letter=");
         break;
+    case WEIR_EP_KAFKA_FAILING:
+        (void)outage_begins(&s->ss[pc->idx]);
+        atomic_store_explicit(&sl->state, SINK_RETRYING, memory_order_relaxed);
+        log_warnx("pipeline %s: %s: %s; librdkafka retries (one line when "
+                  "records are delivered again)",
+                  name, a->label, weir_kafka_strerror(err));
+        break;
+    case WEIR_EP_KAFKA_REJECTED:
+        /* One line at the 1st, 2nd, 4th, 8th ... record: a topic that
+         * refuses everything must not flood the log. */
+        if (off & (off - 1))
+            break;
+        log_errx("pipeline %s: %s refused a record for good (%s; %llu so "
+                 "far); %s",
+                 name, a->label, weir_kafka_strerror(err),
+                 (unsigned long long)off,
+                 a->dead_letter ? "written to its dead_letter file"
+                                : "dropped: the sink has no dead_letter=");
+        break;
     case WEIR_EP_RESUMED:
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
                  name, a->text, (unsigned long long)off);
@@ -227,6 +246,48 @@ static int make_http(struct stream *s, unsigned i, uint64_t hwm,
     return rc;
 }
 
+/* What keys a kafka sink's records: key=file the source's path (a glob's
+ * pattern), or the pipeline's name when the source is no file. */
+static int make_kafka(struct stream *s, unsigned i, uint64_t hwm,
+                      _Atomic uint64_t *counter, struct weir_endpoint **out)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_address *a = p->sinks[i];
+    char host[256];
+    struct weir_kafka_sink_options ko = {
+        .hwm = hwm,
+        .counter = counter,
+        .stats = &s->live[i].kafka,
+        .brokers = a->brokers,
+        .topic = a->topic,
+        .compression = a->kafka_compression,
+        .props = (const char *const *)a->kafka_props,
+        .nprops = a->nkafka_props,
+        .has_dead_letter = s->sp->res[i].file_fd >= 0,
+        .dead_letter_fd = s->sp->res[i].file_fd,
+        .on_event = sink_event,
+        .event_arg = stream_pipe_ctx(s, (int)i),
+    };
+
+    switch (a->key_by) {
+    case KAFKA_KEY_FILE:
+        ko.key = p->source->path ? p->source->path : p->name;
+        break;
+    case KAFKA_KEY_HOST:
+        if (gethostname(host, sizeof(host)) != 0)
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        ko.key = host;
+        break;
+    default:
+        break;
+    }
+    /* Relaxed: a statistic (struct sink_live). */
+    atomic_store_explicit(&s->live[i].state, SINK_CONNECTING,
+                          memory_order_relaxed);
+    return weir_endpoint_kafka_sink(out, s->home.loop, &ko);
+}
+
 static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
 {
     struct stream_home *h = &s->home;
@@ -280,6 +341,8 @@ static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
     case ADDR_HTTP:
         return make_http(s, i, o.hwm, o.counter, out);
+    case ADDR_KAFKA:
+        return make_kafka(s, i, o.hwm, o.counter, out);
     case ADDR_NULL: {
         struct weir_null_sink_options no = {.hwm = o.hwm, .counter = o.counter};
 

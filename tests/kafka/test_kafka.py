@@ -19,14 +19,17 @@ back by kcat, an independent consumer. CASE is one of:
 Skips (77), saying why, when kcat is not installed.
 The engine is whatever WEIR_ENGINE says (meson test --setup epoll).
 """
+import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 WEIR = os.path.abspath(sys.argv[1])
 MOCK = os.path.abspath(sys.argv[2])
@@ -72,6 +75,20 @@ def consume(boot, fmt="%s\n"):
                        capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr.decode()
     return r.stdout
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def scrape(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                timeout=10) as r:
+        return r.read().decode()
 
 
 def lines(n, start=0, fmt="r%07u some text for the record %s"):
@@ -138,17 +155,18 @@ def case_pipe():
 
 def case_follow():
     c = Cluster()
-    src, state = path("app.log"), path("state")
+    src, state, ctl = path("app.log"), path("state"), path("ctl")
+    mport = free_port()
     first, rest = lines(6000), lines(6000, 6000)
     with open(src, "wb") as f:
         f.write(first)
     conf = path("weir.conf")
     with open(conf, "w") as f:
-        f.write("[daemon]\nstate_directory = %s\ncontrol_socket = no\n"
-                "checkpoint_interval = 50ms\n\n"
+        f.write("[daemon]\nstate_directory = %s\ncontrol_socket = %s\n"
+                "metrics = 127.0.0.1:%d\ncheckpoint_interval = 50ms\n\n"
                 "[pipeline p]\nsource = file:%s\nfollow = yes\n"
                 "sink = kafka:%s/%s,key=none,rdkafka.linger.ms=1\n"
-                % (state, src, c.boot, TOPIC))
+                % (state, ctl, mport, src, c.boot, TOPIC))
     log = open(path("weir.log"), "wb")
     d = subprocess.Popen([WEIR, "-c", conf], stdout=log, stderr=log)
     PROCS.append(d)
@@ -172,6 +190,19 @@ def case_follow():
     n = (first + rest).count(b"\n")
     deadline_wait(lambda: count() >= n, "every record (%d of %d)"
                   % (count(), n))
+    # Its figures: every record acknowledged, none out.
+    sink = 'pipeline="p",sink="kafka:%s/%s"' % (c.boot, TOPIC)
+    deadline_wait(lambda: "weir_kafka_records_acked_total{%s} %d" % (sink, n)
+                  in scrape(mport), "every record in /metrics")
+    metrics = scrape(mport)
+    for want in ("weir_kafka_in_flight{%s} 0" % sink,
+                 'weir_kafka_errors_total{%s,reason="rejected"} 0' % sink):
+        assert want in metrics, "no '%s' in:\n%s" % (want, metrics)
+    st = subprocess.run([WEIR, "status", "--json", "-s", ctl],
+                        capture_output=True, timeout=30)
+    assert st.returncode == 0, st.stderr.decode()
+    k = json.loads(st.stdout)["pipelines"][0]["sinks"][0]["kafka"]
+    assert k["records_acked"] == n and k["in_flight"] == 0, k
     d.send_signal(signal.SIGTERM)
     assert d.wait(30) == 0
     got = consume(c.boot, "%p %s\n")

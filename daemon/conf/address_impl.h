@@ -56,6 +56,9 @@ static const struct kind_def kinds[] = {
     [ADDR_HTTP] = {"http", true, ROLE(ADDR_SINK), "http://HOST:PORT/PATH"},
     [ADDR_KAFKA] = {"kafka", true, ROLE(ADDR_SINK),
                     "kafka:HOST:PORT[,HOST:PORT...]/TOPIC"},
+    [ADDR_JETSTREAM] = {"jetstream", true, ROLE(ADDR_SINK),
+                        "jetstream:nats://HOST:PORT[,nats://HOST:PORT...]/"
+                        "SUBJECT"},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

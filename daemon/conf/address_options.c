@@ -501,8 +501,17 @@ static int opt_rdkafka(struct weir_address *a, const char *name, const char *v,
     return 0;
 }
 
-#define HTTP  KIND(ADDR_HTTP)
-#define KAFKA KIND(ADDR_KAFKA)
+static int opt_creds(struct weir_address *a, const char *v, char *err,
+                     size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->creds, v);
+}
+
+#define HTTP      KIND(ADDR_HTTP)
+#define KAFKA     KIND(ADDR_KAFKA)
+#define JETSTREAM KIND(ADDR_JETSTREAM)
 
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE) | KIND(ADDR_FILE_SET), ROLE(ADDR_SOURCE),
@@ -522,8 +531,8 @@ static const struct option_def options[] = {
      "tls and tls-listen", opt_cert},
     {"key", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
      opt_key},
-    {"ca", TLS_BOTH | HTTP, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
-     "tls, tls-listen and https", opt_ca},
+    {"ca", TLS_BOTH | HTTP | JETSTREAM, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls, tls-listen, https and jetstream", opt_ca},
     {"verify", KIND(ADDR_TCP) | TLS_ONLY | HTTP,
      ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and https", opt_verify},
     {"sni", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
@@ -555,6 +564,7 @@ static const struct option_def options[] = {
     {"timeout", HTTP, ROLE(ADDR_SINK), "http and https", opt_timeout},
     {"key", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_key},
     {"compression", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_compression},
+    {"creds", JETSTREAM, ROLE(ADDR_SINK), "jetstream", opt_creds},
 };
 
 _Static_assert(sizeof(options) / sizeof(options[0]) <= 64,
@@ -566,7 +576,8 @@ static bool option_fits(const struct option_def *o,
                         const struct weir_address *a)
 {
     return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
-           (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP);
+           (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP ||
+            a->kind == ADDR_JETSTREAM);
 }
 
 /* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */

@@ -168,6 +168,8 @@ enum addr_kind {
     ADDR_HTTP,
     /* kafka: records produced to a Kafka topic (librdkafka). */
     ADDR_KAFKA,
+    /* jetstream: records published to a NATS JetStream subject. */
+    ADDR_JETSTREAM,
     ADDR_KINDS /* how many; a new kind goes before it */
 };
 
@@ -247,6 +249,9 @@ struct weir_address {
     char *kafka_compression;
     char **kafka_props;
     unsigned nkafka_props;
+    /* jetstream: the servers as written (nats://H:P,...), the subject, a
+     * credentials file (ca= is the tls option above). */
+    char *servers, *subject, *creds;
     struct conf_loc loc;
 };
 

@@ -445,6 +445,10 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
             check_http(s, diag);
         if (s->kind == ADDR_KAFKA)
             check_kafka(s, diag);
+        if (s->kind == ADDR_JETSTREAM) {
+            check_secret(s, "creds", s->creds, diag);
+            check_secret(s, "ca", s->ca, diag);
+        }
         conf_tls_check(s, diag);
         /* The series and the board tell sinks apart by their label (an
          * address written twice is another check's). */

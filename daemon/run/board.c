@@ -672,6 +672,8 @@ static void json_sink(struct text *t, const struct row *w)
         json_http(t, &sn->http);
     if (sn->kafka.is_kafka)
         kafka_json(t, &sn->kafka);
+    if (sn->jetstream.is_js)
+        js_json(t, &sn->jetstream);
     text_put(t, "}");
 }
 

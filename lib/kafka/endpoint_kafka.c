@@ -2,12 +2,12 @@
  * endpoint_kafka.c - the kafka sink: records in, produced to a topic by
  * librdkafka, acknowledged by their delivery reports.
  *
- * The stream's bytes are cut into records at newlines (kafka_records.c)
- * and each is copied into librdkafka with rd_kafka_produce; librdkafka
- * batches, compresses, sends and retries them on threads of its own, as
- * an idempotent producer with acks=all (kafka_conf.c). What it has to
- * say (delivery reports, errors, log lines) waits on its main queue,
- * which writes a byte to a pipe when it stops being empty: the loop
+ * The stream's bytes are cut into records at newlines
+ * (lib/io/endpoint_ledger.c) and each is copied into librdkafka with
+ * rd_kafka_produce; librdkafka batches, compresses, sends and retries them on
+ * threads of its own, as an idempotent producer with acks=all (kafka_conf.c).
+ * What it has to say (delivery reports, errors, log lines) waits on its main
+ * queue, which writes a byte to a pipe when it stops being empty: the loop
  * polls the pipe and serves the queue from the worker, so every callback
  * below runs on the worker and nothing here ever waits for librdkafka.
  *
@@ -70,8 +70,8 @@ struct kafka_sink {
     rd_kafka_queue_t *mainq;
     int ev_rd, ev_wr; /* the pipe librdkafka's main queue wakes */
     struct weir_op ev_op;
-    struct kcut cut;
-    struct kledger led;
+    struct lcut cut;
+    struct ledger led;
     struct kpend *pend; /* the rest of a held write, in order */
     unsigned npend, ipend;
     uint64_t in_total; /* input bytes the cutter took */
@@ -113,7 +113,7 @@ static void fail(struct kafka_sink *ks, int err);
 /* seq is done: what the done prefix grew by is acknowledged. */
 static void record_done(struct kafka_sink *ks, uint64_t seq)
 {
-    uint64_t n = weir__kl_done(&ks->led, seq);
+    uint64_t n = weir__ledger_done(&ks->led, seq);
 
     if (n)
         weir__ep_count(&ks->ep, n);
@@ -136,11 +136,11 @@ static void dead_letter(struct kafka_sink *ks, rd_kafka_resp_err_t why,
     if (!ks->o.has_dead_letter || !(line = malloc(cap)))
         return;
     l = (size_t)snprintf(line, cap, "{\"error\":\"");
-    l += weir__kafka_json_escape(line + l, cap - l,
-                                 (const uint8_t *)rd_kafka_err2name(why),
-                                 strlen(rd_kafka_err2name(why)));
+    l += weir__json_escape_to(line + l, cap - l,
+                              (const uint8_t *)rd_kafka_err2name(why),
+                              strlen(rd_kafka_err2name(why)));
     l += (size_t)snprintf(line + l, cap - l, "\",\"record\":\"");
-    l += weir__kafka_json_escape(line + l, cap - l, p, len);
+    l += weir__json_escape_to(line + l, cap - l, p, len);
     l += (size_t)snprintf(line + l, cap - l, "\"}\n");
     while (off < l) {
         ssize_t w = write(ks->o.dead_letter_fd, line + off, l - off);
@@ -187,7 +187,7 @@ static int on_record(void *arg, const uint8_t *p, size_t n, uint64_t in_len)
             STAT(ks, in_flight, 1);
         }
     }
-    rc = weir__kl_push(&ks->led, ks->cut_end + in_len, done, &seq);
+    rc = weir__ledger_push(&ks->led, ks->cut_end + in_len, done, &seq);
     if (rc)
         return rc;
     ks->cut_end += in_len;
@@ -200,13 +200,13 @@ static int on_record(void *arg, const uint8_t *p, size_t n, uint64_t in_len)
  * refused first. -EAGAIN: its queue is full still. */
 static int feed_pending(struct kafka_sink *ks)
 {
-    int rc = weir__kcut_retry(&ks->cut, on_record, ks);
+    int rc = weir__lcut_retry(&ks->cut, on_record, ks);
 
     while (rc == 0 && ks->ipend < ks->npend) {
         struct kpend *k = &ks->pend[ks->ipend];
         size_t used;
 
-        rc = weir__kcut_feed(&ks->cut, k->c.data + k->pos, k->c.len - k->pos,
+        rc = weir__lcut_feed(&ks->cut, k->c.data + k->pos, k->c.len - k->pos,
                              on_record, ks, &used);
         ks->in_total += used;
         k->pos += (uint32_t)used;
@@ -255,7 +255,7 @@ static void flow(struct kafka_sink *ks)
         weir_writable_write_done(ks->ep.ws, 0);
         return; /* the next write may already have run flow again */
     }
-    if (ks->closing && !ks->cut.held && kl_out(&ks->led) == 0) {
+    if (ks->closing && !ks->cut.held && ledger_out(&ks->led) == 0) {
         ks->closing = false;
         weir_writable_close_done(ks->ep.ws, 0);
     }
@@ -424,7 +424,7 @@ static int kafka_writev(struct weir_writable *ws, void *ctx,
     for (; rc == 0 && i < n; i++) {
         size_t used;
 
-        rc = weir__kcut_feed(&ks->cut, c[i].data, c[i].len, on_record, ks,
+        rc = weir__lcut_feed(&ks->cut, c[i].data, c[i].len, on_record, ks,
                              &used);
         ks->in_total += used;
         if (rc == -EAGAIN) {
@@ -467,10 +467,10 @@ static int kafka_close(struct weir_writable *ws, void *ctx)
     if (ks->err)
         return ks->err;
     /* A last line without its newline; refused, it waits held. */
-    rc = weir__kcut_finish(&ks->cut, on_record, ks);
+    rc = weir__lcut_finish(&ks->cut, on_record, ks);
     if (rc && rc != -EAGAIN)
         return rc;
-    if (!ks->cut.held && kl_out(&ks->led) == 0)
+    if (!ks->cut.held && ledger_out(&ks->led) == 0)
         return 0;
     ks->closing = true;
     return WEIR_PENDING;
@@ -600,8 +600,8 @@ static void kafka_release(struct weir_endpoint *ep)
         close(ks->ev_rd);
     if (ks->ev_wr >= 0)
         close(ks->ev_wr);
-    weir__kcut_free(&ks->cut);
-    weir__kl_free(&ks->led);
+    weir__lcut_free(&ks->cut);
+    weir__ledger_free(&ks->led);
     free(ks->key);
     free(ks->glue); /* NULL once the handle's destroy took it */
 }

@@ -30,6 +30,10 @@
  *   http   POSTs batches of records (lines) to an HTTP collector through
  *          libcurl on the loop; what it acknowledges is what the
  *          collector answered 2xx to (weir_endpoint_http_sink).
+ *   jetstream  publishes each record (line) to a NATS JetStream subject,
+ *          asynchronously, with a message id the server deduplicates;
+ *          what it acknowledges is what the stream acknowledged
+ *          (weir_endpoint_jetstream_sink).
  *   kafka  produces each record (line) to a Kafka topic through
  *          librdkafka, its events served on the loop; what it
  *          acknowledges is what the cluster confirmed with acks=all
@@ -87,6 +91,10 @@ enum weir_endpoint_event {
      * authorized); err: the code; offset: how many records so far. */
     WEIR_EP_KAFKA_FAILING,
     WEIR_EP_KAFKA_REJECTED,
+    /* A jetstream sink: a publish failed or was not acknowledged in time
+     * and is sent again; err: the NATS client's status (for
+     * weir_jetstream_strerror). CONNECTED follows at the next ack. */
+    WEIR_EP_JETSTREAM_FAILING,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -427,6 +435,58 @@ int weir_kafka_check(const struct weir_kafka_sink_options *o, char *err,
 const char *weir_kafka_strerror(int err);
 /* The librdkafka libweir runs with ("2.0.2"). */
 const char *weir_kafka_version(void);
+
+/* What a jetstream sink has done, added relaxed (another thread samples). */
+struct weir_jetstream_counters {
+    _Atomic uint64_t records, bytes; /* acknowledged (bytes: payloads) */
+    _Atomic uint64_t duplicates;     /* acknowledged as already stored */
+    _Atomic uint64_t in_flight;      /* records published, not yet answered */
+    _Atomic uint64_t retries;        /* records published again */
+    /* Errors by reason: no acknowledgement in time, no stream answered
+     * (no responders: a leader being elected, no stream for the
+     * subject), any other. */
+    _Atomic uint64_t err_timeout, err_no_responders, err_other;
+};
+
+/*
+ * Options of a jetstream sink (weir_endpoint_jetstream_sink). Strings are
+ * copied. The input is cut into records at '\n' as for a kafka sink, and
+ * each is published to `subject` asynchronously with the header
+ * Nats-Msg-Id "ID_PREFIX:OFFSET", OFFSET being id_base plus the record's
+ * offset in the input: a record published again (after a failure, or by
+ * a later run that resumed at the same offset with the same prefix) is
+ * dropped by the stream's duplicate window. `counter` (and
+ * weir_endpoint_acked) count the input bytes up to the first record the
+ * stream has not acknowledged.
+ */
+struct weir_jetstream_sink_options {
+    uint64_t hwm; /* input held, records out included; 0: 1 MiB */
+    _Atomic uint64_t *counter;
+    struct weir_jetstream_counters *stats; /* may be NULL */
+    const char *servers; /* "nats://host:port[,nats://host:port...]" */
+    const char *subject;
+    /* Stable across runs for the same input (the daemon: a file's
+     * identity); NULL: one of the sink's own, so that ids never repeat
+     * across runs (no deduplication after a restart). No ':'. */
+    const char *id_prefix;
+    uint64_t id_base;
+    uint64_t ack_wait_ns; /* a publish unanswered this long is sent
+                             again; 0: 5 s */
+    const char *creds;    /* a NATS credentials file; NULL: none */
+    const char *ca;       /* tls://: a PEM file of CAs; NULL: system */
+    weir_endpoint_event_fn on_event; /* may be NULL */
+    void *event_arg;
+};
+
+/* libweir built with the NATS C client. -EINVAL, -ENOMEM. The servers
+ * are connected to on a short-lived thread; records wait until then. */
+int weir_endpoint_jetstream_sink(struct weir_endpoint **out,
+                                 struct weir_loop *loop,
+                                 const struct weir_jetstream_sink_options *o);
+/* The NATS client's text for one of its statuses. */
+const char *weir_jetstream_strerror(int err);
+/* The NATS C client libweir runs with ("3.4.1"). */
+const char *weir_jetstream_version(void);
 
 /* Owner. The endpoint's stream (NULL for the other direction). */
 struct weir_readable *weir_endpoint_readable(struct weir_endpoint *ep);

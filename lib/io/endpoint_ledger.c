@@ -1,19 +1,18 @@
 /*
- * kafka_records.c - the kafka sink's input as records, and the ledger of
- * the records out. A record is copied into librdkafka when produced, so
- * nothing here keeps its bytes but a line still incomplete, or the one
- * record librdkafka's full queue refused.
+ * endpoint_ledger.c - see endpoint_ledger.h. The sinks copy a record out
+ * when they send it, so nothing here keeps its bytes but a line still
+ * incomplete, or the one record a full queue refused.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kafka_impl.h"
+#include "endpoint_ledger.h"
 
 /* ---- the cutter ---- */
 
-static int part_put(struct kcut *c, const uint8_t *p, size_t n)
+static int part_put(struct lcut *c, const uint8_t *p, size_t n)
 {
     if (c->len + n > c->cap) {
         size_t cap = c->cap ? c->cap : 256;
@@ -33,7 +32,7 @@ static int part_put(struct kcut *c, const uint8_t *p, size_t n)
 }
 
 /* fn refused the record: keep it whole in part (it may be part already). */
-static int hold(struct kcut *c, const uint8_t *p, size_t n, uint64_t in_len,
+static int hold(struct lcut *c, const uint8_t *p, size_t n, uint64_t in_len,
                 int why)
 {
     int rc = 0;
@@ -47,8 +46,8 @@ static int hold(struct kcut *c, const uint8_t *p, size_t n, uint64_t in_len,
     return rc ? rc : why;
 }
 
-static int offer(struct kcut *c, const uint8_t *p, size_t n, uint64_t in_len,
-                 kcut_fn fn, void *arg)
+static int offer(struct lcut *c, const uint8_t *p, size_t n, uint64_t in_len,
+                 lcut_fn fn, void *arg)
 {
     int rc = fn(arg, p, n, in_len);
 
@@ -59,7 +58,7 @@ static int offer(struct kcut *c, const uint8_t *p, size_t n, uint64_t in_len,
     return 0;
 }
 
-int weir__kcut_feed(struct kcut *c, const uint8_t *p, size_t n, kcut_fn fn,
+int weir__lcut_feed(struct lcut *c, const uint8_t *p, size_t n, lcut_fn fn,
                     void *arg, size_t *used)
 {
     size_t done = 0;
@@ -98,7 +97,7 @@ int weir__kcut_feed(struct kcut *c, const uint8_t *p, size_t n, kcut_fn fn,
     return rc;
 }
 
-int weir__kcut_retry(struct kcut *c, kcut_fn fn, void *arg)
+int weir__lcut_retry(struct lcut *c, lcut_fn fn, void *arg)
 {
     int rc;
 
@@ -112,14 +111,14 @@ int weir__kcut_retry(struct kcut *c, kcut_fn fn, void *arg)
     return 0;
 }
 
-int weir__kcut_finish(struct kcut *c, kcut_fn fn, void *arg)
+int weir__lcut_finish(struct lcut *c, lcut_fn fn, void *arg)
 {
     if (c->len == 0)
         return 0;
     return offer(c, c->part, c->len, c->len, fn, arg);
 }
 
-void weir__kcut_free(struct kcut *c)
+void weir__lcut_free(struct lcut *c)
 {
     free(c->part);
     c->part = NULL;
@@ -129,11 +128,12 @@ void weir__kcut_free(struct kcut *c)
 
 /* ---- the ledger ---- */
 
-int weir__kl_push(struct kledger *l, uint64_t in_end, bool done, uint64_t *seq)
+int weir__ledger_push(struct ledger *l, uint64_t in_end, bool done,
+                      uint64_t *seq)
 {
-    if (kl_out(l) == l->cap) {
+    if (ledger_out(l) == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 1024;
-        struct krec *v = malloc(cap * sizeof(*v));
+        struct lrec *v = malloc(cap * sizeof(*v));
 
         if (!v)
             return -ENOMEM;
@@ -144,12 +144,12 @@ int weir__kl_push(struct kledger *l, uint64_t in_end, bool done, uint64_t *seq)
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->tail & (l->cap - 1)] = (struct krec){in_end, done};
+    l->v[l->tail & (l->cap - 1)] = (struct lrec){in_end, done};
     *seq = l->tail++;
     return 0;
 }
 
-uint64_t weir__kl_done(struct kledger *l, uint64_t seq)
+uint64_t weir__ledger_done(struct ledger *l, uint64_t seq)
 {
     uint64_t was = l->acked;
 
@@ -160,15 +160,33 @@ uint64_t weir__kl_done(struct kledger *l, uint64_t seq)
     return l->acked - was;
 }
 
-void weir__kl_free(struct kledger *l)
+bool weir__ledger_find(const struct ledger *l, uint64_t off, uint64_t *seq)
+{
+    uint64_t lo = l->head, hi = l->tail;
+
+    /* The first record whose end is past off: records are contiguous. */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+
+        if (l->v[mid & (l->cap - 1)].in_end > off)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo == l->tail || off < l->acked || l->v[lo & (l->cap - 1)].done)
+        return false;
+    *seq = lo;
+    return true;
+}
+
+void weir__ledger_free(struct ledger *l)
 {
     free(l->v);
     l->v = NULL;
     l->cap = 0;
 }
 
-size_t weir__kafka_json_escape(char *buf, size_t cap, const uint8_t *s,
-                               size_t n)
+size_t weir__json_escape_to(char *buf, size_t cap, const uint8_t *s, size_t n)
 {
     size_t o = 0;
 

@@ -637,6 +637,15 @@ static const struct bad_case bad_cases[] = {
      "sink = kafka:127.0.0.1:9092/logs,rdkafka.acks=most,name=b\n",
      {3, 4},
      "rdkafka.no.such.thing=1: No such configuration property"},
+    {"jetstream_address",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = jetstream:nats://127.0.0.1:4222\n"
+     "sink = jetstream:127.0.0.1:4222/logs,name=b\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs.*,name=c\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs,creds=/nonexistent,"
+     "name=d\n",
+     {3, 4, 5, 6},
+     "names no subject: write jetstream:nats://HOST:PORT"},
     {"three_errors",
      "[daemon]\nworkers = none\n\n[pipeline a]\nsource = file:data.txt\n"
      "sink = tcp:localhost:http\nfollow = perhaps\n",
@@ -752,6 +761,12 @@ static void test_good_configs(void **state)
              "key=host,compression=zstd,dead_letter=/tmp/dead.jsonl,"
              "rdkafka.linger.ms=20,rdkafka.security.protocol=plaintext\n"
              "sink = KAFKA:k1:9092/x,key=none,name=b\n");
+    /* A jetstream sink: the servers a list of URLs. */
+    check_ok("jetstream",
+             "[pipeline a]\nsource = file:data.txt\n"
+             "sink = jetstream:nats://n1:4222,nats://127.0.0.1:4223,"
+             "tls://[::1]:4224/logs.app.1,ca=/etc/ssl/certs/"
+             "ca-certificates.crt\n");
     /* Two listeners on one port but different specific hosts are fine. */
     check_ok("two_hosts",
              "[pipeline a]\nsource = file:data.txt\nsink = "

@@ -462,6 +462,10 @@ static void js_close_down(struct weir_endpoint *ep)
         weir_loop_cancel(ep->loop, &s->ev_op);
     weir__ep_timer_stop(ep);
     drop_waiting(s);
+    /* Nothing is out any more, for the figures (whose memory is the
+     * stream's, gone by the release). */
+    if (s->o.stats)
+        atomic_store_explicit(&s->o.stats->in_flight, 0, memory_order_relaxed);
     if (ep->ws && !s->write_held && !s->closing) {
         weir_writable_destroy(ep->ws);
         ep->ws = NULL;
@@ -478,8 +482,6 @@ static void js_release(struct weir_endpoint *ep)
     free(s->retry);
     if (s->box)
         weir__js_box_release(s->box, s->nc, s->js);
-    if (s->o.stats)
-        atomic_store_explicit(&s->o.stats->in_flight, 0, memory_order_relaxed);
     weir__lcut_free(&s->cut);
     weir__ledger_free(&s->led);
     free(s->subject);

@@ -569,8 +569,6 @@ static void let_go(struct kafka_sink *ks)
     ks->rkt = NULL;
     ks->mainq = NULL;
     ks->glue = NULL;
-    if (ks->o.stats)
-        atomic_store_explicit(&ks->o.stats->in_flight, 0, memory_order_relaxed);
 }
 
 static void kafka_close_down(struct weir_endpoint *ep)
@@ -581,6 +579,10 @@ static void kafka_close_down(struct weir_endpoint *ep)
         weir_loop_cancel(ep->loop, &ks->ev_op);
     let_go(ks);
     drop_pending(ks);
+    /* Nothing is out any more, for the figures (whose memory is the
+     * stream's, gone by the release). */
+    if (ks->o.stats)
+        atomic_store_explicit(&ks->o.stats->in_flight, 0, memory_order_relaxed);
     /* A write or close still waiting keeps the stream until the free. */
     if (ep->ws && !ks->write_held && !ks->closing) {
         weir_writable_destroy(ep->ws);

@@ -198,9 +198,17 @@ def main():
 
 
 if __name__ == "__main__":
+    rc = 1
     try:
         rc = main()
     finally:
+        if rc:
+            # What weir said, for the failure's reader.
+            try:
+                with open(path("weir.log"), "rb") as f:
+                    sys.stderr.write(f.read()[-8000:].decode(errors="replace"))
+            except OSError:
+                pass
         for p in PROCS:
             if p.poll() is None:
                 p.kill()

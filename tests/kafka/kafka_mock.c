@@ -13,6 +13,7 @@
  *                           not_leader, request_timed_out, or drop (the
  *                           broker closes the connection)
  *   down ID | up ID         broker ID stops or starts taking connections
+ *   topic NAME              another topic, made as the first
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,6 +51,15 @@ static int error_named(const char *name, rd_kafka_resp_err_t *e)
     return 0;
 }
 
+static int make_topic(rd_kafka_mock_cluster_t *mc, const char *topic)
+{
+    if (rd_kafka_mock_topic_create(mc, topic, PARTITIONS, REPLICAS) != 0)
+        return -1;
+    for (int p = 0; p < PARTITIONS; p++)
+        rd_kafka_mock_partition_set_leader(mc, topic, p, 1);
+    return 0;
+}
+
 static void command(rd_kafka_mock_cluster_t *mc, char *line)
 {
     char name[64];
@@ -69,6 +79,11 @@ static void command(rd_kafka_mock_cluster_t *mc, char *line)
         rd_kafka_mock_broker_set_down(mc, id);
     } else if (sscanf(line, "up %d", &id) == 1) {
         rd_kafka_mock_broker_set_up(mc, id);
+    } else if (sscanf(line, "topic %63s", name) == 1) {
+        if (make_topic(mc, name) != 0) {
+            printf("error: cannot create topic %s\n", name);
+            return;
+        }
     } else {
         printf("error: unknown command\n");
         return;
@@ -93,10 +108,8 @@ int main(int argc, char **argv)
     mc = rd_kafka_mock_cluster_new(rk, 3);
     if (!mc)
         die("kafka_mock: no mock cluster");
-    if (rd_kafka_mock_topic_create(mc, argv[1], PARTITIONS, REPLICAS) != 0)
+    if (make_topic(mc, argv[1]) != 0)
         die("kafka_mock: cannot create topic %s", argv[1]);
-    for (int p = 0; p < PARTITIONS; p++)
-        rd_kafka_mock_partition_set_leader(mc, argv[1], p, 1);
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("%s\n", rd_kafka_mock_cluster_bootstraps(mc));
     while (fgets(line, sizeof(line), stdin))

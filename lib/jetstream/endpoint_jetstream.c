@@ -144,18 +144,22 @@ static int retry_push(struct js_sink *s, natsMsg *m)
     return 0;
 }
 
+static void on_retry(struct weir_endpoint *ep);
+
 /* Publishes m, or keeps it to publish later (behind those waiting). */
 static int publish(struct js_sink *s, natsMsg *m)
 {
-    if (s->js && s->nretry == 0 && !s->failing &&
-        js_PublishMsgAsync(s->js, &m, &s->popts) == NATS_OK) {
-        STAT(s, in_flight, 1);
-        return 0;
+    if (s->js && s->nretry == 0 && !s->failing) {
+        if (js_PublishMsgAsync(s->js, &m, &s->popts) == NATS_OK) {
+            STAT(s, in_flight, 1);
+            return 0;
+        }
+        /* Refused at once (the client's buffer full while it
+         * reconnects): no answer will come to send it again. */
+        weir__ep_timer(&s->ep, s->backoff_ns, on_retry);
     }
     return retry_push(s, m);
 }
-
-static void on_retry(struct weir_endpoint *ep);
 
 /* Publishes what waits, in order, until one fails again; while failing,
  * the oldest alone. */

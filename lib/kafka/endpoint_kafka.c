@@ -142,6 +142,8 @@ static void dead_letter(struct kafka_sink *ks, rd_kafka_resp_err_t why,
     l += (size_t)snprintf(line + l, cap - l, "\",\"record\":\"");
     l += weir__json_escape_to(line + l, cap - l, p, len);
     l += (size_t)snprintf(line + l, cap - l, "\"}\n");
+    if (l >= cap)
+        l = cap - 1; /* cannot happen (cap is the escapes' worst case) */
     while (off < l) {
         ssize_t w = write(ks->o.dead_letter_fd, line + off, l - off);
 

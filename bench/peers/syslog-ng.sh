@@ -1,6 +1,7 @@
 #!/bin/sh
-# Unpacks Debian's syslog-ng into a private prefix, for the logs-glob
-# bench. The package conflicts with rsyslog (both provide the system's
+# Unpacks Debian's syslog-ng (with its http and kafka modules) into a
+# private prefix, for the logs-glob, http-ship and kafka-ship benches.
+# The package conflicts with rsyslog (both provide the system's
 # syslog daemon), and the bench wants the two side by side, so syslog-ng
 # is not installed: its .deb and the two libraries it needs that rsyslog
 # does not already pull in are fetched with `apt-get download` and
@@ -16,7 +17,7 @@
 set -eu
 
 prefix=${1:-build/bench/peers/syslog-ng}
-pkgs="syslog-ng-core syslog-ng-mod-http libivykis0 libnet1"
+pkgs="syslog-ng-core syslog-ng-mod-http syslog-ng-mod-rdkafka libivykis0 libnet1"
 
 mkdir -p "$prefix/debs"
 prefix=$(cd "$prefix" && pwd)

@@ -283,7 +283,7 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
         snprintf(err, errlen,
                  "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
                  "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
-                 "stdout, null, http, https)",
+                 "stdout, null, http, https, kafka, jetstream)",
                  (int)klen, head, a->text);
     return -EINVAL;
 }
@@ -316,6 +316,110 @@ static int parse_url(struct weir_address *a, const char *head, const char *arg,
     for (char *p = a->url; *p != ':'; p++) /* the scheme, as curl wants it */
         *p = (char)tolower((unsigned char)*p);
     return 0;
+}
+
+/* The slash before jetstream's subject: the first that is not half of a
+ * URL's "//". */
+static const char *subject_slash(const char *s)
+{
+    while ((s = strchr(s, '/')) != NULL && s[1] == '/')
+        s += 2;
+    return s;
+}
+
+/* kafka: the brokers (HOST:PORT, comma-separated) and, after a slash, the
+ * topic (Kafka's names: letters, digits, '.', '_' and '-'). */
+static int parse_kafka(struct weir_address *a, const char *arg, char *err,
+                       size_t errlen)
+{
+    const char *slash = strchr(arg, '/');
+    char *list, *item, *save = NULL, *host;
+    bool ipv6;
+    uint16_t port;
+    int r = 0;
+
+    if (slash == NULL || slash == arg || slash[1] == '\0') {
+        snprintf(err, errlen, "'%s' names no %s: write %s", a->text,
+                 slash == arg ? "broker" : "topic", kinds[a->kind].usage);
+        return -EINVAL;
+    }
+    if (strlen(slash + 1) > 249 ||
+        strspn(slash + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789._-") != strlen(slash + 1)) {
+        snprintf(err, errlen,
+                 "'%s' is not a Kafka topic (letters, digits, '.', '_' and "
+                 "'-', at most 249)",
+                 slash + 1);
+        return -EINVAL;
+    }
+    list = strndup(arg, (size_t)(slash - arg));
+    a->topic = strdup(slash + 1);
+    a->brokers = strndup(arg, (size_t)(slash - arg));
+    if (list == NULL || a->topic == NULL || a->brokers == NULL) {
+        free(list);
+        return -ENOMEM;
+    }
+    for (item = strtok_r(list, ",", &save); item != NULL && r == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        r = address_parse_hostport(trim(item), &host, &ipv6, &port, err,
+                                   errlen);
+        if (r == 0)
+            free(host);
+    }
+    free(list);
+    return r;
+}
+
+/* jetstream: the servers (nats:// or tls:// URLs, comma-separated) and,
+ * after a slash, the subject to publish to (no wildcards, no spaces). */
+static int parse_jetstream(struct weir_address *a, const char *arg, char *err,
+                           size_t errlen)
+{
+    const char *slash = subject_slash(arg);
+    char *list, *item, *save = NULL, *host;
+    bool ipv6;
+    uint16_t port;
+    int r = 0;
+
+    if (slash == NULL || slash == arg || slash[1] == '\0') {
+        snprintf(err, errlen, "'%s' names no %s: write %s", a->text,
+                 slash == arg ? "server" : "subject", kinds[a->kind].usage);
+        return -EINVAL;
+    }
+    if (strpbrk(slash + 1, " \t*>") != NULL || slash[1] == '.' ||
+        slash[strlen(slash) - 1] == '.' || strstr(slash, "..") != NULL) {
+        snprintf(err, errlen,
+                 "'%s' is not a subject to publish to (dot-separated "
+                 "tokens, no wildcards)",
+                 slash + 1);
+        return -EINVAL;
+    }
+    list = strndup(arg, (size_t)(slash - arg));
+    a->subject = strdup(slash + 1);
+    a->servers = strndup(arg, (size_t)(slash - arg));
+    if (list == NULL || a->subject == NULL || a->servers == NULL) {
+        free(list);
+        return -ENOMEM;
+    }
+    for (item = strtok_r(list, ",", &save); item != NULL && r == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        char *u = trim(item);
+
+        if (strncmp(u, "nats://", 7) != 0 && strncmp(u, "tls://", 6) != 0) {
+            snprintf(err, errlen,
+                     "'%s' is not a NATS server: write nats://HOST:PORT "
+                     "(tls://HOST:PORT with TLS)",
+                     u);
+            r = -EINVAL;
+            break;
+        }
+        r = address_parse_hostport(strstr(u, "//") + 2, &host, &ipv6, &port,
+                                   err, errlen);
+        if (r == 0)
+            free(host);
+    }
+    free(list);
+    return r;
 }
 
 /* TCP kinds: HOST:PORT; a bare PORT is socat's TCP-LISTEN habit. */
@@ -384,10 +488,29 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
         return parse_tcp(a, colon + 1, err, errlen);
     if (a->kind == ADDR_HTTP)
         return parse_url(a, head, colon + 1, err, errlen);
+    if (a->kind == ADDR_KAFKA)
+        return parse_kafka(a, colon + 1, err, errlen);
+    if (a->kind == ADDR_JETSTREAM)
+        return parse_jetstream(a, colon + 1, err, errlen);
     if (a->kind == ADDR_FILE && a->role == ADDR_SOURCE &&
         strpbrk(colon + 1, "*?["))
         return parse_pattern(a, colon + 1, err, errlen);
     return parse_path(a, colon + 1, base_dir, err, errlen);
+}
+
+/* Where an address's kind and argument end: at the first comma, but
+ * kafka's brokers and jetstream's servers are lists, and their head ends
+ * at the first comma after the topic's or subject's slash. */
+static size_t head_len(const char *text)
+{
+    const char *head = text + strspn(text, " \t"), *slash;
+
+    if (strncasecmp(head, "kafka:", 6) == 0 && (slash = strchr(head, '/')))
+        return (size_t)(slash - text) + strcspn(slash, ",");
+    if (strncasecmp(head, "jetstream:", 10) == 0 &&
+        (slash = subject_slash(head + 10)))
+        return (size_t)(slash - text) + strcspn(slash, ",");
+    return strcspn(text, ",");
 }
 
 static int parse_into(struct weir_address *a, const char *base_dir, char *err,
@@ -399,7 +522,7 @@ static int parse_into(struct weir_address *a, const char *base_dir, char *err,
 
     if (copy == NULL)
         return -ENOMEM;
-    rest = strchr(copy, ',');
+    rest = copy[head_len(copy)] ? copy + head_len(copy) : NULL;
     if (rest != NULL)
         *rest++ = '\0';
     head = trim(copy);
@@ -449,7 +572,7 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     }
     if (r >= 0) {
         a->label =
-            a->name ? strdup(a->name) : strndup(a->text, strcspn(a->text, ","));
+            a->name ? strdup(a->name) : strndup(a->text, head_len(a->text));
         r = a->label ? r : -ENOMEM;
     }
     if (r < 0) {
@@ -490,5 +613,14 @@ void address_free(struct weir_address *a)
     free(a->user);
     free(a->password_file);
     free(a->dead_letter);
+    free(a->brokers);
+    free(a->topic);
+    free(a->kafka_compression);
+    for (unsigned i = 0; i < a->nkafka_props; i++)
+        free(a->kafka_props[i]);
+    free(a->kafka_props);
+    free(a->servers);
+    free(a->subject);
+    free(a->creds);
     free(a);
 }

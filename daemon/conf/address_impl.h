@@ -54,6 +54,11 @@ static const struct kind_def kinds[] = {
     [ADDR_FILE_SET] = {"file", true, ROLE(ADDR_SOURCE), "file:PATTERN"},
     /* Also found as https (address.c): the scheme stays in the URL. */
     [ADDR_HTTP] = {"http", true, ROLE(ADDR_SINK), "http://HOST:PORT/PATH"},
+    [ADDR_KAFKA] = {"kafka", true, ROLE(ADDR_SINK),
+                    "kafka:HOST:PORT[,HOST:PORT...]/TOPIC"},
+    [ADDR_JETSTREAM] = {"jetstream", true, ROLE(ADDR_SINK),
+                        "jetstream:nats://HOST:PORT[,nats://HOST:PORT...]/"
+                        "SUBJECT"},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

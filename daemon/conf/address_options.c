@@ -445,7 +445,89 @@ static int opt_retries(struct weir_address *a, const char *v, char *err,
     return -EINVAL;
 }
 
-#define HTTP KIND(ADDR_HTTP)
+/* ---- kafka ---- */
+
+static int opt_kafka_key(struct weir_address *a, const char *v, char *err,
+                         size_t errlen)
+{
+    static const char *const names[] = {
+        [KAFKA_KEY_FILE] = "file",
+        [KAFKA_KEY_HOST] = "host",
+        [KAFKA_KEY_NONE] = "none",
+    };
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(v, names[i]) == 0) {
+            a->key_by = (enum kafka_key)i;
+            return 0;
+        }
+    snprintf(err, errlen, "'%s' is not a key: use file, host or none", v);
+    return -EINVAL;
+}
+
+static int opt_kafka_compression(struct weir_address *a, const char *v,
+                                 char *err, size_t errlen)
+{
+    static const char *const names[] = {"none", "gzip", "lz4", "zstd"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(v, names[i]) == 0)
+            return opt_str(&a->kafka_compression, v);
+    snprintf(err, errlen,
+             "'%s' is not a compression: use zstd, lz4, gzip or none", v);
+    return -EINVAL;
+}
+
+/* rdkafka.NAME=VALUE: librdkafka's NAME, checked by librdkafka itself
+ * (config_check.c); given once per NAME. */
+static int opt_rdkafka(struct weir_address *a, const char *name, const char *v,
+                       char *err, size_t errlen)
+{
+    char **grown;
+    size_t len = strlen(name);
+
+    if (a->kind != ADDR_KAFKA || a->role != ADDR_SINK) {
+        snprintf(err, errlen, "option 'rdkafka.%s' applies to kafka sinks",
+                 name);
+        return -EINVAL;
+    }
+    if (*name == '\0' || v == NULL || *v == '\0') {
+        snprintf(err, errlen, "write rdkafka.NAME=VALUE (librdkafka's NAME)");
+        return -EINVAL;
+    }
+    for (unsigned i = 0; i < a->nkafka_props; i++)
+        if (strncmp(a->kafka_props[i], name, len) == 0 &&
+            a->kafka_props[i][len] == '=') {
+            snprintf(err, errlen, "option 'rdkafka.%s' is given twice", name);
+            return -EINVAL;
+        }
+    if (a->nkafka_props >= CONF_MAX_KAFKA_PROPS) {
+        snprintf(err, errlen, "more than %d rdkafka. options",
+                 CONF_MAX_KAFKA_PROPS);
+        return -EINVAL;
+    }
+    grown = realloc(a->kafka_props,
+                    (a->nkafka_props + 1) * sizeof(*a->kafka_props));
+    if (grown == NULL)
+        return -ENOMEM;
+    a->kafka_props = grown;
+    if (asprintf(&a->kafka_props[a->nkafka_props], "%s=%s", name, v) < 0)
+        return -ENOMEM;
+    a->nkafka_props++;
+    return 0;
+}
+
+static int opt_creds(struct weir_address *a, const char *v, char *err,
+                     size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return opt_str(&a->creds, v);
+}
+
+#define HTTP      KIND(ADDR_HTTP)
+#define KAFKA     KIND(ADDR_KAFKA)
+#define JETSTREAM KIND(ADDR_JETSTREAM)
 
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE) | KIND(ADDR_FILE_SET), ROLE(ADDR_SOURCE),
@@ -465,8 +547,8 @@ static const struct option_def options[] = {
      "tls and tls-listen", opt_cert},
     {"key", TLS_BOTH, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and tls-listen",
      opt_key},
-    {"ca", TLS_BOTH | HTTP, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
-     "tls, tls-listen and https", opt_ca},
+    {"ca", TLS_BOTH | HTTP | JETSTREAM, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
+     "tls, tls-listen, https and jetstream", opt_ca},
     {"verify", KIND(ADDR_TCP) | TLS_ONLY | HTTP,
      ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "tls and https", opt_verify},
     {"sni", KIND(ADDR_TCP) | TLS_ONLY, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
@@ -488,7 +570,8 @@ static const struct option_def options[] = {
     {"user", HTTP, ROLE(ADDR_SINK), "http and https", opt_user},
     {"password_file", HTTP, ROLE(ADDR_SINK), "http and https",
      opt_password_file},
-    {"dead_letter", HTTP, ROLE(ADDR_SINK), "http and https", opt_dead_letter},
+    {"dead_letter", HTTP | KAFKA, ROLE(ADDR_SINK), "http, https and kafka",
+     opt_dead_letter},
     {"batch_bytes", HTTP, ROLE(ADDR_SINK), "http and https", opt_batch_bytes},
     {"batch_records", HTTP, ROLE(ADDR_SINK), "http and https",
      opt_batch_records},
@@ -496,6 +579,9 @@ static const struct option_def options[] = {
     {"concurrency", HTTP, ROLE(ADDR_SINK), "http and https", opt_concurrency},
     {"timeout", HTTP, ROLE(ADDR_SINK), "http and https", opt_timeout},
     {"retries", HTTP, ROLE(ADDR_SINK), "http and https", opt_retries},
+    {"key", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_key},
+    {"compression", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_compression},
+    {"creds", JETSTREAM, ROLE(ADDR_SINK), "jetstream", opt_creds},
 };
 
 _Static_assert(sizeof(options) / sizeof(options[0]) <= 64,
@@ -507,7 +593,8 @@ static bool option_fits(const struct option_def *o,
                         const struct weir_address *a)
 {
     return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
-           (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP);
+           (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP ||
+            a->kind == ADDR_JETSTREAM);
 }
 
 /* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */
@@ -598,8 +685,12 @@ int address_parse_option(struct weir_address *a, char *item, uint64_t *seen,
         snprintf(err, errlen, "empty option in '%s'", a->text);
         return -EINVAL;
     }
+    if (strncmp(key, "rdkafka.", 8) == 0)
+        return opt_rdkafka(a, key + 8, value, err, errlen);
+    /* Names shared by kinds (compression=, key=) have a row per kind. */
     for (size_t i = 0; i < NOPTIONS; i++)
-        if (strcmp(options[i].name, key) == 0)
+        if (strcmp(options[i].name, key) == 0 &&
+            (o == NULL || (!option_fits(o, a) && option_fits(&options[i], a))))
             o = &options[i];
     list_options(a, known, sizeof(known));
     if (o == NULL) {

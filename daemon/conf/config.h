@@ -103,6 +103,7 @@
 #define CONF_HTTP_RETRIES_UNSET UINT64_MAX
 #define CONF_PIPE_HTTP_RETRIES  5
 #define CONF_MAX_HTTP_RETRIES   1000000
+#define CONF_MAX_KAFKA_PROPS            64
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the
@@ -170,7 +171,18 @@ enum addr_kind {
     ADDR_FILE_SET,
     /* http: and https: sinks, batches of records POSTed to a URL. */
     ADDR_HTTP,
+    /* kafka: records produced to a Kafka topic (librdkafka). */
+    ADDR_KAFKA,
+    /* jetstream: records published to a NATS JetStream subject. */
+    ADDR_JETSTREAM,
     ADDR_KINDS /* how many; a new kind goes before it */
+};
+
+/* What keys a kafka sink's records (records of one key stay in order). */
+enum kafka_key {
+    KAFKA_KEY_FILE, /* the source's path (default) */
+    KAFKA_KEY_HOST, /* the host's name */
+    KAFKA_KEY_NONE, /* none: librdkafka spreads them over partitions */
 };
 
 /* Which end of a pipeline an address is parsed for. */
@@ -235,6 +247,17 @@ struct weir_address {
     uint64_t batch_bytes, batch_records, batch_age_ms;
     uint64_t concurrency, timeout_ms;
     uint64_t retries; /* 0: forever; CONF_HTTP_RETRIES_UNSET: by mode */
+    /* kafka: the brokers as written (HOST:PORT,...), the topic, what
+     * keys the records, compression=, and each rdkafka.NAME=VALUE as
+     * "NAME=VALUE"; dead_letter= is the http sinks'. */
+    char *brokers, *topic;
+    enum kafka_key key_by;
+    char *kafka_compression;
+    char **kafka_props;
+    unsigned nkafka_props;
+    /* jetstream: the servers as written (nats://H:P,...), the subject, a
+     * credentials file (ca= is the tls option above). */
+    char *servers, *subject, *creds;
     struct conf_loc loc;
 };
 

@@ -351,11 +351,28 @@ static void check_secret(const struct weir_address *a, const char *key,
                      strerror(errno));
 }
 
-static void check_http(const struct weir_address *a, struct conf_diag *diag)
+/* The dead letters' file is opened at the start: its directory must be
+ * there. */
+static void check_dead_letter(const struct weir_address *a,
+                              struct conf_diag *diag)
 {
     char *copy, *dir;
     struct stat st;
 
+    if (a->dead_letter == NULL || (copy = strdup(a->dead_letter)) == NULL)
+        return;
+    dir = dirname(copy);
+    if (stat(dir, &st) != 0)
+        config_error(diag, &a->loc, "sink: dead_letter directory '%s': %s", dir,
+                     strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        config_error(diag, &a->loc,
+                     "sink: dead_letter: '%s' is not a directory", dir);
+    free(copy);
+}
+
+static void check_http(const struct weir_address *a, struct conf_diag *diag)
+{
     if ((a->user == NULL) != (a->password_file == NULL))
         config_error(diag, &a->loc,
                      "sink: user= and password_file= go together (basic "
@@ -382,16 +399,26 @@ static void check_http(const struct weir_address *a, struct conf_diag *diag)
                          a->labels[i]);
     check_secret(a, "auth_file", a->auth_file, diag);
     check_secret(a, "password_file", a->password_file, diag);
-    if (a->dead_letter == NULL || (copy = strdup(a->dead_letter)) == NULL)
-        return;
-    dir = dirname(copy);
-    if (stat(dir, &st) != 0)
-        config_error(diag, &a->loc, "sink: dead_letter directory '%s': %s", dir,
-                     strerror(errno));
-    else if (!S_ISDIR(st.st_mode))
-        config_error(diag, &a->loc,
-                     "sink: dead_letter: '%s' is not a directory", dir);
-    free(copy);
+    check_dead_letter(a, diag);
+}
+
+/* A kafka sink's settings as librdkafka reads them (its sentence when it
+ * refuses one); no broker is contacted. */
+static void check_kafka(const struct weir_address *a, struct conf_diag *diag)
+{
+    struct weir_kafka_sink_options ko = {
+        .hwm = a->high_water_mark,
+        .brokers = a->brokers,
+        .topic = a->topic,
+        .compression = a->kafka_compression,
+        .props = (const char *const *)a->kafka_props,
+        .nprops = a->nkafka_props,
+    };
+    char err[512];
+
+    if (weir_kafka_check(&ko, err, sizeof(err)) != 0)
+        config_error(diag, &a->loc, "sink: %s", err);
+    check_dead_letter(a, diag);
 }
 
 static void check_pipeline(struct weir_pipeline *p, bool oneshot,
@@ -424,6 +451,12 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
             check_created_path(s, "sink", diag);
         if (s->kind == ADDR_HTTP)
             check_http(s, diag);
+        if (s->kind == ADDR_KAFKA)
+            check_kafka(s, diag);
+        if (s->kind == ADDR_JETSTREAM) {
+            check_secret(s, "creds", s->creds, diag);
+            check_secret(s, "ca", s->ca, diag);
+        }
         conf_tls_check(s, diag);
         /* The series and the board tell sinks apart by their label (an
          * address written twice is another check's). */

@@ -53,7 +53,11 @@ static bool addr_same(const struct weir_address *a,
            str_same(a->alpn, b->alpn) && str_same(a->ciphers, b->ciphers) &&
            a->verify == b->verify && a->min_version == b->min_version &&
            a->handshake_timeout_ms == b->handshake_timeout_ms &&
-           http_same(a, b);
+           http_same(a, b) &&
+           /* kafka, jetstream: every setting is in the address as
+            * written. */
+           ((a->kind != ADDR_KAFKA && a->kind != ADDR_JETSTREAM) ||
+            strcmp(a->text, b->text) == 0);
 }
 
 bool config_pipeline_same(const struct weir_pipeline *a,

@@ -670,6 +670,10 @@ static void json_sink(struct text *t, const struct row *w)
     text_put(t, "\"queue_fill\":%.4f", w->fill);
     if (sn->http.is_http)
         json_http(t, &sn->http);
+    if (sn->kafka.is_kafka)
+        kafka_json(t, &sn->kafka);
+    if (sn->jetstream.is_js)
+        js_json(t, &sn->jetstream);
     text_put(t, "}");
 }
 

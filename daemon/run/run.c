@@ -376,18 +376,25 @@ static bool stdout_closed(const struct stream *s, int err)
  * the progress line was); a failure, a cut or an interruption is always
  * said, with what reached each sink.
  */
-/* Records an http sink's collector refused for good: handled (the dead
- * letters have them), but not delivered, so weir pipe says so and fails. */
+/* Records an http sink's collector (a kafka sink's cluster) refused for
+ * good: handled (the dead letters have them), but not delivered, so weir
+ * pipe says so and fails. */
 static uint64_t pipe_refused(const struct pipeline *pl, const struct stream *s)
 {
     uint64_t n, all = 0;
 
     for (unsigned i = 0; i < pl->p->nsinks; i++) {
-        if (pl->p->sinks[i]->kind != ADDR_HTTP)
-            continue;
+        const struct sink_live *sl = stream_sink_live(s, i);
+
         /* Relaxed: the stream is over; a statistic. */
-        n = atomic_load_explicit(&stream_sink_live(s, i)->http.dead_letter,
-                                 memory_order_relaxed);
+        if (pl->p->sinks[i]->kind == ADDR_HTTP)
+            n = atomic_load_explicit(&sl->http.dead_letter,
+                                     memory_order_relaxed);
+        else if (pl->p->sinks[i]->kind == ADDR_KAFKA)
+            n = atomic_load_explicit(&sl->kafka.err_rejected,
+                                     memory_order_relaxed);
+        else
+            continue;
         if (n)
             fprintf(stderr,
                     "weir pipe: %s: %llu records not delivered (refused "

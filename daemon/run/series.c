@@ -250,6 +250,10 @@ void series_stream_ended(struct series *t, const struct stream *s)
             atomic_load_explicit(&sl->reconnects, memory_order_relaxed);
         if (p->sinks[i]->kind == ADDR_HTTP)
             http_num_add(&sn->http, &sl->http, false);
+        if (p->sinks[i]->kind == ADDR_KAFKA)
+            kafka_num_add(&sn->kafka, &sl->kafka, false);
+        if (p->sinks[i]->kind == ADDR_JETSTREAM)
+            js_num_add(&sn->jetstream, &sl->jetstream, false);
     }
 }
 
@@ -290,6 +294,8 @@ static bool snap_add(struct series *snap, const struct series *t)
             sn->blocked_ns += a->sinks[j].blocked_ns;
             sn->reconnects += a->sinks[j].reconnects;
             http_num_merge(&sn->http, &a->sinks[j].http);
+            kafka_num_merge(&sn->kafka, &a->sinks[j].kafka);
+            js_num_merge(&sn->jetstream, &a->sinks[j].jetstream);
         }
         for (size_t j = 0; j < a->nxfs; j++) {
             struct xf_num *x = xf_of(b, a->xfs[j].pos, a->xfs[j].spec);
@@ -342,6 +348,10 @@ static void live_stream(void *arg, const struct stream *s)
         sn->queued += atomic_load_explicit(&sl->queued, memory_order_relaxed);
         if (p->sinks[i]->kind == ADDR_HTTP)
             http_num_add(&sn->http, &sl->http, true);
+        if (p->sinks[i]->kind == ADDR_KAFKA)
+            kafka_num_add(&sn->kafka, &sl->kafka, true);
+        if (p->sinks[i]->kind == ADDR_JETSTREAM)
+            js_num_add(&sn->jetstream, &sl->jetstream, true);
         if (st < SINK_STATES)
             sn->in_state[st]++;
     }
@@ -591,6 +601,40 @@ static void put_http(struct text *t, const struct series *snap)
     }
 }
 
+/* The kafka sinks' families, the same way. */
+static void put_kafka(struct text *t, const struct series *snap)
+{
+    bool any = false;
+
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            any |= snap->pls[i].sinks[j].kafka.is_kafka;
+    for (unsigned k = 0; any && k < kafka_families(); k++) {
+        kafka_family_head(t, k);
+        for (size_t i = 0; i < snap->npls; i++)
+            for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+                kafka_family_put(t, k, &snap->pls[i].sinks[j].kafka,
+                                 snap->pls[i].name, snap->pls[i].sinks[j].name);
+    }
+}
+
+/* The jetstream sinks' families, the same way. */
+static void put_jetstream(struct text *t, const struct series *snap)
+{
+    bool any = false;
+
+    for (size_t i = 0; i < snap->npls; i++)
+        for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+            any |= snap->pls[i].sinks[j].jetstream.is_js;
+    for (unsigned k = 0; any && k < js_families(); k++) {
+        js_family_head(t, k);
+        for (size_t i = 0; i < snap->npls; i++)
+            for (size_t j = 0; j < snap->pls[i].nsinks; j++)
+                js_family_put(t, k, &snap->pls[i].sinks[j].jetstream,
+                              snap->pls[i].name, snap->pls[i].sinks[j].name);
+    }
+}
+
 static void put_xform(struct text *t, const char *name, const char *pl,
                       const struct xf_num *x, uint64_t v)
 {
@@ -783,6 +827,8 @@ char *series_render(const struct run *r, size_t *len)
     put_sinks(&t, &snap);
     put_sink_states(&t, &snap);
     put_http(&t, &snap);
+    put_kafka(&t, &snap);
+    put_jetstream(&t, &snap);
     put_sink_queues(&t, &snap);
     put_xforms(&t, &snap);
     put_files(&t, &snap);

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "run/series_http.h"
+#include "run/series_jetstream.h"
+#include "run/series_kafka.h"
 #include "stream/stream.h"
 
 struct run;
@@ -24,7 +26,9 @@ struct sink_num {
      * (0: the pipeline is gone). */
     uint64_t in_state[SINK_STATES];
     uint64_t queued, hwm;
-    struct http_num http; /* an http sink's */
+    struct http_num http;    /* an http sink's */
+    struct kafka_num kafka;  /* a kafka sink's */
+    struct js_num jetstream; /* a jetstream sink's */
 };
 
 struct xf_num {

@@ -351,7 +351,7 @@ static int open_file_sinks(struct pipeline *pl)
     for (size_t i = 0; i < p->nsinks; i++) {
         const struct weir_address *a = p->sinks[i];
         const char *path = a->kind == ADDR_FILE ? a->path : a->dead_letter;
-        bool dead = a->kind == ADDR_HTTP;
+        bool dead = a->kind == ADDR_HTTP || a->kind == ADDR_KAFKA;
         int fd;
 
         if ((a->kind != ADDR_FILE && !(dead && path)) ||

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -125,6 +127,32 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                                 : "dropped: the sink has no dead_letter=");
         break;
     }
+    case WEIR_EP_KAFKA_FAILING:
+        (void)outage_begins(&s->ss[pc->idx]);
+        atomic_store_explicit(&sl->state, SINK_RETRYING, memory_order_relaxed);
+        log_warnx("pipeline %s: %s: %s; librdkafka retries (one line when "
+                  "records are delivered again)",
+                  name, a->label, weir_kafka_strerror(err));
+        break;
+    case WEIR_EP_KAFKA_REJECTED:
+        /* One line at the 1st, 2nd, 4th, 8th ... record: a topic that
+         * refuses everything must not flood the log. */
+        if (off & (off - 1))
+            break;
+        log_errx("pipeline %s: %s refused a record for good (%s; %llu so "
+                 "far); %s",
+                 name, a->label, weir_kafka_strerror(err),
+                 (unsigned long long)off,
+                 a->dead_letter ? "written to its dead_letter file"
+                                : "dropped: the sink has no dead_letter=");
+        break;
+    case WEIR_EP_JETSTREAM_FAILING:
+        (void)outage_begins(&s->ss[pc->idx]);
+        atomic_store_explicit(&sl->state, SINK_RETRYING, memory_order_relaxed);
+        log_warnx("pipeline %s: %s: %s; publishing again (one line when "
+                  "records are acknowledged again)",
+                  name, a->label, weir_jetstream_strerror(err));
+        break;
     case WEIR_EP_RESUMED:
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
                  name, a->text, (unsigned long long)off);
@@ -254,6 +282,111 @@ static int make_http(struct stream *s, unsigned i, uint64_t hwm,
     return rc;
 }
 
+/* What keys a kafka sink's records: key=file the source's path (a glob's
+ * pattern), or the pipeline's name when the source is no file. */
+static int make_kafka(struct stream *s, unsigned i, uint64_t hwm,
+                      _Atomic uint64_t *counter, struct weir_endpoint **out)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_address *a = p->sinks[i];
+    char host[256];
+    struct weir_kafka_sink_options ko = {
+        .hwm = hwm,
+        .counter = counter,
+        .stats = &s->live[i].kafka,
+        .brokers = a->brokers,
+        .topic = a->topic,
+        .compression = a->kafka_compression,
+        .props = (const char *const *)a->kafka_props,
+        .nprops = a->nkafka_props,
+        .has_dead_letter = s->sp->res[i].file_fd >= 0,
+        .dead_letter_fd = s->sp->res[i].file_fd,
+        .on_event = sink_event,
+        .event_arg = stream_pipe_ctx(s, (int)i),
+    };
+
+    switch (a->key_by) {
+    case KAFKA_KEY_FILE:
+        ko.key = p->source->path ? p->source->path : p->name;
+        break;
+    case KAFKA_KEY_HOST:
+        if (gethostname(host, sizeof(host)) != 0)
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        ko.key = host;
+        break;
+    default:
+        break;
+    }
+    /* Relaxed: a statistic (struct sink_live). */
+    atomic_store_explicit(&s->live[i].state, SINK_CONNECTING,
+                          memory_order_relaxed);
+    return weir_endpoint_kafka_sink(out, s->home.loop, &ko);
+}
+
+/* A jetstream sink's message ids: for a file source, a hash of the
+ * file's identity (device, inode and its first 64 bytes) and the offset
+ * the stream began at, so that a run that resumes at a checkpoint sends
+ * the ids the crashed run sent and the stream drops what it had. The
+ * file's head is read here, on the worker: 64 bytes of a local file. */
+static bool file_identity(const struct stream *s, char *prefix, size_t len)
+{
+    const struct weir_address *src = s->sp->p->source;
+    uint8_t head[64];
+    struct stat st;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    ssize_t n;
+    int fd;
+
+    if (src->kind != ADDR_FILE || !src->path)
+        return false;
+    fd = open(src->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+            ? pread(fd, head, sizeof(head), 0)
+            : -1;
+    close(fd);
+    if (n < 0)
+        return false;
+    for (size_t k = 0; k < sizeof(uint64_t) * 2 + (size_t)n; k++) {
+        uint8_t b = k < 8    ? (uint8_t)((uint64_t)st.st_dev >> (8 * k))
+                    : k < 16 ? (uint8_t)((uint64_t)st.st_ino >> (8 * (k - 8)))
+                             : head[k - 16];
+
+        h = (h ^ b) * 0x100000001b3ull;
+    }
+    snprintf(prefix, len, "f%016llx", (unsigned long long)h);
+    return true;
+}
+
+static int make_jetstream(struct stream *s, unsigned i, uint64_t hwm,
+                          _Atomic uint64_t *counter, struct weir_endpoint **out)
+{
+    const struct weir_address *a = s->sp->p->sinks[i];
+    char prefix[32];
+    struct weir_jetstream_sink_options jo = {
+        .hwm = hwm,
+        .counter = counter,
+        .stats = &s->live[i].jetstream,
+        .servers = a->servers,
+        .subject = a->subject,
+        .creds = a->creds,
+        .ca = a->ca,
+        .on_event = sink_event,
+        .event_arg = stream_pipe_ctx(s, (int)i),
+    };
+
+    if (file_identity(s, prefix, sizeof(prefix))) {
+        jo.id_prefix = prefix;
+        jo.id_base = s->src_offset;
+    }
+    /* Relaxed: a statistic (struct sink_live). */
+    atomic_store_explicit(&s->live[i].state, SINK_CONNECTING,
+                          memory_order_relaxed);
+    return weir_endpoint_jetstream_sink(out, s->home.loop, &jo);
+}
+
 static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
 {
     struct stream_home *h = &s->home;
@@ -307,6 +440,10 @@ static int make_sink(struct stream *s, unsigned i, struct weir_endpoint **out)
         return weir_endpoint_fd_sink(out, h->loop, fd, &o);
     case ADDR_HTTP:
         return make_http(s, i, o.hwm, o.counter, out);
+    case ADDR_KAFKA:
+        return make_kafka(s, i, o.hwm, o.counter, out);
+    case ADDR_JETSTREAM:
+        return make_jetstream(s, i, o.hwm, o.counter, out);
     case ADDR_NULL: {
         struct weir_null_sink_options no = {.hwm = o.hwm, .counter = o.counter};
 

@@ -160,6 +160,8 @@ struct sink_live {
     _Atomic uint32_t reconnects;    /* connections made again after a loss */
     _Atomic uint32_t state;         /* enum sink_state */
     struct weir_http_counters http; /* an http sink's (its endpoint adds) */
+    struct weir_kafka_counters kafka;         /* a kafka sink's (the same) */
+    struct weir_jetstream_counters jetstream; /* a jetstream sink's */
 };
 
 /* A transform's bytes in and out so far, kept like struct sink_live. */

@@ -627,6 +627,38 @@ static const struct bad_case bad_cases[] = {
      "sink = http://127.0.0.1:1/,header=nocolon,name=e\n",
      {3, 4},
      "option 'preset' applies to http and https"},
+    {"kafka_address",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = kafka:127.0.0.1:9092\n"
+     "sink = kafka:127.0.0.1:9092,k2/logs,name=b\n"
+     "sink = kafka:127.0.0.1:9092/a/b,name=c\n",
+     {3, 4, 5},
+     "names no topic: write kafka:HOST:PORT[,HOST:PORT...]/TOPIC"},
+    {"kafka_options",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = kafka:127.0.0.1:9092/logs,key=pid\n"
+     "sink = kafka:127.0.0.1:9092/logs,compression=brotli,name=b\n"
+     "sink = kafka:127.0.0.1:9092/logs,rdkafka.acks=2,rdkafka.acks=1,"
+     "name=c\n"
+     "sink = tcp:127.0.0.1:1,rdkafka.acks=all,name=d\n",
+     {3, 4, 5, 6},
+     "key: 'pid' is not a key: use file, host or none"},
+    /* librdkafka's own verdict, the setting named as written. */
+    {"kafka_rdkafka",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = kafka:127.0.0.1:9092/logs,rdkafka.no.such.thing=1\n"
+     "sink = kafka:127.0.0.1:9092/logs,rdkafka.acks=most,name=b\n",
+     {3, 4},
+     "rdkafka.no.such.thing=1: No such configuration property"},
+    {"jetstream_address",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = jetstream:nats://127.0.0.1:4222\n"
+     "sink = jetstream:127.0.0.1:4222/logs,name=b\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs.*,name=c\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs,creds=/nonexistent,"
+     "name=d\n",
+     {3, 4, 5, 6},
+     "names no subject: write jetstream:nats://HOST:PORT"},
     {"three_errors",
      "[daemon]\nworkers = none\n\n[pipeline a]\nsource = file:data.txt\n"
      "sink = tcp:localhost:http\nfollow = perhaps\n",
@@ -737,6 +769,19 @@ static void test_good_configs(void **state)
              "preset=splunk_hec,name=hec,retries=forever\n"
              "sink = http://127.0.0.1:4318/v1/logs,preset=otlp,retries=10,"
              "label=service.name=app,name=otel\n");
+    /* A kafka sink with every option; the brokers a list. */
+    check_ok("kafka",
+             "[pipeline a]\nsource = file:data.txt\n"
+             "sink = kafka:k1:9092,127.0.0.1:9093,[::1]:9094/app.logs-1,"
+             "key=host,compression=zstd,dead_letter=/tmp/dead.jsonl,"
+             "rdkafka.linger.ms=20,rdkafka.security.protocol=plaintext\n"
+             "sink = KAFKA:k1:9092/x,key=none,name=b\n");
+    /* A jetstream sink: the servers a list of URLs. */
+    check_ok("jetstream",
+             "[pipeline a]\nsource = file:data.txt\n"
+             "sink = jetstream:nats://n1:4222,nats://127.0.0.1:4223,"
+             "tls://[::1]:4224/logs.app.1,ca=/etc/ssl/certs/"
+             "ca-certificates.crt\n");
     /* Two listeners on one port but different specific hosts are fine. */
     check_ok("two_hosts",
              "[pipeline a]\nsource = file:data.txt\nsink = "

@@ -30,6 +30,14 @@
  *   http   POSTs batches of records (lines) to an HTTP collector through
  *          libcurl on the loop; what it acknowledges is what the
  *          collector answered 2xx to (weir_endpoint_http_sink).
+ *   jetstream  publishes each record (line) to a NATS JetStream subject,
+ *          asynchronously, with a message id the server deduplicates;
+ *          what it acknowledges is what the stream acknowledged
+ *          (weir_endpoint_jetstream_sink).
+ *   kafka  produces each record (line) to a Kafka topic through
+ *          librdkafka, its events served on the loop; what it
+ *          acknowledges is what the cluster confirmed with acks=all
+ *          (weir_endpoint_kafka_sink).
  *
  * Lifetime: weir_endpoint_destroy destroys the stream (which must no longer
  * be locked by a pipe or tee), cancels the endpoint's operations, closes
@@ -79,6 +87,17 @@ enum weir_endpoint_event {
     WEIR_EP_HTTP_FAILING,
     WEIR_EP_HTTP_REJECTED,
     WEIR_EP_HTTP_GAVE_UP,
+    /* A kafka sink. FAILING: the cluster or a broker cannot be reached,
+     * or a record is produced again; err: librdkafka's error code (for
+     * weir_kafka_strerror). CONNECTED follows at the next delivery.
+     * REJECTED: the cluster refused a record for good (too large, not
+     * authorized); err: the code; offset: how many records so far. */
+    WEIR_EP_KAFKA_FAILING,
+    WEIR_EP_KAFKA_REJECTED,
+    /* A jetstream sink: a publish failed or was not acknowledged in time
+     * and is sent again; err: the NATS client's status (for
+     * weir_jetstream_strerror). CONNECTED follows at the next ack. */
+    WEIR_EP_JETSTREAM_FAILING,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -364,6 +383,120 @@ int weir_endpoint_http_sink(struct weir_endpoint **out, struct weir_loop *loop,
                             const struct weir_http_sink_options *o);
 /* The libcurl libweir runs with ("7.88.1"). */
 const char *weir_http_curl_version(void);
+
+/* What a kafka sink has done, added relaxed (another thread samples). */
+struct weir_kafka_counters {
+    _Atomic uint64_t records, bytes; /* acknowledged (bytes: values) */
+    _Atomic uint64_t in_flight;      /* records produced, not yet reported */
+    _Atomic uint64_t retries;        /* records produced again */
+    /* Errors by reason: the cluster unreachable (librdkafka's error
+     * callback), a delivery that timed out, a record refused for good
+     * (to the dead letters), any other. */
+    _Atomic uint64_t err_transport, err_timeout, err_rejected, err_other;
+};
+
+/*
+ * Options of a kafka sink (weir_endpoint_kafka_sink). Strings are copied.
+ * The input is cut into records at '\n' (an empty line is no record; a
+ * last line without one is a record at the close; a line longer than hwm
+ * is cut), and each record is produced to `topic` by an idempotent
+ * producer with acks=all. `counter` (and weir_endpoint_acked) count the
+ * input bytes up to the first record without a successful delivery
+ * report: reports may come out of order across partitions, the count
+ * moves in order.
+ */
+struct weir_kafka_sink_options {
+    uint64_t hwm; /* input held, records in librdkafka included; 0: 1 MiB */
+    _Atomic uint64_t *counter;
+    struct weir_kafka_counters *stats; /* may be NULL */
+    const char *brokers;               /* "host:port[,host:port...]" */
+    const char *topic;
+    /* Every record's key (records with one key go to one partition, in
+     * order); NULL: none (librdkafka's partitioner spreads them). */
+    const char *key;
+    /* librdkafka's compression.codec: none, gzip, lz4, zstd (snappy);
+     * NULL: none. */
+    const char *compression;
+    /* librdkafka's own settings, each "name=value", set after weir's
+     * (so they may override them). */
+    const char *const *props;
+    unsigned nprops;
+    /* Records refused for good go here, one JSON line each
+     * ({"error":"...","record":"..."}), appended with write(2). Not
+     * closed by the endpoint. */
+    bool has_dead_letter;
+    int dead_letter_fd;
+    weir_endpoint_event_fn on_event; /* may be NULL */
+    void *event_arg;
+};
+
+/* libweir built with librdkafka. -EINVAL (bad options, a setting
+ * librdkafka refused), -ENOMEM. The cluster is contacted from here on,
+ * by librdkafka's threads; the sink serves their events on the loop. */
+int weir_endpoint_kafka_sink(struct weir_endpoint **out, struct weir_loop *loop,
+                             const struct weir_kafka_sink_options *o);
+/*
+ * Checks o's settings as librdkafka reads them, contacting nothing.
+ * 0, or -EINVAL with librdkafka's sentence in err (-ENOMEM).
+ */
+int weir_kafka_check(const struct weir_kafka_sink_options *o, char *err,
+                     size_t errlen);
+/* librdkafka's name for one of its error codes. */
+const char *weir_kafka_strerror(int err);
+/* The librdkafka libweir runs with ("2.0.2"). */
+const char *weir_kafka_version(void);
+
+/* What a jetstream sink has done, added relaxed (another thread samples). */
+struct weir_jetstream_counters {
+    _Atomic uint64_t records, bytes; /* acknowledged (bytes: payloads) */
+    _Atomic uint64_t duplicates;     /* acknowledged as already stored */
+    _Atomic uint64_t in_flight;      /* records published, not yet answered */
+    _Atomic uint64_t retries;        /* records published again */
+    /* Errors by reason: no acknowledgement in time, no stream answered
+     * (no responders: a leader being elected, no stream for the
+     * subject), any other. */
+    _Atomic uint64_t err_timeout, err_no_responders, err_other;
+};
+
+/*
+ * Options of a jetstream sink (weir_endpoint_jetstream_sink). Strings are
+ * copied. The input is cut into records at '\n' as for a kafka sink, and
+ * each is published to `subject` asynchronously with the header
+ * Nats-Msg-Id "ID_PREFIX:OFFSET", OFFSET being id_base plus the record's
+ * offset in the input: a record published again (after a failure, or by
+ * a later run that resumed at the same offset with the same prefix) is
+ * dropped by the stream's duplicate window. `counter` (and
+ * weir_endpoint_acked) count the input bytes up to the first record the
+ * stream has not acknowledged.
+ */
+struct weir_jetstream_sink_options {
+    uint64_t hwm; /* input held, records out included; 0: 1 MiB */
+    _Atomic uint64_t *counter;
+    struct weir_jetstream_counters *stats; /* may be NULL */
+    const char *servers; /* "nats://host:port[,nats://host:port...]" */
+    const char *subject;
+    /* Stable across runs for the same input (the daemon: a file's
+     * identity); NULL: one of the sink's own, so that ids never repeat
+     * across runs (no deduplication after a restart). No ':'. */
+    const char *id_prefix;
+    uint64_t id_base;
+    uint64_t ack_wait_ns; /* a publish unanswered this long is sent
+                             again; 0: 5 s */
+    const char *creds;    /* a NATS credentials file; NULL: none */
+    const char *ca;       /* tls://: a PEM file of CAs; NULL: system */
+    weir_endpoint_event_fn on_event; /* may be NULL */
+    void *event_arg;
+};
+
+/* libweir built with the NATS C client. -EINVAL, -ENOMEM. The servers
+ * are connected to on a short-lived thread; records wait until then. */
+int weir_endpoint_jetstream_sink(struct weir_endpoint **out,
+                                 struct weir_loop *loop,
+                                 const struct weir_jetstream_sink_options *o);
+/* The NATS client's text for one of its statuses. */
+const char *weir_jetstream_strerror(int err);
+/* The NATS C client libweir runs with ("3.4.1"). */
+const char *weir_jetstream_version(void);
 
 /* Owner. The endpoint's stream (NULL for the other direction). */
 struct weir_readable *weir_endpoint_readable(struct weir_endpoint *ep);

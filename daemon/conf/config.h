@@ -103,7 +103,7 @@
 #define CONF_HTTP_RETRIES_UNSET UINT64_MAX
 #define CONF_PIPE_HTTP_RETRIES  5
 #define CONF_MAX_HTTP_RETRIES   1000000
-#define CONF_MAX_KAFKA_PROPS            64
+#define CONF_MAX_KAFKA_PROPS    64
 
 /*
  * Where something was defined: FILE:LINE, or, when file is NULL, the

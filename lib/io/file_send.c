@@ -248,7 +248,7 @@ static void sp_finish(struct weir_file_send *sp, int rc)
             (void)fcntl(sp->sock_fd, F_SETFL, fl & ~O_NONBLOCK);
         sp->nonblocking = false;
     }
-    if (rc == 0) {
+    if (rc == 0 && !sp->o.keep_open) {
         shutdown(sp->sock_fd, SHUT_WR);
         if (sp->o.linger_ns && !sp->destroyed && sp_linger_recv(sp) == 0) {
             sp->lingering = true;

@@ -17,12 +17,13 @@
 
 #include "conf/config.h"
 
-#define KIND(k)   (1u << (k))
-#define ALL_KINDS ((1u << ADDR_KINDS) - 1)
-#define LISTENERS (KIND(ADDR_TCP_LISTEN) | KIND(ADDR_UNIX_LISTEN))
-#define TLS_ONLY  (1u << 16) /* the option needs tls: or tls-listen: */
-#define TLS_BOTH  (KIND(ADDR_TCP) | KIND(ADDR_TCP_LISTEN) | TLS_ONLY)
-#define ROLE(r)   (1u << (r))
+#define KIND(k)    (1u << (k))
+#define ALL_KINDS  ((1u << ADDR_KINDS) - 1)
+#define LISTENERS  (KIND(ADDR_TCP_LISTEN) | KIND(ADDR_UNIX_LISTEN))
+#define TLS_ONLY   (1u << 16) /* the option needs tls: or tls-listen: */
+#define TLS_BOTH   (KIND(ADDR_TCP) | KIND(ADDR_TCP_LISTEN) | TLS_ONLY)
+#define HTTPD_ONLY (1u << 17) /* the option needs http-listen: */
+#define ROLE(r)    (1u << (r))
 
 _Static_assert(ADDR_KINDS <= 16, "kinds are bits below TLS_ONLY");
 
@@ -54,6 +55,7 @@ static const struct kind_def kinds[] = {
     [ADDR_FILE_SET] = {"file", true, ROLE(ADDR_SOURCE), "file:PATTERN"},
     /* Also found as https (address.c): the scheme stays in the URL. */
     [ADDR_HTTP] = {"http", true, ROLE(ADDR_SINK), "http://HOST:PORT/PATH"},
+    [ADDR_DIR] = {"dir", true, ROLE(ADDR_SOURCE), "dir:PATH"},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -68,6 +70,8 @@ static inline const char *kind_label(const struct weir_address *a)
 {
     if (a->kind == ADDR_HTTP && a->url && strncasecmp(a->url, "https", 5) == 0)
         return "https";
+    if (a->serve_http)
+        return "http-listen";
     if (a->tls)
         return a->kind == ADDR_TCP ? "tls" : "tls-listen";
     return kinds[a->kind].name;

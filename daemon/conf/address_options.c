@@ -429,7 +429,48 @@ static int opt_timeout(struct weir_address *a, const char *v, char *err,
                              err, errlen);
 }
 
-#define HTTP KIND(ADDR_HTTP)
+/* ---- http-listen and https-listen ---- */
+
+static int opt_url_path(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    if (v[0] != '/' || strpbrk(v, "?#\\") || strstr(v, "/.")) {
+        snprintf(err, errlen,
+                 "'%s' is not a URL path: write one that starts with '/', "
+                 "with no '?', '#', '\\' or segment starting with '.'",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->url_path, v);
+}
+
+static int opt_server(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    return value_bool(v, &a->server_header, err, errlen);
+}
+
+static int opt_dotfiles(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    return value_bool(v, &a->dotfiles, err, errlen);
+}
+
+static int opt_follow_symlinks(struct weir_address *a, const char *v, char *err,
+                               size_t errlen)
+{
+    return value_bool(v, &a->follow_symlinks, err, errlen);
+}
+
+static int opt_header_timeout(struct weir_address *a, const char *v, char *err,
+                              size_t errlen)
+{
+    return value_duration_ms(v, 1, CONF_MAX_HEADER_TIMEOUT_MS,
+                             &a->header_timeout_ms, err, errlen);
+}
+
+#define HTTP  KIND(ADDR_HTTP)
+#define HTTPD (KIND(ADDR_TCP_LISTEN) | HTTPD_ONLY)
 
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE) | KIND(ADDR_FILE_SET), ROLE(ADDR_SOURCE),
@@ -479,6 +520,13 @@ static const struct option_def options[] = {
     {"batch_age", HTTP, ROLE(ADDR_SINK), "http and https", opt_batch_age},
     {"concurrency", HTTP, ROLE(ADDR_SINK), "http and https", opt_concurrency},
     {"timeout", HTTP, ROLE(ADDR_SINK), "http and https", opt_timeout},
+    {"path", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_url_path},
+    {"server", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_server},
+    {"dotfiles", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_dotfiles},
+    {"follow_symlinks", HTTPD, ROLE(ADDR_SINK), "http-listen",
+     opt_follow_symlinks},
+    {"header_timeout", HTTPD, ROLE(ADDR_SINK), "http-listen",
+     opt_header_timeout},
 };
 
 _Static_assert(sizeof(options) / sizeof(options[0]) <= 64,
@@ -490,7 +538,8 @@ static bool option_fits(const struct option_def *o,
                         const struct weir_address *a)
 {
     return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
-           (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP);
+           (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP) &&
+           (!(o->kinds & HTTPD_ONLY) || a->serve_http);
 }
 
 /* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */

@@ -56,6 +56,10 @@
 #define CONF_MAX_FILE_SIZE        (16 * MiB) /* a config file, in bytes */
 #define CONF_DEFAULT_HANDSHAKE_MS 30000      /* tls, tls-listen */
 #define CONF_MAX_HANDSHAKE_MS     (3600 * 1000)
+/* http-listen: a request's head (and a kept-alive connection's next
+ * one) must arrive within this. */
+#define CONF_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define CONF_MAX_HEADER_TIMEOUT_MS     (3600 * 1000)
 
 /* The control socket, in the unit's RuntimeDirectory. */
 #define CONF_DEFAULT_CONTROL "/run/weir/control"
@@ -165,6 +169,8 @@ enum addr_kind {
     ADDR_FILE_SET,
     /* http: and https: sinks, batches of records POSTed to a URL. */
     ADDR_HTTP,
+    /* A directory source: its files, served by http-listen sinks. */
+    ADDR_DIR,
     ADDR_KINDS /* how many; a new kind goes before it */
 };
 
@@ -229,6 +235,14 @@ struct weir_address {
     char *dead_letter; /* records refused for good, appended */
     uint64_t batch_bytes, batch_records, batch_age_ms;
     uint64_t concurrency, timeout_ms;
+    /* http-listen: is tcp-listen with serve_http set: files served over
+     * HTTP (daemon/httpd). */
+    bool serve_http;
+    char *url_path;       /* path=: where a file source is; NULL: "/" */
+    bool server_header;   /* server=, default yes */
+    bool dotfiles;        /* dotfiles=, default no */
+    bool follow_symlinks; /* follow_symlinks=, default no */
+    uint64_t header_timeout_ms;
     struct conf_loc loc;
 };
 

@@ -34,6 +34,16 @@ static bool http_same(const struct weir_address *a,
            a->concurrency == b->concurrency && a->timeout_ms == b->timeout_ms;
 }
 
+static bool serve_http_same(const struct weir_address *a,
+                            const struct weir_address *b)
+{
+    return a->serve_http == b->serve_http &&
+           str_same(a->url_path, b->url_path) &&
+           a->server_header == b->server_header && a->dotfiles == b->dotfiles &&
+           a->follow_symlinks == b->follow_symlinks &&
+           a->header_timeout_ms == b->header_timeout_ms;
+}
+
 static bool addr_same(const struct weir_address *a,
                       const struct weir_address *b)
 {
@@ -52,7 +62,7 @@ static bool addr_same(const struct weir_address *a,
            str_same(a->alpn, b->alpn) && str_same(a->ciphers, b->ciphers) &&
            a->verify == b->verify && a->min_version == b->min_version &&
            a->handshake_timeout_ms == b->handshake_timeout_ms &&
-           http_same(a, b);
+           http_same(a, b) && serve_http_same(a, b);
 }
 
 bool config_pipeline_same(const struct weir_pipeline *a,

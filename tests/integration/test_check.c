@@ -614,6 +614,21 @@ static const struct bad_case bad_cases[] = {
      "sink = http://127.0.0.1:1/,header=nocolon,name=e\n",
      {3, 4},
      "option 'preset' applies to http and https"},
+    {"http_listen_options",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http-listen:127.0.0.1:1,header_timeout=soon\n"
+     "sink = http-listen:127.0.0.1:2,path=no-slash,name=b\n"
+     "sink = tcp-listen:127.0.0.1:3,dotfiles=yes,name=c\n",
+     {3, 4, 5},
+     "header_timeout: "},
+    {"http_listen_sources",
+     "[pipeline a]\nsource = dir:.\nsink = tcp:127.0.0.1:1\n"
+     "[pipeline b]\nsource = stdin\nsink = http-listen:127.0.0.1:4\n"
+     "[pipeline c]\nsource = dir:.\n"
+     "sink = http-listen:127.0.0.1:5,path=/x\n"
+     "[pipeline d]\nsource = dir:data.txt\nsink = http-listen:127.0.0.1:6\n",
+     {3, 6, 9, 11},
+     "a dir source is served by http-listen sinks only"},
     {"three_errors",
      "[daemon]\nworkers = none\n\n[pipeline a]\nsource = file:data.txt\n"
      "sink = tcp:localhost:http\nfollow = perhaps\n",
@@ -670,6 +685,12 @@ static void test_good_configs(void **state)
 {
     (void)state;
     check_ok("minimal", "[pipeline a]\nsource = file:data.txt\nsink = null\n");
+    check_ok("http_listen",
+             "[pipeline files]\nsource = dir:.\n"
+             "sink = http-listen:127.0.0.1:7080,header_timeout=2s,"
+             "dotfiles=no,follow_symlinks=no,server=no,max_clients=100\n"
+             "[pipeline one]\nsource = file:data.txt\n"
+             "sink = http-listen:127.0.0.1:7081,path=/data.txt\n");
     check_ok("everything",
              "; every key and option the parser knows\n"
              "[daemon]\n"

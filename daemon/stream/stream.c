@@ -301,8 +301,10 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
         /* A dup the main thread keeps, so that a drain timeout can shut
          * the connection down while a worker owns the stream's fd. */
         s->kill_fd = fcntl(src_fd, F_DUPFD_CLOEXEC, 0);
-    } else if (!sp->http) {
+    } else if (sp->http) {
         /* An HTTP client's files are opened by its requests. */
+        s->src_fd = -1;
+    } else {
         s->src_fd = open_source(s);
         if (s->src_fd < 0) {
             s->src_rc = s->src_waits || s->src_set ? 0 : s->src_fd;

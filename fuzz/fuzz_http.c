@@ -30,8 +30,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void span_inside(const struct http_span *s, const char *buf,
-                        size_t len)
+static void span_inside(const struct http_span *s, const char *buf, size_t len)
 {
     if (s->len && (s->p < buf || s->p + s->len > buf + len))
         abort();
@@ -52,7 +51,10 @@ static void path_beneath(const char *rel, bool dotfiles)
         const char *end = strchr(seg, '/');
         size_t len = end ? (size_t)(end - seg) : strlen(seg);
 
-        if (len == 0 || (seg[0] == '.' && (len <= 2 || !dotfiles)))
+        if (len == 0 || (seg[0] == '.' && !dotfiles))
+            abort();
+        if ((len == 1 && seg[0] == '.') ||
+            (len == 2 && seg[0] == '.' && seg[1] == '.'))
             abort();
         seg = end ? end + 1 : NULL;
     }

@@ -106,6 +106,12 @@ int config_print_defaults(FILE *f)
         fprintf(f, "batch_age=%" PRIu64 "ms\n", listen->batch_age_ms);
         fprintf(f, "concurrency=%" PRIu64 "\n", listen->concurrency);
         fprintf(f, "timeout=%" PRIu64 "ms\n", listen->timeout_ms);
+        /* http-listen: (the same untouched fields). */
+        fprintf(f, "server=%s\n", listen->server_header ? "yes" : "no");
+        fprintf(f, "dotfiles=%s\n", listen->dotfiles ? "yes" : "no");
+        fprintf(f, "follow_symlinks=%s\n",
+                listen->follow_symlinks ? "yes" : "no");
+        fprintf(f, "header_timeout=%" PRIu64 "ms\n", listen->header_timeout_ms);
         r = 0;
     }
     address_free(listen);

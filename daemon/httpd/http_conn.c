@@ -60,6 +60,8 @@ struct http_conn {
     struct weir_timer timer;
     int64_t deadline; /* CLOCK_MONOTONIC ns; 0: none */
     uint64_t requests;
+    int64_t began; /* when its head was found whole (or bad) */
+    int status;    /* its answer's */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -236,17 +238,35 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
     request_in(c);
 }
 
+const uint64_t http_time_le_us[HTTP_TIME_BUCKETS - 1] = {
+    1000, 5000, 25000, 100000, 500000, 2500000, 10000000,
+};
+
+/* The answer's status, counted once its head is made. */
 static void count(struct http_conn *c, int status)
 {
     unsigned cls = status >= 100 && status < 600 ? (unsigned)status / 100 : 0;
 
+    c->status = status;
     if (!c->o.counts)
         return;
     /* Relaxed: statistics another thread samples; they order nothing. */
-    atomic_fetch_add_explicit(&c->o.counts->status[cls], 1,
+    atomic_fetch_add_explicit(&c->o.counts->requests[cls][c->req.method], 1,
                               memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->o.counts->method[c->req.method], 1,
-                              memory_order_relaxed);
+}
+
+/* The answer's time, once its last byte is out. */
+static void count_time(struct http_conn *c)
+{
+    uint64_t us = (uint64_t)(now_ns() - c->began) / 1000;
+    unsigned b = 0;
+
+    if (!c->o.counts)
+        return;
+    while (b < HTTP_TIME_BUCKETS - 1 && us > http_time_le_us[b])
+        b++;
+    atomic_fetch_add_explicit(&c->o.counts->time[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->o.counts->time_us, us, memory_order_relaxed);
 }
 
 /* An answer with no file: its head (and short body) only. */
@@ -360,6 +380,7 @@ static void answer(struct http_conn *c)
 /* The front of the buffer, read again with what just arrived. */
 static void request_in(struct http_conn *c)
 {
+    c->began = now_ns();
     switch (http_req_parse(c->buf, c->len, &c->req)) {
     case HTTP_REQ_DONE:
         c->deadline = 0;
@@ -387,6 +408,7 @@ static void request_in(struct http_conn *c)
 static void answered(struct http_conn *c)
 {
     c->requests++;
+    count_time(c);
     memmove(c->buf, c->buf + c->req.size, c->len - c->req.size);
     c->len -= c->req.size;
     if (c->close_after)

@@ -23,12 +23,21 @@
 struct http_conn;
 struct http_mime;
 
+/* The upper bounds, in microseconds, of the buckets of a request's
+ * time (from its whole head to its answer's last byte taken by the
+ * socket); the last bucket has none. */
+#define HTTP_TIME_BUCKETS 8
+extern const uint64_t http_time_le_us[HTTP_TIME_BUCKETS - 1];
+
 /* What a connection's requests came to; added relaxed (statistics that
  * order nothing), shared by every connection of a listener. */
 struct http_counts {
-    _Atomic uint64_t status[6]; /* by class: [2] is 2xx, [0] anything else */
-    _Atomic uint64_t method[3]; /* GET, HEAD, other (enum http_req_method) */
-    _Atomic uint64_t timeouts;  /* connections cut by header_timeout */
+    /* By status class ([2] is 2xx; [0] anything else) and method (GET,
+     * HEAD, other: enum http_req_method). */
+    _Atomic uint64_t requests[6][3];
+    _Atomic uint64_t timeouts; /* connections cut by header_timeout */
+    _Atomic uint64_t time[HTTP_TIME_BUCKETS];
+    _Atomic uint64_t time_us; /* their sum */
 };
 
 struct http_conn_options {

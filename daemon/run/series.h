@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "run/series_http.h"
+#include "run/series_httpd.h"
 #include "stream/stream.h"
 
 struct run;
@@ -54,6 +55,7 @@ struct pl_num {
     struct xf_num *xfs;
     size_t nxfs;
     struct files_num files;
+    struct httpd_num httpd; /* an http-listen pipeline's */
 };
 
 struct series {

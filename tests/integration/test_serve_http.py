@@ -383,10 +383,36 @@ def test_shrinking_file():
     assert body == data[:len(body)], "the body is not the file's prefix"
 
 
+def test_metrics():
+    """What the tests above did, as /metrics counts it."""
+    text = curl("http://127.0.0.1:%d/metrics" % W["metrics"]).decode()
+
+    def value(series):
+        m = re.search(r"^%s (\d+)$" % re.escape(series), text, re.M)
+        assert m, "no %s in:\n%s" % (series, text)
+        return int(m[1])
+
+    pl = 'pipeline="files"'
+    assert value('weir_http_served_requests_total{%s,method="GET",'
+                 'code="2xx"}' % pl) >= 100
+    assert value('weir_http_served_requests_total{%s,method="GET",'
+                 'code="3xx"}' % pl) >= 3
+    assert value('weir_http_served_requests_total{%s,method="other",'
+                 'code="4xx"}' % pl) >= 1
+    assert value('weir_http_served_header_timeouts_total{%s}' % pl) >= 1
+    n = value('weir_http_served_request_seconds_count{%s}' % pl)
+    assert n == value('weir_http_served_request_seconds_bucket{%s,'
+                      'le="+Inf"}' % pl) and n >= 100
+    # One request to the file pipeline with server=no, one 404 (HEADs too).
+    assert value('weir_http_served_requests_total{pipeline="one",'
+                 'method="GET",code="2xx"}') == 1
+
+
 def main():
     tests = [test_get_head_types, test_ranges, test_resume_curl_and_wget,
              test_conditional, test_http10_and_keepalive, test_errors,
-             test_traversal_refused, test_slow_head_cut, test_shrinking_file]
+             test_traversal_refused, test_slow_head_cut, test_shrinking_file,
+             test_metrics]
     for tool in ("curl", "wget"):
         if shutil.which(tool) is None:
             print("SKIP: %s is not installed (tools/install-deps)" % tool)
@@ -394,8 +420,10 @@ def main():
     try:
         make_tree()
         W["dir"], W["file"] = free_port(), free_port()
+        W["metrics"] = free_port()
         W["weir"] = Weir("serve", """[daemon]
 workers = 2
+metrics = 127.0.0.1:%d
 
 [pipeline files]
 source = dir:%s
@@ -404,8 +432,8 @@ sink = http-listen:127.0.0.1:%d,header_timeout=1s
 [pipeline one]
 source = file:%s
 sink = http-listen:127.0.0.1:%d,path=/files/a.txt,server=no
-""" % (ROOT, W["dir"], path("root", "a.txt"), W["file"]),
-            [W["dir"], W["file"]])
+""" % (W["metrics"], ROOT, W["dir"], path("root", "a.txt"), W["file"]),
+            [W["dir"], W["file"], W["metrics"]])
         for t in tests:
             try:
                 t()

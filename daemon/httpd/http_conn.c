@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -474,6 +475,36 @@ static void body_out(struct http_conn *c)
         body_back(c);
 }
 
+/* One sendfile(2) at once: a small file (most of a site's) usually
+ * fits the socket's buffer whole, and then needs no stage. True when
+ * bytes are left for the stage. */
+static bool body_now(struct http_conn *c)
+{
+    off_t off = (off_t)c->body_off;
+    ssize_t k = sendfile(c->fd, c->file_fd, &off, c->body_len);
+
+    if (k < 0 && errno != EAGAIN && errno != EINTR) {
+        finish(c, -errno);
+        return false;
+    }
+    if (k == 0) { /* the file ended before the range: it shrank */
+        finish(c, 0);
+        return false;
+    }
+    if (k > 0) {
+        c->body_off += (uint64_t)k;
+        c->body_len -= (uint64_t)k;
+        if (c->o.bytes_out)
+            /* Relaxed: a statistic, as the stage's counter. */
+            atomic_fetch_add_explicit(c->o.bytes_out, (uint64_t)k,
+                                      memory_order_relaxed);
+    }
+    if (c->body_len)
+        return true;
+    close_file(c);
+    return false;
+}
+
 static void on_writable(struct weir_op *op, int res, uint32_t flags)
 {
     struct http_conn *c = weir_container_of(op, struct http_conn, poll_op);
@@ -510,9 +541,9 @@ static void head_out(struct http_conn *c)
         c->head_off += (size_t)k;
     }
     c->deadline = 0;
-    if (c->body_len)
+    if (c->body_len && body_now(c))
         body_out(c);
-    else
+    else if (!c->finished)
         answered(c);
 }
 
@@ -521,6 +552,7 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
                     void *ctx)
 {
     struct http_conn *c = calloc(1, sizeof(*c));
+    int fl;
 
     *out = c;
     if (!c)
@@ -532,6 +564,15 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
     c->ctx = ctx;
     c->file_fd = -1;
     c->timer.op.fn = timer_fired;
+    /* Non-blocking for good: the sendfile tried at once (body_now) must
+     * never wait, and the stage leaves such a socket as it is. */
+    fl = fcntl(sock_fd, F_GETFL);
+    if (fl < 0 || fcntl(sock_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+        fl = -errno;
+        free(c);
+        *out = NULL;
+        return fl;
+    }
     next_request(c);
     return 0;
 }

@@ -62,8 +62,9 @@ struct http_conn_options {
  * Serves the client on sock_fd (which stays the caller's: it is never
  * closed here) until it goes, fails, idles past header_timeout_ns, or
  * asks to close; then done(ctx, rc) runs once: 0 for an orderly end,
- * -ETIMEDOUT for a client cut by a timeout, else -errno. Returns 0 or
- * -ENOMEM (done not called).
+ * -ETIMEDOUT for a client cut by a timeout, else -errno. The socket is
+ * left in non-blocking mode. Returns 0, or -ENOMEM or fcntl's -errno
+ * (done not called).
  */
 int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
                     const struct http_conn_options *o, weir_done_cb done,

@@ -582,8 +582,9 @@ void http_conn_stop(struct http_conn *c)
     if (c->finished || c->stopping)
         return;
     c->stopping = true;
-    /* Idle, between requests: nothing to finish first. */
-    if (c->poll_op.pending && c->poll_op.fn == on_readable && c->len == 0)
+    /* Waiting for a request (or the rest of one): nothing is owed; a
+     * request cut short is the client's to send again elsewhere. */
+    if (c->poll_op.pending && c->poll_op.fn == on_readable)
         finish(c, 0);
 }
 

@@ -70,8 +70,9 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
                     const struct http_conn_options *o, weir_done_cb done,
                     void *ctx);
 
-/* Ends the connection once the request being answered (if any) is: an
- * idle one ends now. done follows. */
+/* Ends the connection once the answer being sent (if any) is out: one
+ * waiting for a request, or for the rest of one, ends now. done
+ * follows. */
 void http_conn_stop(struct http_conn *c);
 
 /* Requests answered so far. */

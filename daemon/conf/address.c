@@ -504,5 +504,6 @@ void address_free(struct weir_address *a)
     free(a->password_file);
     free(a->dead_letter);
     free(a->url_path);
+    free(a->access_log);
     free(a);
 }

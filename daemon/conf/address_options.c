@@ -469,6 +469,31 @@ static int opt_header_timeout(struct weir_address *a, const char *v, char *err,
                              &a->header_timeout_ms, err, errlen);
 }
 
+static int opt_access_log(struct weir_address *a, const char *v, char *err,
+                          size_t errlen)
+{
+    if (strcmp(v, "stdout") != 0 && v[0] != '/') {
+        snprintf(err, errlen,
+                 "'%s' is not an absolute path or stdout: write "
+                 "request_log=/var/log/weir/access.log or request_log=stdout",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->access_log, v);
+}
+
+static int opt_log_format(struct weir_address *a, const char *v, char *err,
+                          size_t errlen)
+{
+    a->access_format_set = true;
+    if (strcmp(v, "clf") == 0 || strcmp(v, "json") == 0) {
+        a->access_json = v[0] == 'j';
+        return 0;
+    }
+    snprintf(err, errlen, "'%s' is not a log format: use clf or json", v);
+    return -EINVAL;
+}
+
 #define HTTP  KIND(ADDR_HTTP)
 #define HTTPD (KIND(ADDR_TCP_LISTEN) | HTTPD_ONLY)
 
@@ -527,6 +552,9 @@ static const struct option_def options[] = {
      opt_follow_symlinks},
     {"header_timeout", HTTPD, ROLE(ADDR_SINK), "http-listen",
      opt_header_timeout},
+    {"request_log", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_access_log},
+    {"request_log_format", HTTPD, ROLE(ADDR_SINK), "http-listen",
+     opt_log_format},
 };
 
 _Static_assert(sizeof(options) / sizeof(options[0]) <= 64,

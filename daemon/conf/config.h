@@ -243,6 +243,9 @@ struct weir_address {
     bool dotfiles;        /* dotfiles=, default no */
     bool follow_symlinks; /* follow_symlinks=, default no */
     uint64_t header_timeout_ms;
+    char *access_log; /* request_log=: a path, or "stdout"; NULL: none */
+    bool access_json; /* request_log_format=json (else clf) */
+    bool access_format_set;
     struct conf_loc loc;
 };
 

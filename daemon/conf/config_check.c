@@ -418,7 +418,13 @@ static void check_serve_http(const struct weir_pipeline *p,
                          "one (a followed file, a FIFO or a glob is not "
                          "served over HTTP)",
                          s->text, src->text);
-        else if (dir && s->url_path)
+        if (s->access_format_set && !s->access_log)
+            config_error(diag, &s->loc,
+                         "sink: request_log_format= applies with request_log=, "
+                         "which "
+                         "%s does not have",
+                         s->text);
+        if (dir && s->url_path)
             config_error(diag, &s->loc,
                          "sink: path= applies to a file source; a dir "
                          "source's files are at their own paths");

@@ -112,6 +112,9 @@ int config_print_defaults(FILE *f)
         fprintf(f, "follow_symlinks=%s\n",
                 listen->follow_symlinks ? "yes" : "no");
         fprintf(f, "header_timeout=%" PRIu64 "ms\n", listen->header_timeout_ms);
+        fprintf(f, "request_log=none\n");
+        fprintf(f, "request_log_format=%s\n",
+                listen->access_json ? "json" : "clf");
         r = 0;
     }
     address_free(listen);

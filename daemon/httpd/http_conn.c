@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "httpd/access_log.h"
 #include "httpd/http_mime.h"
 #include "httpd/http_path.h"
 #include "httpd/http_reply.h"
@@ -63,6 +64,7 @@ struct http_conn {
     uint64_t requests;
     int64_t began; /* when its head was found whole (or bad) */
     int status;    /* its answer's */
+    uint64_t sent; /* its body's bytes sent */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -249,6 +251,7 @@ static void count(struct http_conn *c, int status)
     unsigned cls = status >= 100 && status < 600 ? (unsigned)status / 100 : 0;
 
     c->status = status;
+    c->sent = 0;
     if (!c->o.counts)
         return;
     /* Relaxed: statistics another thread samples; they order nothing. */
@@ -256,12 +259,42 @@ static void count(struct http_conn *c, int status)
                               memory_order_relaxed);
 }
 
-/* The answer's time, once its last byte is out. */
+/* The request line: the buffer's first line, without its end. */
+static size_t request_line(const struct http_conn *c)
+{
+    size_t n = c->req.size < c->len ? c->req.size : c->len;
+    const char *nl = c->buf ? memchr(c->buf, '\n', n) : NULL;
+
+    if (nl)
+        n = (size_t)(nl - c->buf);
+    if (n && c->buf[n - 1] == '\r')
+        n--;
+    return n;
+}
+
+/* The answer's time, and its line in the access log, once its last
+ * byte is out (or its connection ends it). */
 static void count_time(struct http_conn *c)
 {
     uint64_t us = (uint64_t)(now_ns() - c->began) / 1000;
     unsigned b = 0;
 
+    if (c->o.log) {
+        struct access_entry e = {
+            .client = c->o.peer,
+            .request = c->buf,
+            .request_len = request_line(c),
+            .status = c->status,
+            .bytes = c->sent,
+            .duration_us = us,
+            .range = c->req.range.p,
+            .range_len = c->req.range.len,
+            .user_agent = c->req.user_agent.p,
+            .user_agent_len = c->req.user_agent.len,
+        };
+
+        access_log_put(c->o.log, &e);
+    }
     if (!c->o.counts)
         return;
     while (b < HTTP_TIME_BUCKETS - 1 && us > http_time_le_us[b])
@@ -424,13 +457,16 @@ static void body_back(struct http_conn *c)
     int rc = c->send_rc;
 
     close_file(c);
+    c->sent += sent;
     if (rc < 0) {
+        count_time(c);
         finish(c, rc);
         return;
     }
     /* A file that shrank while it was sent ends the answer short: the
      * connection closes, so the client sees a length that was not met. */
     if (sent < c->body_len) {
+        count_time(c);
         finish(c, 0);
         return;
     }
@@ -488,12 +524,14 @@ static bool body_now(struct http_conn *c)
         return false;
     }
     if (k == 0) { /* the file ended before the range: it shrank */
+        count_time(c);
         finish(c, 0);
         return false;
     }
     if (k > 0) {
         c->body_off += (uint64_t)k;
         c->body_len -= (uint64_t)k;
+        c->sent += (uint64_t)k;
         if (c->o.bytes_out)
             /* Relaxed: a statistic, as the stage's counter. */
             atomic_fetch_add_explicit(c->o.bytes_out, (uint64_t)k,

@@ -22,6 +22,7 @@
 
 struct http_conn;
 struct http_mime;
+struct access_log;
 
 /* The upper bounds, in microseconds, of the buckets of a request's
  * time (from its whole head to its answer's last byte taken by the
@@ -56,6 +57,8 @@ struct http_conn_options {
     const struct http_mime *mime;
     struct http_counts *counts;  /* or NULL */
     _Atomic uint64_t *bytes_out; /* bytes of files sent (relaxed), or NULL */
+    struct access_log *log;      /* a line per answer, or NULL */
+    const char *peer;            /* the client, for the log */
 };
 
 /*

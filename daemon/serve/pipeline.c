@@ -25,6 +25,7 @@
 
 #include "conf/address.h"
 #include "conf/sockaddr.h"
+#include "httpd/access_log.h"
 #include "httpd/http_mime.h"
 #include "sys/log.h"
 #include "sys/port_holder.h"
@@ -199,9 +200,23 @@ static int http_open(struct pipeline *pl)
     int rc;
 
     pl->http.mime = http_mime_load("/etc/mime.types");
-    if (!pl->http.mime) {
+    pl->http.logs = calloc(pl->p->nsinks, sizeof(*pl->http.logs));
+    if (!pl->http.mime || !pl->http.logs) {
         log_errx("pipeline %s: out of memory", pl->p->name);
         return -ENOMEM;
+    }
+    for (size_t i = 0; i < pl->p->nsinks; i++) {
+        const struct weir_address *a = pl->p->sinks[i];
+
+        if (!a->access_log)
+            continue;
+        rc = access_log_open(&pl->http.logs[i], a->access_log,
+                             a->access_json ? ACCESS_LOG_JSON : ACCESS_LOG_CLF);
+        if (rc) {
+            log_errx("%spipeline %s: access_log %s: %s", at(a, w, sizeof(w)),
+                     pl->p->name, a->access_log, strerror(-rc));
+            return rc;
+        }
     }
     if (src->kind != ADDR_DIR)
         return 0;
@@ -758,6 +773,9 @@ void pipeline_free(struct pipeline *pl)
     if (pl->http.root_fd >= 0)
         close(pl->http.root_fd);
     http_mime_free(pl->http.mime);
+    for (size_t i = 0; pl->http.logs && i < pl->p->nsinks; i++)
+        access_log_close(pl->http.logs[i]);
+    free(pl->http.logs);
     free(pl->res);
     free(pl->ls);
     broadcast_free(pl->bc);

@@ -41,9 +41,13 @@ void http_serve_start(struct stream *s)
         .mime = site->mime,
         .counts = &site->counts,
         .bytes_out = &s->bytes_out,
+        .peer = s->peer,
     };
     int rc;
 
+    for (size_t i = 0; site->logs && i < p->nsinks; i++)
+        if (p->sinks[i] == a)
+            o.log = site->logs[i];
     stream_hold(s);
     rc = http_conn_start(&s->home.http, s->home.loop, s->sink_fd, &o, conn_done,
                          s);

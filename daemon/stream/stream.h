@@ -115,6 +115,8 @@ void stream_share_release(struct src_share *sh);
 struct stream_http {
     int root_fd;            /* a dir source (O_PATH); -1: a file */
     struct http_mime *mime; /* Content-Type by extension */
+    /* Each sink's access log (access_log=), or NULL; [p->nsinks]. */
+    struct access_log **logs;
     struct http_counts counts;
 };
 

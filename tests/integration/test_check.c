@@ -621,6 +621,14 @@ static const struct bad_case bad_cases[] = {
      "sink = tcp-listen:127.0.0.1:3,dotfiles=yes,name=c\n",
      {3, 4, 5},
      "header_timeout: "},
+    {"http_listen_access_log",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http-listen:127.0.0.1:1,request_log=relative.log\n"
+     "sink = http-listen:127.0.0.1:2,request_log_format=json,name=b\n"
+     "sink = http-listen:127.0.0.1:3,request_log=stdout,request_log_format=xml,"
+     "name=c\n",
+     {3, 4, 5},
+     "is not an absolute path or stdout"},
     {"http_listen_sources",
      "[pipeline a]\nsource = dir:.\nsink = tcp:127.0.0.1:1\n"
      "[pipeline b]\nsource = stdin\nsink = http-listen:127.0.0.1:4\n"
@@ -688,7 +696,8 @@ static void test_good_configs(void **state)
     check_ok("http_listen",
              "[pipeline files]\nsource = dir:.\n"
              "sink = http-listen:127.0.0.1:7080,header_timeout=2s,"
-             "dotfiles=no,follow_symlinks=no,server=no,max_clients=100\n"
+             "dotfiles=no,follow_symlinks=no,server=no,max_clients=100,"
+             "request_log=stdout,request_log_format=json\n"
              "[pipeline one]\nsource = file:data.txt\n"
              "sink = http-listen:127.0.0.1:7081,path=/data.txt\n");
     check_ok("everything",

@@ -11,6 +11,7 @@ bounded by deadlines. The engine is whatever WEIR_ENGINE says (meson test
 --setup epoll).
 """
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -104,6 +105,9 @@ class Weir:
     def text(self):
         with open(self.log, errors="replace") as f:
             return f.read()
+
+    def wait_log(self, needle):
+        deadline_wait(lambda: needle in self.text(), "'%s' in the log" % needle)
 
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
@@ -383,6 +387,38 @@ def test_shrinking_file():
     assert body == data[:len(body)], "the body is not the file's prefix"
 
 
+def test_access_log():
+    """Every answer above has its line, in order per connection; the
+    fields are the request's."""
+    deadline_wait(lambda: os.path.exists(path("access.json")) and
+                  b"/files/a.txt" in open(path("access.log"), "rb").read(),
+                  "the access logs")
+    lines = [json.loads(x) for x in open(path("access.json"))]
+    assert len(lines) >= 150, len(lines)
+    ranged = [x for x in lines if x["range"] == "bytes=100-199"]
+    assert ranged and ranged[0]["status"] == 206 and \
+        ranged[0]["bytes"] == 100 and \
+        ranged[0]["request"] == "GET /big.bin HTTP/1.1", ranged[:1]
+    assert any(x["status"] == 405 and x["request"].startswith("POST ")
+               for x in lines)
+    assert all(x["client"].startswith("127.0.0.1:") and x["duration"] >= 0
+               for x in lines)
+    # The file pipeline's, in the common log format: 200, HEAD, 404.
+    clf = open(path("access.log")).read().splitlines()
+    assert len(clf) == 3, clf
+    assert re.fullmatch(r'127\.0\.0\.1 - - \[[^]]+\] "GET /files/a\.txt '
+                        r'HTTP/1\.1" 200 %d [0-9.]+ "-" "curl/[^"]+"'
+                        % len(content("a.txt")), clf[0]), clf[0]
+    # logrotate: renamed, then SIGHUP; the next line is in a new file.
+    os.rename(path("access.log"), path("access.log.1"))
+    W["weir"].p.send_signal(signal.SIGHUP)
+    W["weir"].wait_log("SIGHUP")
+    curl("http://127.0.0.1:%d/files/a.txt" % W["file"])
+    deadline_wait(lambda: os.path.exists(path("access.log")) and
+                  open(path("access.log")).read().count("\n") == 1,
+                  "a line in the reopened log")
+
+
 def test_metrics():
     """What the tests above did, as /metrics counts it."""
     text = curl("http://127.0.0.1:%d/metrics" % W["metrics"]).decode()
@@ -403,16 +439,17 @@ def test_metrics():
     n = value('weir_http_served_request_seconds_count{%s}' % pl)
     assert n == value('weir_http_served_request_seconds_bucket{%s,'
                       'le="+Inf"}' % pl) and n >= 100
-    # One request to the file pipeline with server=no, one 404 (HEADs too).
+    # The file pipeline's GETs: one in the first test, one after the
+    # access log's rotation (a reload of the same file keeps the counts).
     assert value('weir_http_served_requests_total{pipeline="one",'
-                 'method="GET",code="2xx"}') == 1
+                 'method="GET",code="2xx"}') == 2
 
 
 def main():
     tests = [test_get_head_types, test_ranges, test_resume_curl_and_wget,
              test_conditional, test_http10_and_keepalive, test_errors,
              test_traversal_refused, test_slow_head_cut, test_shrinking_file,
-             test_metrics]
+             test_access_log, test_metrics]
     for tool in ("curl", "wget"):
         if shutil.which(tool) is None:
             print("SKIP: %s is not installed (tools/install-deps)" % tool)
@@ -427,12 +464,13 @@ metrics = 127.0.0.1:%d
 
 [pipeline files]
 source = dir:%s
-sink = http-listen:127.0.0.1:%d,header_timeout=1s
+sink = http-listen:127.0.0.1:%d,header_timeout=1s,request_log=%s,request_log_format=json
 
 [pipeline one]
 source = file:%s
-sink = http-listen:127.0.0.1:%d,path=/files/a.txt,server=no
-""" % (W["metrics"], ROOT, W["dir"], path("root", "a.txt"), W["file"]),
+sink = http-listen:127.0.0.1:%d,path=/files/a.txt,server=no,request_log=%s
+""" % (W["metrics"], ROOT, W["dir"], path("access.json"),
+       path("root", "a.txt"), W["file"], path("access.log")),
             [W["dir"], W["file"], W["metrics"]])
         for t in tests:
             try:

@@ -61,6 +61,7 @@ struct http_conn {
     struct weir_op poll_op;
     struct weir_timer timer;
     int64_t deadline; /* CLOCK_MONOTONIC ns; 0: none */
+    int64_t timer_at; /* when the pending timer fires */
     uint64_t requests;
     int64_t began; /* when its head was found whole (or bad) */
     int status;    /* its answer's */
@@ -139,6 +140,15 @@ static bool back(struct http_conn *c)
     return c->finished;
 }
 
+static void timer_arm(struct http_conn *c, uint64_t ns)
+{
+    c->timer_at = now_ns() + (int64_t)ns;
+    if (weir_loop_timer_start(c->loop, &c->timer, ns) != 0)
+        finish(c, -EBUSY);
+}
+
+/* Fired, or stopped for an earlier deadline (deadline_set): either way
+ * the deadline says what to do. */
 static void timer_fired(struct weir_op *op, int res, uint32_t flags)
 {
     struct http_conn *c = weir_container_of(op, struct http_conn, timer.op);
@@ -150,8 +160,7 @@ static void timer_fired(struct weir_op *op, int res, uint32_t flags)
         return;
     left = c->deadline - now_ns();
     if (left > 0) {
-        if (weir_loop_timer_start(c->loop, &c->timer, (uint64_t)left) != 0)
-            finish(c, -EBUSY);
+        timer_arm(c, (uint64_t)left);
         return;
     }
     if (c->o.counts)
@@ -161,8 +170,9 @@ static void timer_fired(struct weir_op *op, int res, uint32_t flags)
     finish(c, -ETIMEDOUT);
 }
 
-/* A deadline ns from now (0: none). The pending timer, if any, sees it
- * when it fires. */
+/* A deadline ns from now (0: none). A pending timer that fires by then
+ * sees it when it fires; one that would fire later is stopped, and its
+ * callback arms it again for the deadline. */
 static void deadline_set(struct http_conn *c, uint64_t ns)
 {
     if (ns == 0) {
@@ -170,9 +180,10 @@ static void deadline_set(struct http_conn *c, uint64_t ns)
         return;
     }
     c->deadline = now_ns() + (int64_t)ns;
-    if (!c->timer.op.pending &&
-        weir_loop_timer_start(c->loop, &c->timer, ns) != 0)
-        finish(c, -EBUSY);
+    if (!c->timer.op.pending)
+        timer_arm(c, ns);
+    else if (c->timer_at > c->deadline)
+        weir_loop_timer_stop(c->loop, &c->timer);
 }
 
 static void wait_for(struct http_conn *c, unsigned mask, weir_op_fn fn)

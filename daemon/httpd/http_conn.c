@@ -45,11 +45,13 @@ struct http_conn {
     struct http_conn_options o;
     weir_done_cb done;
     void *ctx;
-    /* The request bytes (HTTP_REQ_MAX), or NULL while none are held. */
+    /* The request bytes (HTTP_REQ_MAX), then room for the answer's head
+     * (HTTP_HEAD_MAX); NULL while no request is held, so that an idle
+     * connection costs this struct only. */
     char *buf;
     size_t len;
     struct http_req req; /* the one being answered */
-    char head[HTTP_HEAD_MAX];
+    char *head;          /* buf + HTTP_REQ_MAX */
     size_t head_len, head_off;
     /* The file being answered: its fd and the range of it to send. */
     int file_fd;
@@ -232,10 +234,11 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
         finish(c, res);
         return;
     }
-    if (!c->buf && !(c->buf = malloc(HTTP_REQ_MAX))) {
+    if (!c->buf && !(c->buf = malloc(HTTP_REQ_MAX + HTTP_HEAD_MAX))) {
         finish(c, -ENOMEM);
         return;
     }
+    c->head = c->buf + HTTP_REQ_MAX;
     k = recv(c->fd, c->buf + c->len, HTTP_REQ_MAX - c->len, MSG_DONTWAIT);
     if (k == 0) {
         finish(c, 0); /* the client is done */

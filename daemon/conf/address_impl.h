@@ -17,13 +17,13 @@
 
 #include "conf/config.h"
 
-#define KIND(k)    (1u << (k))
-#define ALL_KINDS  ((1u << ADDR_KINDS) - 1)
-#define LISTENERS  (KIND(ADDR_TCP_LISTEN) | KIND(ADDR_UNIX_LISTEN))
-#define TLS_ONLY   (1u << 16) /* the option needs tls: or tls-listen: */
-#define TLS_BOTH   (KIND(ADDR_TCP) | KIND(ADDR_TCP_LISTEN) | TLS_ONLY)
-#define HTTPD_ONLY (1u << 17) /* the option needs http-listen: */
-#define ROLE(r)    (1u << (r))
+#define KIND(k)   (1u << (k))
+#define ALL_KINDS ((1u << ADDR_KINDS) - 1)
+#define LISTENERS (KIND(ADDR_TCP_LISTEN) | KIND(ADDR_UNIX_LISTEN))
+#define TLS_ONLY  (1u << 16) /* the option needs tls: or tls-listen: */
+#define TLS_BOTH  (KIND(ADDR_TCP) | KIND(ADDR_TCP_LISTEN) | TLS_ONLY)
+#define HTTPD_OPT (1u << 17) /* the option needs http-listen: */
+#define ROLE(r)   (1u << (r))
 
 _Static_assert(ADDR_KINDS <= 16, "kinds are bits below TLS_ONLY");
 

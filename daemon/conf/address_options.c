@@ -429,7 +429,9 @@ static int opt_timeout(struct weir_address *a, const char *v, char *err,
                              err, errlen);
 }
 
-/* ---- http-listen and https-listen ---- */
+/* ---- http-listen ---- */
+
+#define HTTPD (KIND(ADDR_TCP_LISTEN) | HTTPD_OPT)
 
 static int opt_url_path(struct weir_address *a, const char *v, char *err,
                         size_t errlen)
@@ -494,8 +496,7 @@ static int opt_log_format(struct weir_address *a, const char *v, char *err,
     return -EINVAL;
 }
 
-#define HTTP  KIND(ADDR_HTTP)
-#define HTTPD (KIND(ADDR_TCP_LISTEN) | HTTPD_ONLY)
+#define HTTP KIND(ADDR_HTTP)
 
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE) | KIND(ADDR_FILE_SET), ROLE(ADDR_SOURCE),
@@ -567,7 +568,7 @@ static bool option_fits(const struct option_def *o,
 {
     return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
            (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP) &&
-           (!(o->kinds & HTTPD_ONLY) || a->serve_http);
+           (!(o->kinds & HTTPD_OPT) || a->serve_http);
 }
 
 /* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */

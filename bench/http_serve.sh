@@ -5,6 +5,7 @@
 #
 #   bench/http_serve.sh [BUILDDIR] [SECONDS] [CONNECTIONS...]
 #                                   defaults: build, 5, 100 1000
+#   IDLE=N (default 10000): the idle keep-alive clients of the last rows
 #
 # Rows: each server, each file (4 KiB and 1 MiB), each connection count,
 # wrk -t2 on keep-alive connections for SECONDS. Columns: requests/s and
@@ -132,4 +133,49 @@ for file in 4k.bin 1m.bin; do
 			fi
 		done
 	done
+done
+
+# Idle keep-alive clients: IDLE connections each make one request for the
+# 4 KiB file and stay open; the server's resident memory (every process
+# of it, from /proc) before and while they idle, per client.
+idle=${IDLE:-10000}
+rss_kib() {
+	local t=0 p
+	for p in "$@"; do
+		t=$((t + $(awk '/^VmRSS/ {print $2}' "/proc/$p/status")))
+	done
+	echo $t
+}
+printf '\n%-6s %8s %12s %12s %14s\n' server clients 'RSS KiB' 'with them' 'bytes/client'
+for srv in weir nginx; do
+	port=$([ $srv = weir ] && echo "$wport" || echo "$nport")
+	pids=$(pids_of $srv)
+	# shellcheck disable=SC2086
+	r0=$(rss_kib $pids)
+	python3 - "$port" "$idle" "$tmp/idle.$srv" <<'PY' &
+import socket, sys, time, os
+port, n, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+req = b"GET /4k.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+socks = []
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(req)
+    socks.append(s)
+for s in socks:  # each answer read whole: the connection is idle
+    got = b""
+    while b"\r\n\r\n" not in got or len(got.partition(b"\r\n\r\n")[2]) < 4096:
+        got += s.recv(65536)
+open(ready, "w").close()
+time.sleep(600)
+PY
+	client=$!
+	while [ ! -e "$tmp/idle.$srv" ] && kill -0 $client 2>/dev/null; do sleep 0.2; done
+	sleep 1
+	# shellcheck disable=SC2086
+	r1=$(rss_kib $pids)
+	kill $client
+	wait $client 2>/dev/null || true
+	printf '%-6s %8s %12s %12s %14s\n' $srv "$idle" "$r0" "$r1" \
+		$(((r1 - r0) * 1024 / idle))
+	sleep 1
 done

@@ -65,9 +65,10 @@ struct http_conn {
     int64_t deadline; /* CLOCK_MONOTONIC ns; 0: none */
     int64_t timer_at; /* when the pending timer fires */
     uint64_t requests;
-    int64_t began; /* when its head was found whole (or bad) */
-    int status;    /* its answer's */
-    uint64_t sent; /* its body's bytes sent */
+    int64_t began;       /* when its head was found whole (or bad) */
+    int status;          /* its answer's */
+    uint64_t sent;       /* its body's bytes sent */
+    bool in_next, again; /* next_request's loop (see there) */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -212,14 +213,26 @@ static void next_request(struct http_conn *c)
     deadline_set(c, c->o.header_timeout_ns);
     if (c->finished)
         return;
-    if (c->len) {
-        request_in(c);
+    if (!c->len) {
+        /* Idle: no buffer held while nothing is to be read. */
+        free(c->buf);
+        c->buf = NULL;
+        wait_for(c, POLLIN, on_readable);
         return;
     }
-    /* Idle: no buffer held while nothing is to be read. */
-    free(c->buf);
-    c->buf = NULL;
-    wait_for(c, POLLIN, on_readable);
+    /* Pipelined requests are answered in this loop: an answer that goes
+     * out at once calls back here, and a buffer of many small requests
+     * would otherwise nest a call (and its path buffers) per request. */
+    if (c->in_next) {
+        c->again = true;
+        return;
+    }
+    c->in_next = true;
+    do {
+        c->again = false;
+        request_in(c);
+    } while (c->again && !c->finished);
+    c->in_next = false;
 }
 
 static void on_readable(struct weir_op *op, int res, uint32_t flags)

@@ -296,6 +296,14 @@ def test_http10_and_keepalive():
     assert [a[0] for a in got] == [200, 200, 200], got
     assert got[0][2] == content("a.txt") and got[2][2] == content("sub/c.txt")
     assert got[1][1]["content-length"] == str(len(content("b.txt")))
+    # 500 small requests in one write, more than the request buffer holds:
+    # every one answered, in order, on the one connection.
+    one = b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+    last = b"GET /b.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    got = answers(raw(port, one * 499 + last))
+    assert len(got) == 500 and all(a[0] == 200 for a in got), len(got)
+    assert all(a[2] == content("a.txt") for a in got[:499])
+    assert got[499][2] == content("b.txt")
 
 
 def test_errors():

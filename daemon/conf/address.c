@@ -183,6 +183,16 @@ static int find_tls_kind(struct weir_address *a, const char *name, size_t len)
     return -ENOENT;
 }
 
+/* http-listen: serves files over HTTP; it listens as tcp-listen: does. */
+static int find_http_kind(struct weir_address *a, const char *name, size_t len)
+{
+    if (len != 11 || strncasecmp(name, "http-listen", len) != 0)
+        return -ENOENT;
+    a->kind = ADDR_TCP_LISTEN;
+    a->serve_http = true;
+    return 0;
+}
+
 static int find_kind(const char *name, size_t len, enum addr_kind *kind)
 {
     for (size_t i = 0; i < NKINDS; i++) {
@@ -239,7 +249,7 @@ static bool all_digits(const char *s)
 static int other_kind(struct weir_address *a, const char *head, size_t klen,
                       const char *arg, char *err, size_t errlen)
 {
-    const char *names[NKINDS + 4], *near;
+    const char *names[NKINDS + 5], *near;
 
     for (size_t i = 0; i < NSOCAT; i++) {
         const struct socat_def *d = &socat_kinds[i];
@@ -271,7 +281,8 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
     names[NKINDS] = "tls";
     names[NKINDS + 1] = "tls-listen";
     names[NKINDS + 2] = "https";
-    names[NKINDS + 3] = NULL;
+    names[NKINDS + 3] = "http-listen";
+    names[NKINDS + 4] = NULL;
     near = suggest_word(head, klen, names);
     if (near != NULL)
         snprintf(err, errlen,
@@ -283,7 +294,7 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
         snprintf(err, errlen,
                  "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
                  "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
-                 "stdout, null, http, https, kafka, jetstream)",
+                 "stdout, null, http, https, kafka, jetstream, http-listen, dir)",
                  (int)klen, head, a->text);
     return -EINVAL;
 }
@@ -462,6 +473,7 @@ static int parse_head(struct weir_address *a, char *head, const char *base_dir,
     else if (klen == 5 && strncasecmp(head, "https", 5) == 0)
         a->kind = ADDR_HTTP;
     else if (find_tls_kind(a, head, klen) < 0 &&
+             find_http_kind(a, head, klen) < 0 &&
              find_kind(head, klen, &a->kind) < 0 &&
              other_kind(a, head, klen, colon ? colon + 1 : NULL, err, errlen) <
                  0)
@@ -559,6 +571,8 @@ int address_parse(const char *text, enum addr_role role, const char *base_dir,
     a->concurrency = CONF_DEFAULT_HTTP_CONCURRENCY;
     a->timeout_ms = CONF_DEFAULT_HTTP_TIMEOUT_MS;
     a->retries = CONF_HTTP_RETRIES_UNSET;
+    a->server_header = true;
+    a->header_timeout_ms = CONF_DEFAULT_HEADER_TIMEOUT_MS;
     a->text = strdup(text);
     if (a->text == NULL) {
         free(a);
@@ -622,5 +636,7 @@ void address_free(struct weir_address *a)
     free(a->servers);
     free(a->subject);
     free(a->creds);
+    free(a->url_path);
+    free(a->access_log);
     free(a);
 }

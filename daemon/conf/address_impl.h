@@ -22,6 +22,7 @@
 #define LISTENERS (KIND(ADDR_TCP_LISTEN) | KIND(ADDR_UNIX_LISTEN))
 #define TLS_ONLY  (1u << 16) /* the option needs tls: or tls-listen: */
 #define TLS_BOTH  (KIND(ADDR_TCP) | KIND(ADDR_TCP_LISTEN) | TLS_ONLY)
+#define HTTPD_OPT (1u << 17) /* the option needs http-listen: */
 #define ROLE(r)   (1u << (r))
 
 _Static_assert(ADDR_KINDS <= 16, "kinds are bits below TLS_ONLY");
@@ -59,6 +60,7 @@ static const struct kind_def kinds[] = {
     [ADDR_JETSTREAM] = {"jetstream", true, ROLE(ADDR_SINK),
                         "jetstream:nats://HOST:PORT[,nats://HOST:PORT...]/"
                         "SUBJECT"},
+    [ADDR_DIR] = {"dir", true, ROLE(ADDR_SOURCE), "dir:PATH"},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -73,6 +75,8 @@ static inline const char *kind_label(const struct weir_address *a)
 {
     if (a->kind == ADDR_HTTP && a->url && strncasecmp(a->url, "https", 5) == 0)
         return "https";
+    if (a->serve_http)
+        return "http-listen";
     if (a->tls)
         return a->kind == ADDR_TCP ? "tls" : "tls-listen";
     return kinds[a->kind].name;

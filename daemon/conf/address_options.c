@@ -529,6 +529,73 @@ static int opt_creds(struct weir_address *a, const char *v, char *err,
 #define KAFKA     KIND(ADDR_KAFKA)
 #define JETSTREAM KIND(ADDR_JETSTREAM)
 
+/* ---- http-listen ---- */
+
+#define HTTPD (KIND(ADDR_TCP_LISTEN) | HTTPD_OPT)
+
+static int opt_url_path(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    if (v[0] != '/' || strpbrk(v, "?#\\") || strstr(v, "/.")) {
+        snprintf(err, errlen,
+                 "'%s' is not a URL path: write one that starts with '/', "
+                 "with no '?', '#', '\\' or segment starting with '.'",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->url_path, v);
+}
+
+static int opt_server(struct weir_address *a, const char *v, char *err,
+                      size_t errlen)
+{
+    return value_bool(v, &a->server_header, err, errlen);
+}
+
+static int opt_dotfiles(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    return value_bool(v, &a->dotfiles, err, errlen);
+}
+
+static int opt_follow_symlinks(struct weir_address *a, const char *v, char *err,
+                               size_t errlen)
+{
+    return value_bool(v, &a->follow_symlinks, err, errlen);
+}
+
+static int opt_header_timeout(struct weir_address *a, const char *v, char *err,
+                              size_t errlen)
+{
+    return value_duration_ms(v, 1, CONF_MAX_HEADER_TIMEOUT_MS,
+                             &a->header_timeout_ms, err, errlen);
+}
+
+static int opt_access_log(struct weir_address *a, const char *v, char *err,
+                          size_t errlen)
+{
+    if (strcmp(v, "stdout") != 0 && v[0] != '/') {
+        snprintf(err, errlen,
+                 "'%s' is not an absolute path or stdout: write "
+                 "request_log=/var/log/weir/access.log or request_log=stdout",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->access_log, v);
+}
+
+static int opt_log_format(struct weir_address *a, const char *v, char *err,
+                          size_t errlen)
+{
+    a->access_format_set = true;
+    if (strcmp(v, "clf") == 0 || strcmp(v, "json") == 0) {
+        a->access_json = v[0] == 'j';
+        return 0;
+    }
+    snprintf(err, errlen, "'%s' is not a log format: use clf or json", v);
+    return -EINVAL;
+}
+
 static const struct option_def options[] = {
     {"follow", KIND(ADDR_FILE) | KIND(ADDR_FILE_SET), ROLE(ADDR_SOURCE),
      "a file source", opt_follow},
@@ -582,6 +649,16 @@ static const struct option_def options[] = {
     {"key", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_key},
     {"compression", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_compression},
     {"creds", JETSTREAM, ROLE(ADDR_SINK), "jetstream", opt_creds},
+    {"path", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_url_path},
+    {"server", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_server},
+    {"dotfiles", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_dotfiles},
+    {"follow_symlinks", HTTPD, ROLE(ADDR_SINK), "http-listen",
+     opt_follow_symlinks},
+    {"header_timeout", HTTPD, ROLE(ADDR_SINK), "http-listen",
+     opt_header_timeout},
+    {"request_log", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_access_log},
+    {"request_log_format", HTTPD, ROLE(ADDR_SINK), "http-listen",
+     opt_log_format},
 };
 
 _Static_assert(sizeof(options) / sizeof(options[0]) <= 64,
@@ -594,7 +671,8 @@ static bool option_fits(const struct option_def *o,
 {
     return (o->kinds & KIND(a->kind)) && (o->roles & ROLE(a->role)) &&
            (!(o->kinds & TLS_ONLY) || a->tls || a->kind == ADDR_HTTP ||
-            a->kind == ADDR_JETSTREAM);
+            a->kind == ADDR_JETSTREAM) &&
+           (!(o->kinds & HTTPD_OPT) || a->serve_http);
 }
 
 /* "on_full, high_water_mark" for a tcp sink; "none" when nothing fits. */

@@ -56,6 +56,10 @@
 #define CONF_MAX_FILE_SIZE        (16 * MiB) /* a config file, in bytes */
 #define CONF_DEFAULT_HANDSHAKE_MS 30000      /* tls, tls-listen */
 #define CONF_MAX_HANDSHAKE_MS     (3600 * 1000)
+/* http-listen: a request's head (and a kept-alive connection's next
+ * one) must arrive within this. */
+#define CONF_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define CONF_MAX_HEADER_TIMEOUT_MS     (3600 * 1000)
 
 /* The control socket, in the unit's RuntimeDirectory. */
 #define CONF_DEFAULT_CONTROL "/run/weir/control"
@@ -175,6 +179,8 @@ enum addr_kind {
     ADDR_KAFKA,
     /* jetstream: records published to a NATS JetStream subject. */
     ADDR_JETSTREAM,
+    /* A directory source: its files, served by http-listen sinks. */
+    ADDR_DIR,
     ADDR_KINDS /* how many; a new kind goes before it */
 };
 
@@ -258,6 +264,17 @@ struct weir_address {
     /* jetstream: the servers as written (nats://H:P,...), the subject, a
      * credentials file (ca= is the tls option above). */
     char *servers, *subject, *creds;
+    /* http-listen: is tcp-listen with serve_http set: files served over
+     * HTTP (daemon/httpd). */
+    bool serve_http;
+    char *url_path;       /* path=: where a file source is; NULL: "/" */
+    bool server_header;   /* server=, default yes */
+    bool dotfiles;        /* dotfiles=, default no */
+    bool follow_symlinks; /* follow_symlinks=, default no */
+    uint64_t header_timeout_ms;
+    char *access_log; /* request_log=: a path, or "stdout"; NULL: none */
+    bool access_json; /* request_log_format=json (else clf) */
+    bool access_format_set;
     struct conf_loc loc;
 };
 

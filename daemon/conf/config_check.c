@@ -421,6 +421,59 @@ static void check_kafka(const struct weir_address *a, struct conf_diag *diag)
     check_dead_letter(a, diag);
 }
 
+/* http-listen sinks serve a file (at / or path=) or a dir source's
+ * files, and a dir source has no other kind of sink. */
+static void check_serve_http(const struct weir_pipeline *p,
+                             struct conf_diag *diag)
+{
+    const struct weir_address *src = p->source;
+    bool dir = src != NULL && src->kind == ADDR_DIR;
+    struct stat st;
+
+    if (dir && stat(src->path, &st) != 0)
+        config_error(diag, &src->loc, "source: %s: %s", src->path,
+                     strerror(errno));
+    else if (dir && !S_ISDIR(st.st_mode))
+        config_error(diag, &src->loc, "source: %s is not a directory",
+                     src->path);
+    for (size_t i = 0; src != NULL && i < p->nsinks; i++) {
+        const struct weir_address *s = p->sinks[i];
+
+        if (!s->serve_http) {
+            if (dir)
+                config_error(diag, &s->loc,
+                             "sink: a dir source is served by http-listen "
+                             "sinks only; %s is not one",
+                             s->text);
+            continue;
+        }
+        if (!dir && (src->kind != ADDR_FILE || src->follow || src->fifo))
+            config_error(diag, &s->loc,
+                         "sink: %s serves a file or a dir source; %s is not "
+                         "one (a followed file, a FIFO or a glob is not "
+                         "served over HTTP)",
+                         s->text, src->text);
+        if (s->access_format_set && !s->access_log)
+            config_error(diag, &s->loc,
+                         "sink: request_log_format= applies with request_log=, "
+                         "which "
+                         "%s does not have",
+                         s->text);
+        if (dir && s->url_path)
+            config_error(diag, &s->loc,
+                         "sink: path= applies to a file source; a dir "
+                         "source's files are at their own paths");
+        for (size_t j = 0; j < p->nsinks; j++)
+            if (!p->sinks[j]->serve_http) {
+                config_error(diag, &s->loc,
+                             "sink: an http-listen sink must be the "
+                             "pipeline's only kind of sink (%s)",
+                             p->sinks[j]->text);
+                break;
+            }
+    }
+}
+
 static void check_pipeline(struct weir_pipeline *p, bool oneshot,
                            struct conf_diag *diag)
 {
@@ -432,6 +485,7 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         config_error(diag, &p->loc, "pipeline '%s' has no sink", p->name);
     check_follow(p, oneshot, diag);
     check_file_set(p, diag);
+    check_serve_http(p, diag);
     if (src != NULL && src->kind == ADDR_FILE)
         check_source_file(src, p->follow || src->follow, diag);
     if (src != NULL && src->kind == ADDR_UNIX_LISTEN)

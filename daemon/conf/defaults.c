@@ -107,6 +107,15 @@ int config_print_defaults(FILE *f)
         fprintf(f, "concurrency=%" PRIu64 "\n", listen->concurrency);
         fprintf(f, "timeout=%" PRIu64 "ms\n", listen->timeout_ms);
         fprintf(f, "retries=forever\n"); /* weir run's; weir pipe: 5 */
+        /* http-listen: (the same untouched fields). */
+        fprintf(f, "server=%s\n", listen->server_header ? "yes" : "no");
+        fprintf(f, "dotfiles=%s\n", listen->dotfiles ? "yes" : "no");
+        fprintf(f, "follow_symlinks=%s\n",
+                listen->follow_symlinks ? "yes" : "no");
+        fprintf(f, "header_timeout=%" PRIu64 "ms\n", listen->header_timeout_ms);
+        fprintf(f, "request_log=none\n");
+        fprintf(f, "request_log_format=%s\n",
+                listen->access_json ? "json" : "clf");
         r = 0;
     }
     address_free(listen);

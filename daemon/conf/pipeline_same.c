@@ -35,6 +35,18 @@ static bool http_same(const struct weir_address *a,
            a->retries == b->retries;
 }
 
+static bool serve_http_same(const struct weir_address *a,
+                            const struct weir_address *b)
+{
+    return a->serve_http == b->serve_http &&
+           str_same(a->url_path, b->url_path) &&
+           a->server_header == b->server_header && a->dotfiles == b->dotfiles &&
+           a->follow_symlinks == b->follow_symlinks &&
+           a->header_timeout_ms == b->header_timeout_ms &&
+           str_same(a->access_log, b->access_log) &&
+           a->access_json == b->access_json;
+}
+
 static bool addr_same(const struct weir_address *a,
                       const struct weir_address *b)
 {
@@ -53,7 +65,7 @@ static bool addr_same(const struct weir_address *a,
            str_same(a->alpn, b->alpn) && str_same(a->ciphers, b->ciphers) &&
            a->verify == b->verify && a->min_version == b->min_version &&
            a->handshake_timeout_ms == b->handshake_timeout_ms &&
-           http_same(a, b) &&
+           http_same(a, b) && serve_http_same(a, b) &&
            /* kafka, jetstream: every setting is in the address as
             * written. */
            ((a->kind != ADDR_KAFKA && a->kind != ADDR_JETSTREAM) ||

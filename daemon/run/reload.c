@@ -30,6 +30,7 @@
 #include "conf/keymap.h"
 #include "conf/pipeline_same.h"
 #include "conf/tls.h"
+#include "httpd/access_log.h"
 #include "sys/statelock.h"
 #include "conf/sockaddr.h"
 #include "run/run_impl.h"
@@ -374,6 +375,8 @@ void reload(struct run *r)
 
     if (rc < 0)
         log_debug("sd_notify: %s", strerror(-rc));
+    /* logrotate's postrotate: every access log opens its path again. */
+    access_log_reopen_all();
     if (r->conffile == NULL) {
         log_info("SIGHUP: running the embedded demo, no file to read again");
     } else {

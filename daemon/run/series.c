@@ -265,6 +265,8 @@ void series_pipeline_gone(struct series *t, const struct pipeline *pl)
         return;
     pn->accepted += pl->clients.accepted;
     pn->refused += pl->clients.refused;
+    if (pl->spec.http)
+        httpd_num_add(&pn->httpd, &pl->spec.http->counts);
 }
 
 /* A scrape's numbers: the totals, then the live pipelines on top. */
@@ -284,6 +286,7 @@ static bool snap_add(struct series *snap, const struct series *t)
         for (int k = 0; k < ERR_KINDS; k++)
             b->errors[k] += a->errors[k];
         files_counters(&b->files, &a->files);
+        httpd_num_merge(&b->httpd, &a->httpd);
         for (size_t j = 0; j < a->nsinks; j++) {
             struct sink_num *sn = sink_of(b, a->sinks[j].name);
 
@@ -383,6 +386,8 @@ static bool snap_live(struct series *snap, const struct run *r)
         ls.pn->accepted += pl->clients.accepted;
         ls.pn->refused += pl->clients.refused;
         ls.pn->clients += pipeline_clients(pl);
+        if (pl->spec.http)
+            httpd_num_add(&ls.pn->httpd, &pl->spec.http->counts);
         pipeline_each_stream(pl, live_stream, &ls);
         if (ls.oom)
             return false;
@@ -557,6 +562,27 @@ static void put_files(struct text *t, const struct series *snap)
                     t, files_families[k].name, snap->pls[i].name, NULL,
                     files_field(&snap->pls[i].files, files_families[k].f));
     }
+}
+
+static void put_httpd(struct text *t, const struct series *snap)
+{
+    const char **names = calloc(snap->npls + 1, sizeof(*names));
+    const struct httpd_num **nums = calloc(snap->npls + 1, sizeof(*nums));
+    size_t n = 0;
+
+    if (!names || !nums) {
+        t->oom = true;
+    } else {
+        for (size_t i = 0; i < snap->npls; i++)
+            if (snap->pls[i].httpd.any) {
+                names[n] = snap->pls[i].name;
+                nums[n++] = &snap->pls[i].httpd;
+            }
+        if (n)
+            httpd_put(t, names, nums, n);
+    }
+    free(names);
+    free(nums);
 }
 
 static void put_sink_states(struct text *t, const struct series *snap)
@@ -832,6 +858,7 @@ char *series_render(const struct run *r, size_t *len)
     put_sink_queues(&t, &snap);
     put_xforms(&t, &snap);
     put_files(&t, &snap);
+    put_httpd(&t, &snap);
     put_process(&t, r);
     pls_free(snap.pls, snap.npls);
     if (t.oom) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "run/series_http.h"
+#include "run/series_httpd.h"
 #include "run/series_jetstream.h"
 #include "run/series_kafka.h"
 #include "stream/stream.h"
@@ -58,6 +59,7 @@ struct pl_num {
     struct xf_num *xfs;
     size_t nxfs;
     struct files_num files;
+    struct httpd_num httpd; /* an http-listen pipeline's */
 };
 
 struct series {

@@ -9,6 +9,8 @@
  *              proxy when its one sink connects: replies come back)
  *   broadcast  a live source, listen sinks: one stream, every client a
  *              branch of its tee (broadcast.c)
+ *   http       http-listen sinks: one stream per client, an HTTP
+ *              connection answered from the file or directory source
  */
 #include "serve/pipeline.h"
 
@@ -23,6 +25,8 @@
 
 #include "conf/address.h"
 #include "conf/sockaddr.h"
+#include "httpd/access_log.h"
+#include "httpd/http_mime.h"
 #include "sys/log.h"
 #include "sys/port_holder.h"
 
@@ -34,6 +38,9 @@ struct pl_mode {
     int (*check)(const struct pipeline *pl);
     /* Fills pl->spec for the pipeline's streams. */
     void (*spec)(struct pipeline *pl);
+    /* Opens what its streams share, at the prepare; 0 or -errno, logged.
+     * pipeline_free closes it. */
+    int (*open)(struct pipeline *pl);
     /* Starts what runs without a client; 0 or -ENOMEM. */
     int (*start)(struct pipeline *pl);
     /* A connection accepted on l. */
@@ -175,6 +182,59 @@ static void serve_client(struct pipeline *pl, struct listener *l, int fd,
     client_stream(pl, l, fd, true, peer);
 }
 
+/* Mode "http". */
+
+static void http_spec(struct pipeline *pl)
+{
+    pl->spec.nsinks = 1;
+    pl->spec.client_sink = true;
+    pl->spec.http = &pl->http;
+}
+
+/* The directory's fd, which every request opens beneath, and the types
+ * of the system's mime.types. */
+static int http_open(struct pipeline *pl)
+{
+    const struct weir_address *src = pl->p->source;
+    char w[320];
+    int rc;
+
+    pl->http.mime = http_mime_load("/etc/mime.types");
+    pl->http.logs = calloc(pl->p->nsinks, sizeof(*pl->http.logs));
+    if (!pl->http.mime || !pl->http.logs) {
+        log_errx("pipeline %s: out of memory", pl->p->name);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < pl->p->nsinks; i++) {
+        const struct weir_address *a = pl->p->sinks[i];
+
+        if (!a->access_log)
+            continue;
+        rc = access_log_open(&pl->http.logs[i], a->access_log,
+                             a->access_json ? ACCESS_LOG_JSON : ACCESS_LOG_CLF);
+        if (rc) {
+            log_errx("%spipeline %s: access_log %s: %s", at(a, w, sizeof(w)),
+                     pl->p->name, a->access_log, strerror(-rc));
+            return rc;
+        }
+    }
+    if (src->kind != ADDR_DIR)
+        return 0;
+    pl->http.root_fd = open(src->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pl->http.root_fd >= 0)
+        return 0;
+    rc = -errno;
+    log_errx("%spipeline %s: %s: %s", at(src, w, sizeof(w)), pl->p->name,
+             src->path, strerror(-rc));
+    return rc;
+}
+
+static void http_client(struct pipeline *pl, struct listener *l, int fd,
+                        const char *peer)
+{
+    client_stream(pl, l, fd, true, peer);
+}
+
 /* Mode "accept". */
 
 static void accept_spec(struct pipeline *pl)
@@ -236,6 +296,14 @@ static const struct pl_mode mode_serve = {
     .client = serve_client,
 };
 
+static const struct pl_mode mode_http = {
+    .name = "http",
+    .listen_sinks = true,
+    .spec = http_spec,
+    .open = http_open,
+    .client = http_client,
+};
+
 static const struct pl_mode mode_accept = {
     .name = "accept",
     .listen_source = true,
@@ -278,6 +346,9 @@ static const struct pl_mode *mode_of(const struct weir_pipeline *p)
 {
     if (addr_kind_listens(p->source->kind))
         return &mode_accept;
+    for (size_t i = 0; i < p->nsinks; i++)
+        if (p->sinks[i]->serve_http)
+            return &mode_http;
     for (size_t i = 0; i < p->nsinks; i++)
         if (addr_kind_listens(p->sinks[i]->kind))
             return source_live(p) ? &mode_broadcast : &mode_serve;
@@ -497,6 +568,7 @@ int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         pl->res[i].file_fd = -1;
+    pl->http.root_fd = -1;
     pl->spec = (struct stream_spec){
         .p = p,
         .res = pl->res,
@@ -527,6 +599,8 @@ int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
             return -ENOMEM;
     }
     if (pl->mode->check && (rc = pl->mode->check(pl)) != 0)
+        return rc;
+    if (pl->mode->open && (rc = pl->mode->open(pl)) != 0)
         return rc;
     /* On: the listeners' errors are reported with the sinks'. */
     rc = prepare_sinks(pl);
@@ -696,6 +770,12 @@ void pipeline_free(struct pipeline *pl)
     for (size_t i = 0; pl->res && i < pl->p->nsinks; i++)
         if (pl->res[i].file_fd >= 0)
             close(pl->res[i].file_fd);
+    if (pl->http.root_fd >= 0)
+        close(pl->http.root_fd);
+    http_mime_free(pl->http.mime);
+    for (size_t i = 0; pl->http.logs && i < pl->p->nsinks; i++)
+        access_log_close(pl->http.logs[i]);
+    free(pl->http.logs);
     free(pl->res);
     free(pl->ls);
     broadcast_free(pl->bc);

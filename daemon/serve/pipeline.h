@@ -69,6 +69,7 @@ struct pipeline {
     struct stream_sink_res *res; /* [p->nsinks] */
     struct stream_spec spec;     /* its streams' (not the broadcast's) */
     struct src_share share;      /* serve: the file its clients share */
+    struct stream_http http;     /* http: what its connections share */
     struct weir_list streams;
     unsigned nstreams;
     struct bcast *bc; /* the broadcast mode's */

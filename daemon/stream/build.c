@@ -20,6 +20,7 @@
 #include "conf/address.h"
 #include "stream/budget.h"
 #include "stream/checkpoint_set.h"
+#include "stream/http_serve.h"
 #include "stream/relay.h"
 #include "stream/sinks.h"
 #include "stream/stream_impl.h"
@@ -354,6 +355,11 @@ void stream_start_task(struct weir_task *t)
     struct stream *s = weir_container_of(t, struct stream, home.start);
 
     s->home.pipes = 1; /* held while building */
+    if (s->sp->http) {
+        http_serve_start(s);
+        stream_put(s);
+        return;
+    }
     if (s->zero_copy && try_splice(s)) {
         stream_put(s);
         return;
@@ -379,6 +385,8 @@ void stream_stop_task(struct weir_task *t)
     const struct weir_pipeline *p = s->sp->p;
 
     h->stopped = true;
+    if (h->http)
+        http_conn_stop(h->http);
     /* A connect still in flight ends now (relay.c: no error). */
     if (h->conn_op.pending)
         weir_loop_cancel(h->loop, &h->conn_op);

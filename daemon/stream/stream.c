@@ -301,6 +301,9 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
         /* A dup the main thread keeps, so that a drain timeout can shut
          * the connection down while a worker owns the stream's fd. */
         s->kill_fd = fcntl(src_fd, F_DUPFD_CLOEXEC, 0);
+    } else if (sp->http) {
+        /* An HTTP client's files are opened by its requests. */
+        s->src_fd = -1;
     } else {
         s->src_fd = open_source(s);
         if (s->src_fd < 0) {
@@ -351,7 +354,7 @@ void stream_start(struct stream *s, int worker)
     weir_task_init(&h->stop, stream_stop_task);
     weir_task_init(&h->cut, stream_cut_task);
     weir_task_init(&h->cut_ack, cut_ack_task);
-    if (s->src_fd < 0 && !s->src_waits && !s->src_set) {
+    if (s->src_fd < 0 && !s->src_waits && !s->src_set && !s->sp->http) {
         /* The source could not be opened: the stream ends at once. */
         weir_loop_post(cx->main, &s->done);
         return;

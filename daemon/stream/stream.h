@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "conf/config.h"
+#include "httpd/http_conn.h"
 #include "stream/sendpath.h"
 #include "weir/endpoint.h"
 #include "weir/loop.h"
@@ -109,6 +110,16 @@ struct src_share {
 /* Main thread. Forgets the share's current file (its streams keep it). */
 void stream_share_release(struct src_share *sh);
 
+/* A pipeline whose sinks are http-listen: what its clients' connections
+ * share (httpd/http_conn.h). The maker opens and frees it. */
+struct stream_http {
+    int root_fd;            /* a dir source (O_PATH); -1: a file */
+    struct http_mime *mime; /* Content-Type by extension */
+    /* Each sink's access log (access_log=), or NULL; [p->nsinks]. */
+    struct access_log **logs;
+    struct http_counts counts;
+};
+
 /* What the streams of one maker have in common; outlives them. */
 struct stream_spec {
     const struct weir_pipeline *p;
@@ -123,6 +134,9 @@ struct stream_spec {
     bool log_connect; /* a failed source connect is logged here */
     struct src_share *share;        /* a served file: one fd for every client */
     const struct stream_tail *tail; /* NULL: the pipeline's sinks */
+    /* Each client is an HTTP connection served from the source (no
+     * copy of it is streamed); NULL: not an http-listen pipeline. */
+    struct stream_http *http;
     /* A followed file's checkpoints (checkpoint.h), or NULL. */
     struct ckpt *ckpt;
     /* A glob source's files' checkpoints (checkpoint_set.h), or NULL. */

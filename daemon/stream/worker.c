@@ -55,6 +55,12 @@ static void stream_teardown(struct stream *s)
         tee_collect(s);
         weir_tee_destroy(h->tee);
     }
+    if (h->http) {
+        s->sink_bytes[0] =
+            atomic_load_explicit(&s->bytes_out, memory_order_relaxed);
+        http_conn_destroy(h->http);
+        h->http = NULL;
+    }
     if (h->splice) {
         s->sink_bytes[0] = weir_file_send_bytes(h->splice);
         weir_file_send_destroy(h->splice);

@@ -41,6 +41,7 @@ struct stream_home {
     struct weir_endpoint *src;
     struct weir_tee *tee;          /* several sinks */
     struct weir_file_send *splice; /* the zero-copy stage instead */
+    struct http_conn *http;        /* or an HTTP client's connection */
     struct weir_endpoint **sinks;
     struct weir_xform **xf; /* the transform stages */
     unsigned nxf;

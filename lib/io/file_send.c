@@ -56,6 +56,7 @@ struct weir_file_send {
     void *ctx;
     bool finished, destroyed, reaping;
     bool nonblocking;  /* sendfile: the socket was made non-blocking */
+    bool nb_checked;   /* sendfile: the socket's mode was looked at */
     bool lingering;    /* sent; waiting for the peer's end (sp_finish) */
     bool linger_done;  /* the linger ended: done runs once its ops are back */
     uint64_t lingered; /* bytes it sent meanwhile, dropped */
@@ -248,7 +249,7 @@ static void sp_finish(struct weir_file_send *sp, int rc)
             (void)fcntl(sp->sock_fd, F_SETFL, fl & ~O_NONBLOCK);
         sp->nonblocking = false;
     }
-    if (rc == 0) {
+    if (rc == 0 && !sp->o.keep_open) {
         shutdown(sp->sock_fd, SHUT_WR);
         if (sp->o.linger_ns && !sp->destroyed && sp_linger_recv(sp) == 0) {
             sp->lingering = true;
@@ -353,14 +354,17 @@ static void sf_round(struct weir_file_send *sp)
     ssize_t k;
     int rc;
 
-    if (!sp->nonblocking) {
+    if (!sp->nonblocking && !sp->nb_checked) {
         int fl = fcntl(sp->sock_fd, F_GETFL);
 
-        if (fl < 0 || fcntl(sp->sock_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+        /* A socket the caller keeps non-blocking stays as it is. */
+        sp->nb_checked = true;
+        if (fl < 0 || (!(fl & O_NONBLOCK) &&
+                       fcntl(sp->sock_fd, F_SETFL, fl | O_NONBLOCK) != 0)) {
             sp_finish(sp, -errno);
             return;
         }
-        sp->nonblocking = true;
+        sp->nonblocking = !(fl & O_NONBLOCK);
     }
     if (sp->off >= sp->end) {
         sp_finish(sp, 0);

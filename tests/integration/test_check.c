@@ -659,6 +659,29 @@ static const struct bad_case bad_cases[] = {
      "name=d\n",
      {3, 4, 5, 6},
      "names no subject: write jetstream:nats://HOST:PORT"},
+    {"http_listen_options",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http-listen:127.0.0.1:1,header_timeout=soon\n"
+     "sink = http-listen:127.0.0.1:2,path=no-slash,name=b\n"
+     "sink = tcp-listen:127.0.0.1:3,dotfiles=yes,name=c\n",
+     {3, 4, 5},
+     "header_timeout: "},
+    {"http_listen_access_log",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http-listen:127.0.0.1:1,request_log=relative.log\n"
+     "sink = http-listen:127.0.0.1:2,request_log_format=json,name=b\n"
+     "sink = http-listen:127.0.0.1:3,request_log=stdout,request_log_format=xml,"
+     "name=c\n",
+     {3, 4, 5},
+     "is not an absolute path or stdout"},
+    {"http_listen_sources",
+     "[pipeline a]\nsource = dir:.\nsink = tcp:127.0.0.1:1\n"
+     "[pipeline b]\nsource = stdin\nsink = http-listen:127.0.0.1:4\n"
+     "[pipeline c]\nsource = dir:.\n"
+     "sink = http-listen:127.0.0.1:5,path=/x\n"
+     "[pipeline d]\nsource = dir:data.txt\nsink = http-listen:127.0.0.1:6\n",
+     {3, 6, 9, 11},
+     "a dir source is served by http-listen sinks only"},
     {"three_errors",
      "[daemon]\nworkers = none\n\n[pipeline a]\nsource = file:data.txt\n"
      "sink = tcp:localhost:http\nfollow = perhaps\n",
@@ -715,6 +738,13 @@ static void test_good_configs(void **state)
 {
     (void)state;
     check_ok("minimal", "[pipeline a]\nsource = file:data.txt\nsink = null\n");
+    check_ok("http_listen",
+             "[pipeline files]\nsource = dir:.\n"
+             "sink = http-listen:127.0.0.1:7080,header_timeout=2s,"
+             "dotfiles=no,follow_symlinks=no,server=no,max_clients=100,"
+             "request_log=stdout,request_log_format=json\n"
+             "[pipeline one]\nsource = file:data.txt\n"
+             "sink = http-listen:127.0.0.1:7081,path=/data.txt\n");
     check_ok("everything",
              "; every key and option the parser knows\n"
              "[daemon]\n"

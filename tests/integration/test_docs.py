@@ -23,7 +23,7 @@ DURATIONS = {'drain_timeout', 'handshake_timeout', 'keepalive_idle',
              'tcp_user_timeout', 'send_timeout', 'connect_timeout',
              'flush_interval', 'checkpoint_interval', 'ignore_older',
              'rotate_wait', 'line_timeout', 'rescan_interval', 'batch_age',
-             'timeout'}
+             'timeout', 'header_timeout'}
 
 
 def norm(key, text):

@@ -43,6 +43,10 @@ struct weir_file_send_options {
     /* file_fd and sock_fd stay the caller's: the stage never closes them
      * (a file shared by many stages, a socket the caller closes later). */
     bool keep_fds;
+    /* The socket stays open for more after the range (an HTTP response
+     * on a kept-alive connection): its write side is not shut down and
+     * linger_ns is unused. */
+    bool keep_open;
     uint64_t max_length;       /* a longer range: -EFBIG; 0: no limit */
     _Atomic uint64_t *counter; /* bytes sent are added here (relaxed) */
     /* After the range: read and drop what the peer sends, until it closes

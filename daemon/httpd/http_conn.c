@@ -1,0 +1,672 @@
+/*
+ * http_conn.c - see http_conn.h. One request at a time: read until the
+ * front of the buffer holds a whole request, answer it (the head with
+ * send(2), a file's bytes with the zero-copy stage), drop it from the
+ * buffer, and go on with what follows it, so pipelined requests are
+ * answered in the order sent.
+ *
+ * Reads and the head's writes are system calls on the loop's thread
+ * after a poll says the socket is ready (as the stage's sendfile does):
+ * a request's head is a few hundred bytes, and the buffer is taken only
+ * once bytes are there to read.
+ *
+ * One timer bounds every wait: a deadline is set (header_timeout while a
+ * request is awaited, send_timeout while a head waits for room) and
+ * cleared, and the timer, when it fires, looks at the deadline: past,
+ * the client is cut; later, it sleeps again for the rest; cleared, it
+ * stops. A deadline costs a clock read, not a timer operation.
+ */
+#include "httpd/http_conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "httpd/access_log.h"
+#include "httpd/http_mime.h"
+#include "httpd/http_path.h"
+#include "httpd/http_reply.h"
+#include "httpd/http_req.h"
+#include "weir/file_send.h"
+#include "weir/util.h"
+
+struct http_conn {
+    struct weir_loop *loop;
+    int fd;
+    struct http_conn_options o;
+    weir_done_cb done;
+    void *ctx;
+    /* The request bytes (HTTP_REQ_MAX), then room for the answer's head
+     * (HTTP_HEAD_MAX); NULL while no request is held, so that an idle
+     * connection costs this struct only. */
+    char *buf;
+    size_t len;
+    struct http_req req; /* the one being answered */
+    char *head;          /* buf + HTTP_REQ_MAX */
+    size_t head_len, head_off;
+    /* The file being answered: its fd and the range of it to send. */
+    int file_fd;
+    uint64_t body_off, body_len;
+    bool close_after; /* the connection ends after this answer */
+    struct weir_file_send *send;
+    int send_rc;
+    bool in_send_start, send_back;
+    struct weir_op poll_op;
+    struct weir_timer timer;
+    int64_t deadline; /* CLOCK_MONOTONIC ns; 0: none */
+    int64_t timer_at; /* when the pending timer fires */
+    uint64_t requests;
+    int64_t began;       /* when its head was found whole (or bad) */
+    int status;          /* its answer's */
+    uint64_t sent;       /* its body's bytes sent */
+    bool in_next, again; /* next_request's loop (see there) */
+    bool stopping, finished, destroyed, reaping;
+    struct weir_reap reap;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void conn_free(struct weir_reap *r)
+{
+    struct http_conn *c = weir_container_of(r, struct http_conn, reap);
+
+    free(c->buf);
+    free(c);
+}
+
+static void maybe_reap(struct http_conn *c)
+{
+    if (c->destroyed && !c->reaping && !c->poll_op.pending &&
+        !c->timer.op.pending) {
+        c->reaping = true;
+        c->reap.fn = conn_free;
+        weir_loop_defer(c->loop, &c->reap);
+    }
+}
+
+static void close_file(struct http_conn *c)
+{
+    if (c->send) {
+        weir_file_send_destroy(c->send);
+        c->send = NULL;
+    }
+    if (c->file_fd >= 0) {
+        close(c->file_fd);
+        c->file_fd = -1;
+    }
+}
+
+/* The end: done runs once. rc 0 is an orderly end, told to the client
+ * by a shut down write side; anything else resets nothing here (the
+ * socket is the caller's to close). */
+static void finish(struct http_conn *c, int rc)
+{
+    if (c->finished)
+        return;
+    c->finished = true;
+    c->deadline = 0;
+    close_file(c);
+    if (rc == 0)
+        shutdown(c->fd, SHUT_WR);
+    else if (rc == -ETIMEDOUT)
+        shutdown(c->fd, SHUT_RDWR);
+    if (c->poll_op.pending)
+        weir_loop_cancel(c->loop, &c->poll_op);
+    if (c->timer.op.pending)
+        weir_loop_timer_stop(c->loop, &c->timer);
+    if (!c->destroyed)
+        c->done(c->ctx, rc);
+}
+
+/* An op came back: true when the connection is gone or ending. */
+static bool back(struct http_conn *c)
+{
+    if (c->destroyed) {
+        maybe_reap(c);
+        return true;
+    }
+    return c->finished;
+}
+
+static void timer_arm(struct http_conn *c, uint64_t ns)
+{
+    c->timer_at = now_ns() + (int64_t)ns;
+    if (weir_loop_timer_start(c->loop, &c->timer, ns) != 0)
+        finish(c, -EBUSY);
+}
+
+/* Fired, or stopped for an earlier deadline (deadline_set): either way
+ * the deadline says what to do. */
+static void timer_fired(struct weir_op *op, int res, uint32_t flags)
+{
+    struct http_conn *c = weir_container_of(op, struct http_conn, timer.op);
+    int64_t left;
+
+    (void)res;
+    (void)flags;
+    if (back(c) || c->deadline == 0)
+        return;
+    left = c->deadline - now_ns();
+    if (left > 0) {
+        timer_arm(c, (uint64_t)left);
+        return;
+    }
+    if (c->o.counts)
+        /* Relaxed: a statistic; it orders nothing. */
+        atomic_fetch_add_explicit(&c->o.counts->timeouts, 1,
+                                  memory_order_relaxed);
+    finish(c, -ETIMEDOUT);
+}
+
+/* A deadline ns from now (0: none). A pending timer that fires by then
+ * sees it when it fires; one that would fire later is stopped, and its
+ * callback arms it again for the deadline. */
+static void deadline_set(struct http_conn *c, uint64_t ns)
+{
+    if (ns == 0) {
+        c->deadline = 0;
+        return;
+    }
+    c->deadline = now_ns() + (int64_t)ns;
+    if (!c->timer.op.pending)
+        timer_arm(c, ns);
+    else if (c->timer_at > c->deadline)
+        weir_loop_timer_stop(c->loop, &c->timer);
+}
+
+static void wait_for(struct http_conn *c, unsigned mask, weir_op_fn fn)
+{
+    int rc;
+
+    c->poll_op.fn = fn;
+    rc = weir_loop_poll(c->loop, &c->poll_op, c->fd, mask);
+    if (rc)
+        finish(c, rc);
+}
+
+static void on_readable(struct weir_op *op, int res, uint32_t flags);
+static void request_in(struct http_conn *c);
+static void head_out(struct http_conn *c);
+
+/* The next request: the bytes after the last one, or a wait for some. */
+static void next_request(struct http_conn *c)
+{
+    if (c->stopping) {
+        finish(c, 0);
+        return;
+    }
+    deadline_set(c, c->o.header_timeout_ns);
+    if (c->finished)
+        return;
+    if (!c->len) {
+        /* Idle: no buffer held while nothing is to be read. */
+        free(c->buf);
+        c->buf = NULL;
+        wait_for(c, POLLIN, on_readable);
+        return;
+    }
+    /* Pipelined requests are answered in this loop: an answer that goes
+     * out at once calls back here, and a buffer of many small requests
+     * would otherwise nest a call (and its path buffers) per request. */
+    if (c->in_next) {
+        c->again = true;
+        return;
+    }
+    c->in_next = true;
+    do {
+        c->again = false;
+        request_in(c);
+    } while (c->again && !c->finished);
+    c->in_next = false;
+}
+
+static void on_readable(struct weir_op *op, int res, uint32_t flags)
+{
+    struct http_conn *c = weir_container_of(op, struct http_conn, poll_op);
+    ssize_t k;
+
+    (void)flags;
+    if (back(c))
+        return;
+    if (res < 0) {
+        finish(c, res);
+        return;
+    }
+    if (!c->buf && !(c->buf = malloc(HTTP_REQ_MAX + HTTP_HEAD_MAX))) {
+        finish(c, -ENOMEM);
+        return;
+    }
+    c->head = c->buf + HTTP_REQ_MAX;
+    k = recv(c->fd, c->buf + c->len, HTTP_REQ_MAX - c->len, MSG_DONTWAIT);
+    if (k == 0) {
+        finish(c, 0); /* the client is done */
+        return;
+    }
+    if (k < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            wait_for(c, POLLIN, on_readable);
+        else
+            finish(c, -errno);
+        return;
+    }
+    c->len += (size_t)k;
+    request_in(c);
+}
+
+const uint64_t http_time_le_us[HTTP_TIME_BUCKETS - 1] = {
+    1000, 5000, 25000, 100000, 500000, 2500000, 10000000,
+};
+
+/* The answer's status, counted once its head is made. */
+static void count(struct http_conn *c, int status)
+{
+    unsigned cls = status >= 100 && status < 600 ? (unsigned)status / 100 : 0;
+
+    c->status = status;
+    c->sent = 0;
+    if (!c->o.counts)
+        return;
+    /* Relaxed: statistics another thread samples; they order nothing. */
+    atomic_fetch_add_explicit(&c->o.counts->requests[cls][c->req.method], 1,
+                              memory_order_relaxed);
+}
+
+/* The request line: the buffer's first line, without its end. */
+static size_t request_line(const struct http_conn *c)
+{
+    size_t n = c->req.size < c->len ? c->req.size : c->len;
+    const char *nl = c->buf ? memchr(c->buf, '\n', n) : NULL;
+
+    if (nl)
+        n = (size_t)(nl - c->buf);
+    if (n && c->buf[n - 1] == '\r')
+        n--;
+    return n;
+}
+
+/* The answer's time, and its line in the access log, once its last
+ * byte is out (or its connection ends it). */
+static void count_time(struct http_conn *c)
+{
+    uint64_t us = (uint64_t)(now_ns() - c->began) / 1000;
+    unsigned b = 0;
+
+    if (c->o.log) {
+        struct access_entry e = {
+            .client = c->o.peer,
+            .request = c->buf,
+            .request_len = request_line(c),
+            .status = c->status,
+            .bytes = c->sent,
+            .duration_us = us,
+            .range = c->req.range.p,
+            .range_len = c->req.range.len,
+            .user_agent = c->req.user_agent.p,
+            .user_agent_len = c->req.user_agent.len,
+        };
+
+        access_log_put(c->o.log, &e);
+    }
+    if (!c->o.counts)
+        return;
+    while (b < HTTP_TIME_BUCKETS - 1 && us > http_time_le_us[b])
+        b++;
+    atomic_fetch_add_explicit(&c->o.counts->time[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->o.counts->time_us, us, memory_order_relaxed);
+}
+
+/* An answer with no file: its head (and short body) only. */
+static void answer_error(struct http_conn *c, int status, bool close_after)
+{
+    struct http_head h = {
+        .status = status,
+        .server = c->o.server,
+        .keep_alive = !close_after && c->req.keep_alive,
+        .http10 = c->req.major == 1 && c->req.minor == 0,
+        .head_only = c->req.method == HTTP_M_HEAD,
+    };
+
+    c->close_after = !h.keep_alive;
+    c->head_len = http_reply_head(c->head, &h);
+    c->head_off = 0;
+    c->body_len = 0;
+    count(c, status);
+    head_out(c);
+}
+
+/* The file the request names, open, or the status that says why not. */
+static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
+{
+    int rc =
+        http_path_map(c->req.target.p, c->req.target.len, c->o.dotfiles, rel);
+
+    if (rc)
+        return rc;
+    if (c->o.root_fd < 0) {
+        const char *at = c->o.url_path ? c->o.url_path : "/";
+        char want[HTTP_PATH_MAX];
+
+        /* Both mapped alike: "/a/./b" asks for "/a/b". */
+        if (http_path_map(at, strlen(at), true, want) != 0 ||
+            strcmp(rel, want) != 0)
+            return 404;
+        *fd = open(c->o.file_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    } else {
+        /* Beneath the root: a symlink that leads out of it fails with
+         * EXDEV, unless the operator lets symlinks go anywhere. The path
+         * itself has no ".." (http_path_map). */
+        struct open_how how = {
+            .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+            .resolve = RESOLVE_NO_MAGICLINKS |
+                       (c->o.follow_symlinks ? 0 : RESOLVE_BENEATH),
+        };
+
+        *fd = (int)syscall(SYS_openat2, c->o.root_fd, rel[0] ? rel : ".", &how,
+                           sizeof(how));
+    }
+    if (*fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == EXDEV ||
+                       errno == ELOOP || errno == EACCES ||
+                       errno == ENAMETOOLONG
+                   ? 404
+                   : 500;
+    if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        close(*fd);
+        *fd = -1;
+        return 404; /* a directory (no listing), a device, a FIFO */
+    }
+    return 0;
+}
+
+static void answer(struct http_conn *c)
+{
+    struct http_req *r = &c->req;
+    char rel[HTTP_PATH_MAX];
+    struct stat st;
+    int status, fd = -1;
+    struct http_head h = {
+        .server = c->o.server,
+        .http10 = r->major == 1 && r->minor == 0,
+        .head_only = r->method == HTTP_M_HEAD,
+    };
+
+    /* HTTP/1.1 names its host; a body is never read, so the connection
+     * cannot go on after one. */
+    if (r->major != 1 || (r->minor >= 1 && !r->has_host)) {
+        answer_error(c, 400, true);
+        return;
+    }
+    if (r->method == HTTP_M_OTHER) {
+        answer_error(c, 405, r->has_body);
+        return;
+    }
+    status = open_target(c, rel, &st, &fd);
+    if (status) {
+        answer_error(c, status, r->has_body || status == 400);
+        return;
+    }
+    h.status = http_reply_status(r, &st, &h.off, &h.len);
+    h.keep_alive = r->keep_alive && !r->has_body;
+    h.st = &st;
+    h.type = http_mime_type(c->o.mime, c->o.root_fd < 0 ? c->o.file_path : rel);
+    c->close_after = !h.keep_alive;
+    c->head_len = http_reply_head(c->head, &h);
+    c->head_off = 0;
+    c->body_off = h.off;
+    c->body_len =
+        (h.status == 200 || h.status == 206) && !h.head_only ? h.len : 0;
+    if (c->body_len)
+        c->file_fd = fd;
+    else
+        close(fd);
+    count(c, h.status);
+    head_out(c);
+}
+
+/* The front of the buffer, read again with what just arrived. */
+static void request_in(struct http_conn *c)
+{
+    c->began = now_ns();
+    switch (http_req_parse(c->buf, c->len, &c->req)) {
+    case HTTP_REQ_DONE:
+        c->deadline = 0;
+        answer(c);
+        return;
+    case HTTP_REQ_MORE:
+        wait_for(c, POLLIN, on_readable);
+        return;
+    case HTTP_REQ_BAD:
+        c->req.size = c->len;
+        answer_error(c, 400, true);
+        return;
+    case HTTP_REQ_LINE_LONG:
+        c->req.size = c->len;
+        answer_error(c, 414, true);
+        return;
+    case HTTP_REQ_HEADS_LONG:
+        c->req.size = c->len;
+        answer_error(c, 431, true);
+        return;
+    }
+}
+
+/* The answer is out: the request leaves the buffer. */
+static void answered(struct http_conn *c)
+{
+    c->requests++;
+    count_time(c);
+    memmove(c->buf, c->buf + c->req.size, c->len - c->req.size);
+    c->len -= c->req.size;
+    if (c->close_after)
+        finish(c, 0);
+    else
+        next_request(c);
+}
+
+static void body_back(struct http_conn *c)
+{
+    uint64_t sent = weir_file_send_bytes(c->send);
+    int rc = c->send_rc;
+
+    close_file(c);
+    c->sent += sent;
+    if (rc < 0) {
+        count_time(c);
+        finish(c, rc);
+        return;
+    }
+    /* A file that shrank while it was sent ends the answer short: the
+     * connection closes, so the client sees a length that was not met. */
+    if (sent < c->body_len) {
+        count_time(c);
+        finish(c, 0);
+        return;
+    }
+    answered(c);
+}
+
+static void body_done(void *ctx, int rc)
+{
+    struct http_conn *c = ctx;
+
+    c->send_rc = rc;
+    c->send_back = true;
+    /* A small file may be sent whole inside weir_file_send_start. */
+    if (!c->in_send_start)
+        body_back(c);
+}
+
+static void body_out(struct http_conn *c)
+{
+    struct weir_file_send_options so = {
+        .offset = c->body_off,
+        .length = c->body_len,
+        .sendfile = true,
+        .keep_fds = true,
+        .keep_open = true,
+        .counter = c->o.bytes_out,
+        .send_timeout_ns = c->o.send_timeout_ns,
+    };
+    int rc;
+
+    c->send_back = false;
+    c->in_send_start = true;
+    rc = weir_file_send_start(&c->send, c->loop, c->file_fd, c->fd, &so,
+                              body_done, c);
+    c->in_send_start = false;
+    if (rc) {
+        c->send = NULL;
+        finish(c, rc);
+        return;
+    }
+    if (c->send_back)
+        body_back(c);
+}
+
+/* One sendfile(2) at once: a small file (most of a site's) usually
+ * fits the socket's buffer whole, and then needs no stage. True when
+ * bytes are left for the stage. */
+static bool body_now(struct http_conn *c)
+{
+    off_t off = (off_t)c->body_off;
+    ssize_t k = sendfile(c->fd, c->file_fd, &off, c->body_len);
+
+    if (k < 0 && errno != EAGAIN && errno != EINTR) {
+        finish(c, -errno);
+        return false;
+    }
+    if (k == 0) { /* the file ended before the range: it shrank */
+        count_time(c);
+        finish(c, 0);
+        return false;
+    }
+    if (k > 0) {
+        c->body_off += (uint64_t)k;
+        c->body_len -= (uint64_t)k;
+        c->sent += (uint64_t)k;
+        if (c->o.bytes_out)
+            /* Relaxed: a statistic, as the stage's counter. */
+            atomic_fetch_add_explicit(c->o.bytes_out, (uint64_t)k,
+                                      memory_order_relaxed);
+    }
+    if (c->body_len)
+        return true;
+    close_file(c);
+    return false;
+}
+
+static void on_writable(struct weir_op *op, int res, uint32_t flags)
+{
+    struct http_conn *c = weir_container_of(op, struct http_conn, poll_op);
+
+    (void)flags;
+    if (back(c))
+        return;
+    if (res < 0) {
+        finish(c, res);
+        return;
+    }
+    head_out(c);
+}
+
+static void head_out(struct http_conn *c)
+{
+    int more = c->body_len ? MSG_MORE : 0;
+
+    while (c->head_off < c->head_len) {
+        ssize_t k =
+            send(c->fd, c->head + c->head_off, c->head_len - c->head_off,
+                 MSG_DONTWAIT | MSG_NOSIGNAL | more);
+
+        if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+            deadline_set(c, c->o.send_timeout_ns);
+            if (!c->finished)
+                wait_for(c, POLLOUT, on_writable);
+            return;
+        }
+        if (k < 0) {
+            finish(c, -errno);
+            return;
+        }
+        c->head_off += (size_t)k;
+    }
+    c->deadline = 0;
+    if (c->body_len && body_now(c))
+        body_out(c);
+    else if (!c->finished)
+        answered(c);
+}
+
+int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
+                    const struct http_conn_options *o, weir_done_cb done,
+                    void *ctx)
+{
+    struct http_conn *c = calloc(1, sizeof(*c));
+    int fl;
+
+    *out = c;
+    if (!c)
+        return -ENOMEM;
+    c->loop = loop;
+    c->fd = sock_fd;
+    c->o = *o;
+    c->done = done;
+    c->ctx = ctx;
+    c->file_fd = -1;
+    c->timer.op.fn = timer_fired;
+    /* Non-blocking for good: the sendfile tried at once (body_now) must
+     * never wait, and the stage leaves such a socket as it is. */
+    fl = fcntl(sock_fd, F_GETFL);
+    if (fl < 0 || fcntl(sock_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+        fl = -errno;
+        free(c);
+        *out = NULL;
+        return fl;
+    }
+    next_request(c);
+    return 0;
+}
+
+void http_conn_stop(struct http_conn *c)
+{
+    if (c->finished || c->stopping)
+        return;
+    c->stopping = true;
+    /* Waiting for a request (or the rest of one): nothing is owed; a
+     * request cut short is the client's to send again elsewhere. */
+    if (c->poll_op.pending && c->poll_op.fn == on_readable)
+        finish(c, 0);
+}
+
+uint64_t http_conn_requests(const struct http_conn *c)
+{
+    return c->requests;
+}
+
+void http_conn_destroy(struct http_conn *c)
+{
+    if (!c || c->destroyed)
+        return;
+    c->destroyed = true;
+    close_file(c);
+    if (c->poll_op.pending)
+        weir_loop_cancel(c->loop, &c->poll_op);
+    if (c->timer.op.pending)
+        weir_loop_timer_stop(c->loop, &c->timer);
+    maybe_reap(c);
+}

@@ -1,0 +1,60 @@
+/*
+ * http_serve.c - see http_serve.h. The connection's options come from
+ * the listen address the client came through (its path=, server=,
+ * dotfiles=, follow_symlinks=, header_timeout=) and the pipeline's
+ * send_timeout; the client's socket stays the stream's, which closes it.
+ */
+#include "stream/http_serve.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "stream/stream_impl.h"
+#include "stream/tail.h"
+#include "sys/log.h"
+
+static void conn_done(void *ctx, int rc)
+{
+    struct stream *s = ctx;
+
+    /* A client that idles past header_timeout is the server's choice,
+     * not a failure worth a warning. */
+    s->sink_rc[0] = rc == -ETIMEDOUT ? 0 : rc;
+    stream_put(s);
+}
+
+void http_serve_start(struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_address *a = s->via ? s->via : p->sinks[0];
+    struct stream_http *site = s->sp->http;
+    const uint64_t ms = 1000 * 1000;
+    struct http_conn_options o = {
+        .root_fd = site->root_fd,
+        .follow_symlinks = a->follow_symlinks,
+        .file_path = site->root_fd < 0 ? p->source->path : NULL,
+        .url_path = a->url_path,
+        .dotfiles = a->dotfiles,
+        .server = a->server_header,
+        .header_timeout_ns = a->header_timeout_ms * ms,
+        .send_timeout_ns = p->send_timeout_ms * ms,
+        .mime = site->mime,
+        .counts = &site->counts,
+        .bytes_out = &s->bytes_out,
+        .peer = s->peer,
+    };
+    int rc;
+
+    for (size_t i = 0; site->logs && i < p->nsinks; i++)
+        if (p->sinks[i] == a)
+            o.log = site->logs[i];
+    stream_hold(s);
+    rc = http_conn_start(&s->home.http, s->home.loop, s->sink_fd, &o, conn_done,
+                         s);
+    if (rc) {
+        s->home.http = NULL;
+        log_warnx("pipeline %s: client %s: %s", p->name, s->peer,
+                  strerror(-rc));
+        conn_done(s, rc);
+    }
+}

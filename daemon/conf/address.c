@@ -291,11 +291,12 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
                  (int)klen, head, a->text, near, arg != NULL ? ":" : "",
                  arg != NULL ? arg : "");
     else
-        snprintf(err, errlen,
-                 "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
-                 "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
-                 "stdout, null, http, https, kafka, jetstream, http-listen, dir)",
-                 (int)klen, head, a->text);
+        snprintf(
+            err, errlen,
+            "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
+            "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
+            "stdout, null, http, https, kafka, jetstream, http-listen, dir)",
+            (int)klen, head, a->text);
     return -EINVAL;
 }
 

@@ -673,7 +673,9 @@ static void test_splice_waits(void **state)
 
 /* ---- a file read from the disk, not the page cache ---- */
 
-static void test_cold_file_read(void **state)
+/* Reads a file of 4 MiB, out of the page cache but for a page in its
+ * second quarter, in four reads on `loop` as its file_reads says. */
+static void cold_file_read(void)
 {
     char path[] = "/tmp/weir-epoll-XXXXXX";
     enum { LEN = 4 << 20, N = 4, PART = LEN / N };
@@ -681,7 +683,6 @@ static void test_cold_file_read(void **state)
     struct rec rd[N];
     int fd = mkstemp(path);
 
-    (void)state;
     assert_true(fd >= 0);
     unlink(path);
     for (int i = 0; i < LEN; i++)
@@ -706,6 +707,36 @@ static void test_cold_file_read(void **state)
     close(fd);
     free(data);
     free(got);
+}
+
+static void test_cold_file_read(void **state)
+{
+    (void)state;
+    cold_file_read();
+}
+
+/* The same on loops whose file reads that would wait go to the I/O
+ * threads (io_pool.c): all of them, or those RWF_NOWAIT refused. */
+static void test_cold_file_read_threads(void **state)
+{
+    static const enum weir_loop_file_reads modes[] = {
+        WEIR_LOOP_FILE_READS_THREADS,
+        WEIR_LOOP_FILE_READS_NOWAIT_THREADS,
+        WEIR_LOOP_FILE_READS_BLOCK,
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        struct weir_loop_options o = {.engine = WEIR_ENGINE_EPOLL,
+                                      .file_reads = modes[i]};
+
+        assert_int_equal(weir_loop_create(&loop, &o), 0);
+        left = completed = 0;
+        cold_file_read();
+        assert_int_equal(weir_loop_pending(loop), 0);
+        weir_loop_destroy(loop);
+    }
+    loop = NULL;
 }
 
 /* ---- doorbells between loops of both engines ---- */
@@ -810,6 +841,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_splice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_splice_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cold_file_read, setup, teardown),
+        cmocka_unit_test(test_cold_file_read_threads),
         cmocka_unit_test(test_doorbell_epoll),
         cmocka_unit_test(test_doorbell_mixed),
     };

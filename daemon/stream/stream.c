@@ -199,11 +199,17 @@ static int open_source(struct stream *s)
         if (!s->src_regular && S_ISFIFO(st.st_mode)) {
             /* Read and write: the FIFO always has a writer (this one), so
              * writers may come and go and a read waits for the next
-             * rather than ending the stream; opening so never waits. */
+             * rather than ending the stream; opening so never waits.
+             * Opened before the first fd is closed: a writer that came
+             * and went meanwhile left its bytes in a pipe that dies with
+             * its last opener. */
+            int rw = open(a->path, O_RDWR | O_CLOEXEC);
+
+            rc = rw < 0 ? -errno : 0;
             close(fd);
-            fd = open(a->path, O_RDWR | O_CLOEXEC);
-            if (fd < 0)
-                return -errno;
+            if (rw < 0)
+                return rc;
+            fd = rw;
         }
         /* Reads go through the loop, which waits for data itself; an
          * O_NONBLOCK fd would fail them with EAGAIN instead. */

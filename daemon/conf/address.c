@@ -339,16 +339,43 @@ static const char *subject_slash(const char *s)
     return s;
 }
 
+/* Checks a comma-separated list of servers, each HOST:PORT, or with
+ * `urls` a nats:// or tls:// URL of one. */
+static int check_servers(const char *list, bool urls, char *err, size_t errlen)
+{
+    char *copy = strdup(list), *item, *save = NULL, *host;
+    bool ipv6;
+    uint16_t port;
+    int r = copy ? 0 : -ENOMEM;
+
+    for (item = copy ? strtok_r(copy, ",", &save) : NULL;
+         item != NULL && r == 0; item = strtok_r(NULL, ",", &save)) {
+        char *u = trim(item);
+
+        if (urls && strncmp(u, "nats://", 7) != 0 &&
+            strncmp(u, "tls://", 6) != 0) {
+            snprintf(err, errlen,
+                     "'%s' is not a NATS server: write nats://HOST:PORT "
+                     "(tls://HOST:PORT with TLS)",
+                     u);
+            r = -EINVAL;
+            break;
+        }
+        r = address_parse_hostport(urls ? strstr(u, "//") + 2 : u, &host, &ipv6,
+                                   &port, err, errlen);
+        if (r == 0)
+            free(host);
+    }
+    free(copy);
+    return r;
+}
+
 /* kafka: the brokers (HOST:PORT, comma-separated) and, after a slash, the
  * topic (Kafka's names: letters, digits, '.', '_' and '-'). */
 static int parse_kafka(struct weir_address *a, const char *arg, char *err,
                        size_t errlen)
 {
     const char *slash = strchr(arg, '/');
-    char *list, *item, *save = NULL, *host;
-    bool ipv6;
-    uint16_t port;
-    int r = 0;
 
     if (slash == NULL || slash == arg || slash[1] == '\0') {
         snprintf(err, errlen, "'%s' names no %s: write %s", a->text,
@@ -364,22 +391,11 @@ static int parse_kafka(struct weir_address *a, const char *arg, char *err,
                  slash + 1);
         return -EINVAL;
     }
-    list = strndup(arg, (size_t)(slash - arg));
     a->topic = strdup(slash + 1);
     a->brokers = strndup(arg, (size_t)(slash - arg));
-    if (list == NULL || a->topic == NULL || a->brokers == NULL) {
-        free(list);
+    if (a->topic == NULL || a->brokers == NULL)
         return -ENOMEM;
-    }
-    for (item = strtok_r(list, ",", &save); item != NULL && r == 0;
-         item = strtok_r(NULL, ",", &save)) {
-        r = address_parse_hostport(trim(item), &host, &ipv6, &port, err,
-                                   errlen);
-        if (r == 0)
-            free(host);
-    }
-    free(list);
-    return r;
+    return check_servers(a->brokers, false, err, errlen);
 }
 
 /* jetstream: the servers (nats:// or tls:// URLs, comma-separated) and,
@@ -388,10 +404,6 @@ static int parse_jetstream(struct weir_address *a, const char *arg, char *err,
                            size_t errlen)
 {
     const char *slash = subject_slash(arg);
-    char *list, *item, *save = NULL, *host;
-    bool ipv6;
-    uint16_t port;
-    int r = 0;
 
     if (slash == NULL || slash == arg || slash[1] == '\0') {
         snprintf(err, errlen, "'%s' names no %s: write %s", a->text,
@@ -406,32 +418,11 @@ static int parse_jetstream(struct weir_address *a, const char *arg, char *err,
                  slash + 1);
         return -EINVAL;
     }
-    list = strndup(arg, (size_t)(slash - arg));
     a->subject = strdup(slash + 1);
     a->servers = strndup(arg, (size_t)(slash - arg));
-    if (list == NULL || a->subject == NULL || a->servers == NULL) {
-        free(list);
+    if (a->subject == NULL || a->servers == NULL)
         return -ENOMEM;
-    }
-    for (item = strtok_r(list, ",", &save); item != NULL && r == 0;
-         item = strtok_r(NULL, ",", &save)) {
-        char *u = trim(item);
-
-        if (strncmp(u, "nats://", 7) != 0 && strncmp(u, "tls://", 6) != 0) {
-            snprintf(err, errlen,
-                     "'%s' is not a NATS server: write nats://HOST:PORT "
-                     "(tls://HOST:PORT with TLS)",
-                     u);
-            r = -EINVAL;
-            break;
-        }
-        r = address_parse_hostport(strstr(u, "//") + 2, &host, &ipv6, &port,
-                                   err, errlen);
-        if (r == 0)
-            free(host);
-    }
-    free(list);
-    return r;
+    return check_servers(a->servers, true, err, errlen);
 }
 
 /* TCP kinds: HOST:PORT; a bare PORT is socat's TCP-LISTEN habit. */

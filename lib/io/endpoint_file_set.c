@@ -178,6 +178,8 @@ static void fs_set_fp(struct fs_set *s, struct fs_file *f, uint64_t fp)
     if (f->in_fp)
         weir__fs_map_del(&s->fp_map, &f->by_fp);
     f->in_fp = false;
+    if (f->fp != fp)
+        s->changes.files++;
     f->fp = fp;
     if (fp && weir__fs_map_add(&s->fp_map, &f->by_fp, fp) == 0)
         f->in_fp = true;
@@ -407,6 +409,7 @@ static void fs_forget(struct fs_set *s, struct fs_file *f)
     if (f->next)
         f->next->prev = f->prev;
     s->nfiles--;
+    s->changes.files++;
     free(f->path);
     free(f);
 }
@@ -418,7 +421,8 @@ static void fs_sweep(struct fs_set *s)
 {
     for (struct fs_file *f = s->files, *next; f; f = next) {
         next = f->next;
-        if (f->done && f->refs == 0 && !fs_held(s, f) && !f->gone_check)
+        if (f->done && f->refs == 0 && !fs_held(s, f) && !f->gone_check &&
+            !f->written)
             fs_forget(s, f);
     }
 }
@@ -525,6 +529,7 @@ static void fs_name(struct fs_set *s, struct fs_file *f, const char *path)
     fs_unname(s, f);
     free(f->path);
     f->path = copy;
+    s->changes.files++;
     if (weir__fs_map_add(&s->path_map, &f->by_path, weir__fs_path_key(path)) ==
         0)
         f->in_path = true;
@@ -684,60 +689,15 @@ static void fs_refresh(struct fs_set *s, struct fs_file *f)
     fs_ready_update(s, f);
 }
 
-/* A file of f's directory that is f's copy from before a truncation: its
- * head is fp and it holds at least min bytes. */
-static int fs_find_copy(struct fs_set *s, struct fs_file *f, uint64_t fp,
-                        uint64_t min, uint64_t *size)
-{
-    char *dup = strdup(f->path), *dir, full[4096];
-    const char *base = strrchr(f->path, '/') + 1;
-    struct dirent *e;
-    int fd = -1;
-    DIR *dp;
-
-    if (!dup || !fp)
-        goto out;
-    dir = dirname(dup);
-    dp = opendir(dir);
-    if (!dp)
-        goto out;
-    while (fd < 0 && (e = readdir(dp))) {
-        struct stat st;
-        int cfd;
-
-        if (e->d_name[0] == '.' || strcmp(e->d_name, base) == 0 ||
-            weir__fs_compressed(e->d_name) ||
-            snprintf(full, sizeof(full), "%s/%s", dir, e->d_name) >=
-                (int)sizeof(full) ||
-            stat(full, &st) != 0 || !S_ISREG(st.st_mode) ||
-            (uint64_t)st.st_ino == f->ino || (uint64_t)st.st_size < min ||
-            (uint64_t)st.st_size < s->o.fingerprint_len)
-            continue;
-        cfd = open(full, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (cfd < 0)
-            continue;
-        if (weir__fs_fingerprint(cfd, s->o.fingerprint_len) == fp &&
-            fstat(cfd, &st) == 0) {
-            fd = cfd;
-            *size = (uint64_t)st.st_size;
-        } else {
-            close(cfd);
-        }
-    }
-    closedir(dp);
-out:
-    free(dup);
-    return fd;
-}
-
 static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
 {
     uint64_t csize = 0;
     int cfd;
 
     s->rotations++;
+    f->cut_seen_rt = weir__fs_clock(CLOCK_REALTIME);
     fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, f->read);
-    cfd = fs_find_copy(s, f, f->fp, f->read, &csize);
+    cfd = weir__fs_find_copy(s, f, f->fp, f->read, &csize);
     if (cfd >= 0) {
         f->copy_fd = cfd;
         f->copy_size = csize;
@@ -782,9 +742,10 @@ static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
         return false;
     }
     s->rotations++;
+    f->cut_seen_rt = weir__fs_clock(CLOCK_REALTIME);
     fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, 0);
     if (f->next_copy_fd < 0)
-        cfd = fs_find_copy(s, f, f->cut_fp, 0, &csize);
+        cfd = weir__fs_find_copy(s, f, f->cut_fp, 0, &csize);
     if (cfd >= 0) {
         f->next_copy_fd = cfd;
         f->next_copy_size = csize;
@@ -828,6 +789,7 @@ static struct fs_file *fs_add(struct fs_set *s, const char *path,
         s->files->prev = f;
     s->files = f;
     s->nfiles++;
+    s->changes.files++;
     if (weir__fs_map_add(&s->path_map, &f->by_path, weir__fs_path_key(path)) ==
         0)
         f->in_path = true;
@@ -980,10 +942,13 @@ static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
     }
     if (mask & (IN_MODIFY | IN_CLOSE_WRITE)) {
         f = fs_find_path(s, full);
-        if (f) {
-            f->check = true;
-            fs_refresh(s, f);
-        } else if (weir__fs_wanted(s, full)) {
+        if (f && !f->written) {
+            /* A batch holds an event per write: the file is looked at
+             * once, after the batch. */
+            f->written = true;
+            f->written_next = s->written;
+            s->written = f;
+        } else if (!f && weir__fs_wanted(s, full)) {
             fs_found(s, full);
         }
     }
@@ -991,6 +956,15 @@ static void fs_hook_event(struct fs_set *s, struct fs_dir *d, const char *name,
 
 static void fs_hook_events_done(struct fs_set *s)
 {
+    while (s->written) {
+        struct fs_file *f = s->written;
+
+        s->written = f->written_next;
+        f->written_next = NULL;
+        f->written = false;
+        f->check = true;
+        fs_refresh(s, f);
+    }
     fs_gone_checks(s);
     fs_produce(s);
 }
@@ -1038,8 +1012,42 @@ static void fs_restart(struct fs_set *s, struct fs_file *f)
     fs_refresh(s, f);
 }
 
+/*
+ * After f's copy was read: a copy made after it and before weir saw f's
+ * last cut holds what f had between two cuts weir learnt of as one (its
+ * events came late). Read next, from 0. A file weir reads under a name
+ * of its own is not taken: its bytes are read there.
+ */
+static void fs_missed_cut(struct fs_set *s, struct fs_file *f,
+                          const struct stat *copy)
+{
+    uint64_t size = 0, fp = 0;
+    struct stat st;
+    int cfd;
+
+    cfd = weir__fs_find_later_copy(s, f, copy, f->cut_seen_rt,
+                                   fs_fingerprint_of(s, f), &size, &fp);
+    if (cfd < 0)
+        return;
+    if (fstat(cfd, &st) != 0 ||
+        fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
+        close(cfd);
+        return;
+    }
+    s->rotations++;
+    fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, 0);
+    f->next_copy_fd = cfd;
+    f->next_copy_size = size;
+    f->next_lost_mark = 0;
+    fs_set_next(s, f, fp);
+    s->nopen++;
+}
+
 static void fs_copy_done(struct fs_set *s, struct fs_file *f)
 {
+    struct stat copy;
+    bool have_copy = fstat(f->copy_fd, &copy) == 0;
+
     close(f->copy_fd);
     f->copy_fd = -1;
     s->nopen--;
@@ -1060,6 +1068,8 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
                       (uint64_t)st.st_ino == f->ino)
             fs_cut_again(s, f, (uint64_t)st.st_size);
     }
+    if (f->next_copy_fd < 0 && have_copy)
+        fs_missed_cut(s, f, &copy);
     if (f->next_copy_fd >= 0) {
         if (f->rec && weir_records_pending(f->rec))
             weir__fs_flush(s, f);
@@ -1113,8 +1123,6 @@ static enum fs_start fs_start_read(struct fs_set *s, struct fs_file *f)
         fd = f->copy_fd;
         avail = f->copy_size - f->read;
     } else {
-        struct stat st;
-
         if (!fs_has_unread(f)) {
             fs_ready_del(s, f);
             return FS_AGAIN;
@@ -1123,14 +1131,6 @@ static enum fs_start fs_start_read(struct fs_set *s, struct fs_file *f)
             return s->ready == f ? FS_WAIT : FS_AGAIN;
         if (f->copy_fd >= 0 || f->restart)
             return FS_AGAIN; /* fs_open found it cut */
-        /* Its head is still the one read: a file cut and written past
-         * the offset between two looks is caught here, one pread of
-         * fingerprint_len per chunk. */
-        if (f->fp && f->read > 0 && fstat(f->fd, &st) == 0 &&
-            weir__fs_fingerprint(f->fd, s->o.fingerprint_len) != f->fp) {
-            fs_truncated(s, f, (uint64_t)st.st_size);
-            return FS_AGAIN;
-        }
         fd = f->fd;
         avail = f->size - f->read;
     }
@@ -1168,6 +1168,31 @@ static enum fs_start fs_start_read(struct fs_set *s, struct fs_file *f)
     return FS_STARTED;
 }
 
+/*
+ * Whether f was cut before the bytes just read were: its head is no longer
+ * the one it had. Looked at after the read, not before it, because only
+ * then does a match prove what was read: a log's head changes when it is
+ * cut and never again, so a head still the same after the read was the
+ * same during it. A cut found here, however late its events come, leaves
+ * the bytes read unused; the copy has them (fs_truncated). One pread of
+ * fingerprint_len per chunk, from the page cache.
+ */
+static bool fs_cut_under_read(struct fs_set *s, struct fs_file *f)
+{
+    uint64_t fp;
+    struct stat st;
+
+    if (!f->fp || f->fd < 0)
+        return false;
+    fp = weir__fs_fingerprint(f->fd, s->o.fingerprint_len);
+    if (fp == f->fp || fstat(f->fd, &st) != 0)
+        return false;
+    if (!fp && (uint64_t)st.st_size >= s->o.fingerprint_len)
+        return false; /* the head could not be read: not a sign of a cut */
+    fs_truncated(s, f, (uint64_t)st.st_size);
+    return true;
+}
+
 static void fs_read_done(struct weir_op *op, int res, uint32_t flags)
 {
     struct fs_set *s = EP_CONTAINER(op, struct fs_set, rd.op);
@@ -1198,6 +1223,11 @@ static void fs_read_done(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     if (f->done) { /* finished while the read was out: its last bytes */
+        weir_buf_unref(b, s->ep.slot);
+        fs_produce(s);
+        return;
+    }
+    if (!s->rd.copy && fs_cut_under_read(s, f)) {
         weir_buf_unref(b, s->ep.slot);
         fs_produce(s);
         return;
@@ -1625,7 +1655,7 @@ int weir_endpoint_file_set(struct weir_endpoint **out, struct weir_loop *loop,
     if (!s)
         return -ENOMEM;
     s->pool = pool;
-    s->ifd = -1;
+    s->inotify[FS_NAMES].fd = s->inotify[FS_WRITES].fd = -1;
     s->buf_size = (uint32_t)weir_pool_buf_size(pool);
     s->hooks.found = fs_hook_found;
     s->hooks.event = fs_hook_event;
@@ -1650,7 +1680,8 @@ int weir_file_set_ack(struct weir_endpoint *ep, uint64_t acked)
     if (ep->ops != &file_set_ops)
         return -EINVAL;
     s = fs_of(ep);
-    weir__fs_ledger_ack(&s->led, acked, NULL, NULL);
+    if (weir__fs_ledger_ack(&s->led, acked, NULL, NULL))
+        s->changes.offsets++;
     return 0;
 }
 
@@ -1689,6 +1720,15 @@ int weir_file_set_foreach(struct weir_endpoint *ep,
         if (fn(arg, &info))
             break;
     }
+    return 0;
+}
+
+int weir_file_set_changes(const struct weir_endpoint *ep,
+                          struct weir_file_set_changes *c)
+{
+    if (ep->ops != &file_set_ops)
+        return -EINVAL;
+    *c = EP_CONTAINER(ep, const struct fs_set, ep)->changes;
     return 0;
 }
 

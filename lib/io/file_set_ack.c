@@ -46,18 +46,22 @@ int weir__fs_ledger_add(struct fs_ledger *l, uint64_t end, struct fs_file *f,
     return 0;
 }
 
-void weir__fs_ledger_ack(struct fs_ledger *l, uint64_t acked,
-                         void (*fn)(void *arg, struct fs_file *f), void *arg)
+size_t weir__fs_ledger_ack(struct fs_ledger *l, uint64_t acked,
+                           void (*fn)(void *arg, struct fs_file *f), void *arg)
 {
+    size_t n = 0;
+
     while (l->head < l->tail && l->e[l->head].end <= acked) {
         struct fs_entry *e = &l->e[l->head++];
 
         e->f->acked = e->consumed;
+        n++;
         if (--e->f->refs == 0 && fn)
             fn(arg, e->f);
     }
     if (l->head == l->tail)
         l->head = l->tail = 0;
+    return n;
 }
 
 void weir__fs_ledger_free(struct fs_ledger *l)

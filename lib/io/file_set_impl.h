@@ -67,6 +67,8 @@ struct fs_file {
     bool restart;    /* truncated: read from 0 once what is held is out */
     bool gone_check; /* moved or deleted: does its name still lead to it? */
     struct fs_file *gone_next;
+    bool written; /* written to: looked at once the batch of events is read */
+    struct fs_file *written_next;
     struct fs_file *sprev, *snext; /* the settle list (fs_set.settle_head) */
     uint64_t settle_at;            /* ns: read from then */
     bool settling;
@@ -79,6 +81,9 @@ struct fs_file {
      * it was cut, to find that copy by and to see a second cut. */
     int next_copy_fd;
     uint64_t next_copy_size, next_copy_fp, next_lost_mark, cut_fp;
+    /* When its last cut was seen (ns, CLOCK_REALTIME): a copy made after
+     * the one read and before this is of a cut not seen. */
+    uint64_t cut_seen_rt;
 };
 
 /* The ledger (file_set_ack.c): per chunk, where it ends in the stream, the
@@ -95,12 +100,17 @@ struct fs_ledger {
 };
 
 /* A directory the patterns reach (file_set_watch.c). */
+/* The two inotify instances of a set (file_set_watch.c): names (created,
+ * moved, deleted), read as soon as they come, and writes, read a settle
+ * period after the last batch. */
+enum fs_inotify_kind { FS_NAMES, FS_WRITES, FS_INOTIFY_KINDS };
+
 struct fs_dir {
     struct fs_link by_path;
     char *path;
-    int wd;           /* -1: not watched */
-    int64_t mtime_ns; /* when last read: the safety rescan skips it
-                       * while it stays the same */
+    int wd[FS_INOTIFY_KINDS]; /* -1: not watched */
+    int64_t mtime_ns;         /* when last read: the safety rescan skips it
+                               * while it stays the same */
     uint64_t dev, ino;
     bool gone;
 };
@@ -144,12 +154,19 @@ struct fs_set {
     struct fs_dir **dirs;
     size_t ndirs, cap_dirs;
     struct fs_map dir_map;
-    struct fs_dir **by_wd;
-    size_t cap_wd;
-    int ifd; /* inotify, or -1 */
-    struct weir_op ipoll;
-    bool no_inotify; /* rescans instead of events */
-    bool ipoll_failed;
+    struct fs_inotify {
+        int fd; /* or -1 */
+        struct weir_op poll;
+        struct fs_dir **by_wd;
+        size_t cap_wd;
+        bool poll_failed;
+    } inotify[FS_INOTIFY_KINDS];
+    /* After a batch of writes, their instance is polled again a settle
+     * period later: a file written line by line wakes the loop once per
+     * period, not once per line. */
+    struct weir_timer iwait;
+    uint64_t writes_prompt_until; /* ns: read writes at once until then */
+    bool no_inotify;              /* rescans instead of events */
 
     struct fs_file *files; /* every file known */
     size_t nfiles, nopen;
@@ -182,8 +199,9 @@ struct fs_set {
     uint8_t *spill;
     size_t spill_len, spill_cap;
     uint64_t spill_consumed;
-    struct fs_file *gone;  /* files to look at after an event batch */
-    uint32_t moved_cookie; /* of a name the patterns want, moved away */
+    struct fs_file *gone;    /* files to look at after an event batch */
+    struct fs_file *written; /* and files written to, once each */
+    uint32_t moved_cookie;   /* of a name the patterns want, moved away */
     bool producing;
 
     struct weir_timer kick; /* a prompt retry (pool empty, SQ full) */
@@ -197,6 +215,7 @@ struct fs_set {
     bool started, ended, scanned;
     uint64_t rotations, lost;
     struct weir_records_stats rec_gone; /* of framers freed */
+    struct weir_file_set_changes changes;
 };
 
 /* file_set_ident.c */
@@ -208,6 +227,15 @@ uint64_t weir__fs_path_key(const char *path);
 uint64_t weir__fs_fingerprint(int fd, uint32_t len);
 uint64_t weir__fs_fingerprint_path(const char *path, uint32_t len,
                                    struct stat *st);
+/* file_set_copy.c: a truncated file's copy by the head it had (at least
+ * min bytes), and the copy made after `copy` and before `before` (ns,
+ * CLOCK_REALTIME) whose head is not head_now: a cut weir did not see. */
+int weir__fs_find_copy(const struct fs_set *s, const struct fs_file *f,
+                       uint64_t fp, uint64_t min, uint64_t *size);
+int weir__fs_find_later_copy(const struct fs_set *s, const struct fs_file *f,
+                             const struct stat *copy, uint64_t before,
+                             uint64_t head_now, uint64_t *size, uint64_t *fp);
+
 int weir__fs_map_add(struct fs_map *m, struct fs_link *l, uint64_t key);
 void weir__fs_map_del(struct fs_map *m, struct fs_link *l);
 /* The first link of the chain that may hold key; walk with next and
@@ -224,8 +252,8 @@ int weir__fs_ledger_add(struct fs_ledger *l, uint64_t end, struct fs_file *f,
                         uint64_t consumed);
 /* Pops every entry ending at or before acked, moving its file's acked
  * offset; fn(arg, f) for each file whose last reference went. */
-void weir__fs_ledger_ack(struct fs_ledger *l, uint64_t acked,
-                         void (*fn)(void *arg, struct fs_file *f), void *arg);
+size_t weir__fs_ledger_ack(struct fs_ledger *l, uint64_t acked,
+                           void (*fn)(void *arg, struct fs_file *f), void *arg);
 void weir__fs_ledger_free(struct fs_ledger *l);
 
 /* file_set_watch.c */

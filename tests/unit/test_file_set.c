@@ -168,8 +168,13 @@ static void take_chunk(struct weir_chunk c)
         t = tag_of(p, (size_t)(sp - p));
         if (t) {
             n = strtoull(sp + 1, NULL, 10);
-            if (n != t->next)
+            if (n != t->next) {
                 t->bad++;
+                if (getenv("FS_DEBUG"))
+                    fprintf(stderr, "writer %s: line %llu after %llu\n",
+                            t->name, (unsigned long long)n,
+                            (unsigned long long)t->next);
+            }
             t->next = n + 1;
             snprintf(t->last, sizeof(t->last), "%.*s", (int)(nl - p), p);
             if (!first)

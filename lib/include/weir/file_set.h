@@ -156,6 +156,14 @@ struct weir_file_set_stats {
     struct weir_records_stats records; /* summed over the files */
 };
 
+/* Counters that move when what weir_file_set_foreach reports changes:
+ * `files` when a file is found or forgotten, or takes another name or
+ * fingerprint; `offsets` when acknowledged offsets move. An owner that
+ * finds both where they were need not walk the files again. */
+struct weir_file_set_changes {
+    uint64_t files, offsets;
+};
+
 /*
  * Owner of `loop`. Creates the source; discovery starts with its stream's
  * first pull. Returns 0, -EINVAL (bad options, a pattern that is not
@@ -180,6 +188,10 @@ int weir_file_set_foreach(struct weir_endpoint *ep,
 
 int weir_file_set_stats(const struct weir_endpoint *ep,
                         struct weir_file_set_stats *st);
+
+/* Owner. -EINVAL for another endpoint. */
+int weir_file_set_changes(const struct weir_endpoint *ep,
+                          struct weir_file_set_changes *c);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #include "sys/alive.h"
 #include "sys/ckpt_text.h"
 #include "weir/endpoint.h"
+#include "weir/file_set.h"
 #include "weir/loop.h"
 
 struct ckpt;
@@ -52,10 +53,11 @@ struct ckpt_track {
      * rest, and the sinks' bytes then. */
     unsigned rest;
     uint64_t rest_out;
-    /* A glob source: a digest of the last text handed to the main loop
-     * (checkpoint_set.c), so an unchanged one is not made again. */
-    uint64_t set_digest, set_who; /* set_who: the files' identities */
-    int64_t set_at;               /* clock_now_ns when it was made */
+    /* A glob source: the set's change counters when the last text was
+     * handed to the main loop (checkpoint_set.c), so an unchanged one is
+     * not made again. */
+    int64_t set_at; /* clock_now_ns when it was made */
+    struct weir_file_set_changes set_seen;
     bool set_sent;
     struct ckpt_slot slot;
 };

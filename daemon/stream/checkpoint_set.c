@@ -256,34 +256,6 @@ size_t ckpt_set_known(const struct ckpt_set *cs,
     return cs->nsaved;
 }
 
-/* What changes a checkpoint: each file's identity and offset, in the
- * order the file set reports them (FNV-1a over the words). */
-struct digest {
-    uint64_t h, who; /* who: the files' identities alone */
-    size_t n, room;
-};
-
-static void mix(uint64_t *h, uint64_t v)
-{
-    for (int i = 0; i < 8; i++, v >>= 8)
-        *h = (*h ^ (v & 0xff)) * 0x100000001b3ull;
-}
-
-static int digest_file(void *arg, const struct weir_file_set_file *f)
-{
-    struct digest *d = arg;
-
-    mix(&d->h, f->fingerprint);
-    mix(&d->h, f->dev);
-    mix(&d->h, f->ino);
-    mix(&d->h, f->acked);
-    mix(&d->who, f->fingerprint);
-    mix(&d->who, f->ino);
-    d->n++;
-    d->room += CKPT_SET_LINE_MAX(strlen(f->path));
-    return 0;
-}
-
 struct writer {
     char *buf;
     size_t len, size;
@@ -293,6 +265,7 @@ struct writer {
 static int write_file(void *arg, const struct weir_file_set_file *f)
 {
     struct writer *w = arg;
+    size_t need = CKPT_SET_LINE_MAX(strlen(f->path)) + 1;
     struct ckpt_set_entry e = {
         .fp = f->fingerprint,
         .fplen = f->fingerprint_len,
@@ -303,11 +276,15 @@ static int write_file(void *arg, const struct weir_file_set_file *f)
         .path = (char *)f->path,
     };
 
-    /* The room was counted for these files; a file the set learnt of
-     * between the two passes is impossible on one thread, but a bound
-     * costs nothing. */
-    if (w->size - w->len < CKPT_SET_LINE_MAX(strlen(f->path)))
-        return 1;
+    if (w->size - w->len < need) {
+        size_t size = w->size * 2 > w->len + need ? w->size * 2 : w->len + need;
+        char *b = realloc(w->buf, size);
+
+        if (!b)
+            return 1;
+        w->buf = b;
+        w->size = size;
+    }
     w->len += ckpt_set_text_line(&e, w->buf + w->len, w->size - w->len);
     return 0;
 }
@@ -317,9 +294,9 @@ void ckpt_set_sample(struct stream *s, bool final)
     struct stream_home *h = &s->home;
     struct ckpt_track *t = &s->ck_track;
     struct ckpt_set *cs = s->sp->ckset;
-    struct digest d = {.h = 0xcbf29ce484222325ull,
-                       .who = 0xcbf29ce484222325ull};
+    struct weir_file_set_changes ch;
     struct writer w;
+    bool named;
     uint64_t a;
     int64_t now;
 
@@ -327,40 +304,37 @@ void ckpt_set_sample(struct stream *s, bool final)
         return;
     if (h->sinks && ckpt_acked_source(s, final, &a))
         weir_file_set_ack(h->src, a);
-    if (!cs)
+    if (!cs || weir_file_set_changes(h->src, &ch) != 0)
         return;
-    if (weir_file_set_foreach(h->src, digest_file, &d) != 0)
-        return;
-    mix(&d.h, d.n);
-    mix(&d.who, d.n);
-    if (t->set_sent && d.h == t->set_digest)
-        return;
-    /* Offsets that moved wait for the interval: the main loop writes one
-     * text per interval, one made more often would be replaced unread,
-     * and a text costs a line per file known. A file found, rotated or
-     * gone goes now: one born and rotated away between two texts, with a
-     * kill -9 after, is a file no checkpoint names. */
+    /* The set says what moved since the last text, so thousands of idle
+     * files are not walked while they rest. Offsets that moved wait for
+     * the interval: the main loop writes one text per interval, one made
+     * more often would be replaced unread, and a text costs a line per
+     * file known. A file found, rotated or gone goes now: one born and
+     * rotated away between two texts, with a kill -9 after, is a file no
+     * checkpoint names. */
     now = clock_now_ns();
-    if (!final && t->set_sent && d.who == t->set_who &&
-        (uint64_t)(now - t->set_at) < cs->interval_ns)
+    named = !t->set_sent || ch.files != t->set_seen.files;
+    if (!final && !named &&
+        (ch.offsets == t->set_seen.offsets ||
+         (uint64_t)(now - t->set_at) < cs->interval_ns))
         return;
     w.now = time(NULL);
-    w.size = CKPT_SET_HEADER_MAX(strlen(s->sp->p->name)) + d.room + 1;
+    w.size = CKPT_SET_HEADER_MAX(strlen(s->sp->p->name)) + 4096;
     w.buf = malloc(w.size);
     if (!w.buf)
         return; /* the next sample tries again */
     w.len = ckpt_set_text_header(s->sp->p->name, w.now, w.buf, w.size);
-    if (weir_file_set_foreach(h->src, write_file, &w) != 0) {
+    if (weir_file_set_foreach(h->src, write_file, &w) != 0 || w.len == w.size) {
         free(w.buf);
         return;
     }
     w.buf[w.len] = '\0';
     t->set_sent = true;
-    t->set_digest = d.h;
     t->set_at = now;
-    if (!final && d.who != t->set_who)
+    t->set_seen = ch;
+    if (!final && named)
         weir_loop_post(cs->main, &s->ck_save); /* names a new file */
-    t->set_who = d.who;
     /* Release: the text's bytes, written above, are seen by the main
      * loop's acquire when it takes the pointer. Acquire: a text handed
      * back (the main loop did not take it) is this thread's own, freed

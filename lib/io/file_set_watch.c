@@ -24,6 +24,9 @@
  * come: a rotation is under way, and its cut (a copytruncate's) is a
  * write that is wanted before the copy can go.
  *
+ * Where the second instance cannot be had (max_user_instances), the first
+ * takes the writes too, and they are read as they come.
+ *
  * Where inotify is not to be had (no instance or watch left: EMFILE,
  * ENOSPC), or a queue overflowed and events were lost, the kind is told
  * through hooks.no_inotify and rescans on a timer from then on.
@@ -192,15 +195,16 @@ static void fs_watch_arm(struct fs_set *s, enum fs_inotify_kind k)
 
 int weir__fs_watch_start(struct fs_set *s)
 {
-    for (int k = 0; k < FS_INOTIFY_KINDS; k++) {
-        s->inotify[k].fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (s->inotify[k].fd < 0) {
-            int err = -errno;
+    s->inotify[FS_NAMES].fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (s->inotify[FS_NAMES].fd < 0) {
+        int err = -errno;
 
-            fs_watch_lost(s, err);
-            return err;
-        }
+        fs_watch_lost(s, err);
+        return err;
     }
+    /* Without a second instance (max_user_instances reached), the first
+     * takes the writes too, read as they come: dearer, nothing missed. */
+    s->inotify[FS_WRITES].fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     for (int k = 0; k < FS_INOTIFY_KINDS; k++)
         fs_watch_arm(s, (enum fs_inotify_kind)k);
     return 0;
@@ -233,11 +237,15 @@ static int fs_watch_add_one(struct fs_set *s, struct fs_dir *d,
                             enum fs_inotify_kind k)
 {
     struct fs_inotify *in = &s->inotify[k];
+    uint32_t mask;
     int wd;
 
     if (in->fd < 0)
         return 0;
-    wd = inotify_add_watch(in->fd, d->path, fs_mask[k]);
+    mask = fs_mask[k];
+    if (k == FS_NAMES && s->inotify[FS_WRITES].fd < 0)
+        mask |= fs_mask[FS_WRITES];
+    wd = inotify_add_watch(in->fd, d->path, mask);
     if (wd < 0) {
         int err = -errno;
 

@@ -121,7 +121,9 @@ struct weir_file_set_options {
     uint64_t rescan_ns;       /* 0: 10 s */
     /* A file with fewer new bytes than 16 KiB is read this long after
      * they appeared, with what it gets meanwhile: a writer's lines of the
-     * period are one read and one chunk. 0: 50 ms; UINT64_MAX: at once. */
+     * period are one read and one chunk. inotify's write events are read
+     * once per period too (names as they come). 0: 50 ms; UINT64_MAX: at
+     * once. */
     uint64_t settle_ns;
     uint32_t max_open_files;  /* 0: 64 */
     uint32_t fingerprint_len; /* 0: 256 */

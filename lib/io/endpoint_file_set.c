@@ -70,11 +70,22 @@ static uint64_t fs_now(void)
 static void fs_event(struct fs_set *s, enum weir_file_set_event ev,
                      const char *path, int err, uint64_t off)
 {
+    /* Every change of a file's state comes with an event: the tick's
+     * walk of every file is due again. */
+    s->walk_due = true;
     if (s->o.on_event)
         s->o.on_event(s->o.event_arg, ev, path, err, off);
 }
 
 static void fs_produce(struct fs_set *s);
+
+/* f is to be looked at (fs_refresh): by whoever holds it next, or by the
+ * tick's walk when it is closed. */
+static void fs_look(struct fs_set *s, struct fs_file *f)
+{
+    f->check = true;
+    s->walk_due = true;
+}
 
 /* ---- the table of files ---- */
 
@@ -374,6 +385,7 @@ static void fs_rec_free(struct fs_set *s, struct fs_file *f)
 
 static void fs_close(struct fs_set *s, struct fs_file *f)
 {
+    s->walk_due = true; /* a closed file is timed by the walk */
     if (f->fd >= 0) {
         close(f->fd);
         f->fd = -1;
@@ -574,7 +586,7 @@ static void fs_gone(struct fs_set *s, struct fs_file *f)
             f->deleted = true;
             fs_unino(s, f); /* its inode may be given to a new file */
         }
-        f->check = true;
+        fs_look(s, f);
         return;
     }
     if (f->alias) {
@@ -603,7 +615,7 @@ static void fs_moved(struct fs_set *s, struct fs_file *f, const char *path)
         s->rotations++;
         fs_event(s, WEIR_FS_ROTATED, f->path, 0, f->read);
         fs_name(s, f, path);
-        f->check = true;
+        fs_look(s, f);
         return;
     }
     fs_gone(s, f);
@@ -856,7 +868,7 @@ static void fs_found(struct fs_set *s, const char *path)
         /* Renamed here (back into the patterns, or within them). */
         fs_name(s, g, path);
         g->rotated = false;
-        g->check = true;
+        fs_look(s, g);
         fs_refresh(s, g);
         return;
     }
@@ -962,7 +974,7 @@ static void fs_hook_events_done(struct fs_set *s)
         s->written = f->written_next;
         f->written_next = NULL;
         f->written = false;
-        f->check = true;
+        f->check = true; /* looked at now: not the walk's */
         fs_refresh(s, f);
     }
     fs_gone_checks(s);
@@ -1008,7 +1020,7 @@ static void fs_restart(struct fs_set *s, struct fs_file *f)
         weir_records_reset(f->rec, 0);
     f->restart = false;
     f->read = f->consumed = 0;
-    f->check = true;
+    fs_look(s, f);
     fs_refresh(s, f);
 }
 
@@ -1213,7 +1225,7 @@ static void fs_read_done(struct weir_op *op, int res, uint32_t flags)
             fs_lost(s, f, f->size > f->read ? f->size - f->read : 0);
             fs_finish(s, f);
         } else if (res == 0 && !s->rd.copy) {
-            f->check = true; /* shorter than it was: cut? */
+            fs_look(s, f); /* shorter than it was: cut? */
         } else if (res == 0) {
             f->copy_size = f->read;
         }
@@ -1233,7 +1245,7 @@ static void fs_read_done(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     if ((uint32_t)res < s->rd.len && !s->rd.copy)
-        f->check = true;
+        fs_look(s, f);
     f->read += (uint32_t)res;
     f->last_data = fs_now();
     s->in = b;
@@ -1328,7 +1340,7 @@ static void fs_tick_file(struct fs_set *s, struct fs_file *f, uint64_t now)
         return;
     if ((f->fd >= 0 && (f->rotated || s->no_inotify)) ||
         (f->rotated && f->in_path))
-        f->check = true;
+        fs_look(s, f);
     if (f->check)
         fs_refresh(s, f);
     if (f->done)
@@ -1350,6 +1362,14 @@ static void fs_tick_file(struct fs_set *s, struct fs_file *f, uint64_t now)
     }
 }
 
+/* Whether the walk has something to time for f when it is closed, or to
+ * forget once it is finished. */
+static bool fs_timed(const struct fs_file *f)
+{
+    return f->done || (f->fd < 0 && (f->rotated || f->check ||
+                                     (f->rec && weir_records_pending(f->rec))));
+}
+
 /*
  * Every file known, or only the open ones. A file without a descriptor
  * that was not renamed away has nothing to time (inotify says when it
@@ -1365,8 +1385,12 @@ static void fs_tick_files(struct fs_set *s, uint64_t now, bool all)
     if (!all && !s->tick_open)
         s->tick_open = calloc(s->o.max_open_files, sizeof(*s->tick_open));
     if (all || !s->tick_open) {
-        for (struct fs_file *f = s->files; f && !s->ended; f = f->next)
+        s->walk_due = false;
+        for (struct fs_file *f = s->files; f && !s->ended; f = f->next) {
             fs_tick_file(s, f, now);
+            if (fs_timed(f))
+                s->walk_due = true;
+        }
         return;
     }
     for (struct fs_file *f = s->opened; f && n < s->o.max_open_files;
@@ -1385,7 +1409,9 @@ static void fs_tick(struct weir_endpoint *ep)
     if (s->ended || ep->destroyed)
         return;
     weir__fs_watch_rearm(s);
-    all = now >= s->next_walk || s->no_inotify;
+    /* The walk of every file is skipped while none of them needs it: no
+     * event since the last walk, and none that it found waiting. */
+    all = (now >= s->next_walk && s->walk_due) || s->no_inotify;
     if (all) {
         s->next_walk = now + FS_WALK_NS;
         fs_sweep(s);
@@ -1396,7 +1422,7 @@ static void fs_tick(struct weir_endpoint *ep)
             /* Without events: every name again, and every file's size. */
             weir__fs_rescan(s);
             for (struct fs_file *f = s->files; f; f = f->next)
-                f->check = true;
+                fs_look(s, f);
         } else {
             weir__fs_rescan(s);
         }
@@ -1450,7 +1476,7 @@ static void fs_adopt_known(struct fs_set *s)
         if (!fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino) &&
             (f = fs_add(s, path, &st)) != NULL && !f->alias) {
             f->rotated = true;
-            f->check = true;
+            fs_look(s, f);
             f->last_change = fs_now();
             s->rotations++;
             fs_event(s, WEIR_FS_ROTATED, f->path, 0, f->read);

@@ -211,6 +211,7 @@ struct fs_set {
     struct fs_file *settle_head, *settle_tail;
     struct weir_timer settle;
     uint64_t tick_ns, next_rescan, next_walk;
+    bool walk_due;              /* a file changed state since the last walk */
     struct fs_file **tick_open; /* max_open_files: the tick's open files */
     bool started, ended, scanned;
     uint64_t rotations, lost;

@@ -15,6 +15,12 @@
  * cleared, and the timer, when it fires, looks at the deadline: past,
  * the client is cut; later, it sleeps again for the rest; cleared, it
  * stops. A deadline costs a clock read, not a timer operation.
+ *
+ * Over TLS (https-listen) the same steps go through the session's
+ * plaintext requests instead of the socket: a read instead of a poll and
+ * a recv, a write of the head and then of the file in chunks read into a
+ * buffer held while the body is sent (no sendfile: the bytes must pass
+ * through OpenSSL), and close_notify before an orderly end.
  */
 #include "httpd/http_conn.h"
 
@@ -38,6 +44,9 @@
 #include "httpd/http_req.h"
 #include "weir/file_send.h"
 #include "weir/util.h"
+
+/* A chunk of a file read for TLS: one full record. */
+#define TLS_CHUNK (16u * 1024u)
 
 struct http_conn {
     struct weir_loop *loop;
@@ -69,6 +78,13 @@ struct http_conn {
     int status;          /* its answer's */
     uint64_t sent;       /* its body's bytes sent */
     bool in_next, again; /* next_request's loop (see there) */
+    /* TLS: the buffer of the body's chunk, the write in flight (the
+     * head, the chunk, or both) and the chunk's length in it. */
+    char *tbuf;
+    struct iovec tiov[2];
+    size_t tchunk;
+    bool reading; /* a TLS read waits for a request's bytes */
+    bool closing; /* close_notify is on its way; finish follows */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -86,6 +102,7 @@ static void conn_free(struct weir_reap *r)
     struct http_conn *c = weir_container_of(r, struct http_conn, reap);
 
     free(c->buf);
+    free(c->tbuf);
     free(c);
 }
 
@@ -109,7 +126,12 @@ static void close_file(struct http_conn *c)
         close(c->file_fd);
         c->file_fd = -1;
     }
+    free(c->tbuf);
+    c->tbuf = NULL;
 }
+
+static void tls_shut(void *arg, int res);
+static void deadline_set(struct http_conn *c, uint64_t ns);
 
 /* The end: done runs once. rc 0 is an orderly end, told to the client
  * by a shut down write side; anything else resets nothing here (the
@@ -118,9 +140,23 @@ static void finish(struct http_conn *c, int rc)
 {
     if (c->finished)
         return;
+    if (c->o.tls && rc == 0 && !c->closing) {
+        /* close_notify first, so that the client knows it read the
+         * whole of the last answer; its wait is bounded as a send's. */
+        c->closing = true;
+        close_file(c);
+        weir_tls_session_abort(c->o.tls); /* a read for a request */
+        deadline_set(c, c->o.send_timeout_ns ? c->o.send_timeout_ns
+                                             : c->o.header_timeout_ns);
+        if (c->finished ||
+            weir_tls_session_shutdown(c->o.tls, tls_shut, c) == 0)
+            return;
+    }
     c->finished = true;
     c->deadline = 0;
     close_file(c);
+    if (c->o.tls)
+        weir_tls_session_abort(c->o.tls);
     if (rc == 0)
         shutdown(c->fd, SHUT_WR);
     else if (rc == -ETIMEDOUT)
@@ -140,7 +176,16 @@ static bool back(struct http_conn *c)
         maybe_reap(c);
         return true;
     }
-    return c->finished;
+    return c->finished || c->closing;
+}
+
+static void tls_shut(void *arg, int res)
+{
+    struct http_conn *c = arg;
+
+    (void)res; /* a peer already gone: the end is orderly all the same */
+    if (!c->destroyed && !c->finished)
+        finish(c, 0);
 }
 
 static void timer_arm(struct http_conn *c, uint64_t ns)
@@ -159,7 +204,12 @@ static void timer_fired(struct weir_op *op, int res, uint32_t flags)
 
     (void)res;
     (void)flags;
-    if (back(c) || c->deadline == 0)
+    /* Not back(): a closing connection's close_notify is bounded too. */
+    if (c->destroyed) {
+        maybe_reap(c);
+        return;
+    }
+    if (c->finished || c->deadline == 0)
         return;
     left = c->deadline - now_ns();
     if (left > 0) {
@@ -202,6 +252,37 @@ static void wait_for(struct http_conn *c, unsigned mask, weir_op_fn fn)
 static void on_readable(struct weir_op *op, int res, uint32_t flags);
 static void request_in(struct http_conn *c);
 static void head_out(struct http_conn *c);
+static void tls_read_done(void *arg, int res);
+
+/* The request buffer, taken when a request's bytes are to be read. */
+static bool take_buf(struct http_conn *c)
+{
+    if (!c->buf && !(c->buf = malloc(HTTP_REQ_MAX + HTTP_HEAD_MAX))) {
+        finish(c, -ENOMEM);
+        return false;
+    }
+    c->head = c->buf + HTTP_REQ_MAX;
+    return true;
+}
+
+/* More of a request: a poll, then a recv; over TLS, a read. */
+static void read_more(struct http_conn *c)
+{
+    int rc;
+
+    if (!c->o.tls) {
+        wait_for(c, POLLIN, on_readable);
+        return;
+    }
+    if (!take_buf(c))
+        return;
+    rc = weir_tls_session_read(c->o.tls, c->buf + c->len, HTTP_REQ_MAX - c->len,
+                               tls_read_done, c);
+    if (rc)
+        finish(c, rc);
+    else
+        c->reading = true;
+}
 
 /* The next request: the bytes after the last one, or a wait for some. */
 static void next_request(struct http_conn *c)
@@ -214,10 +295,13 @@ static void next_request(struct http_conn *c)
     if (c->finished)
         return;
     if (!c->len) {
-        /* Idle: no buffer held while nothing is to be read. */
-        free(c->buf);
-        c->buf = NULL;
-        wait_for(c, POLLIN, on_readable);
+        /* Idle: no buffer held while nothing is to be read (a TLS read
+         * needs one to read into). */
+        if (!c->o.tls) {
+            free(c->buf);
+            c->buf = NULL;
+        }
+        read_more(c);
         return;
     }
     /* Pipelined requests are answered in this loop: an answer that goes
@@ -247,11 +331,8 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
         finish(c, res);
         return;
     }
-    if (!c->buf && !(c->buf = malloc(HTTP_REQ_MAX + HTTP_HEAD_MAX))) {
-        finish(c, -ENOMEM);
+    if (!take_buf(c))
         return;
-    }
-    c->head = c->buf + HTTP_REQ_MAX;
     k = recv(c->fd, c->buf + c->len, HTTP_REQ_MAX - c->len, MSG_DONTWAIT);
     if (k == 0) {
         finish(c, 0); /* the client is done */
@@ -265,6 +346,21 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
         return;
     }
     c->len += (size_t)k;
+    request_in(c);
+}
+
+static void tls_read_done(void *arg, int res)
+{
+    struct http_conn *c = arg;
+
+    c->reading = false;
+    if (back(c))
+        return;
+    if (res <= 0) {
+        finish(c, res); /* 0: the client is done */
+        return;
+    }
+    c->len += (size_t)res;
     request_in(c);
 }
 
@@ -448,7 +544,7 @@ static void request_in(struct http_conn *c)
         answer(c);
         return;
     case HTTP_REQ_MORE:
-        wait_for(c, POLLIN, on_readable);
+        read_more(c);
         return;
     case HTTP_REQ_BAD:
         c->req.size = c->len;
@@ -584,10 +680,86 @@ static void on_writable(struct weir_op *op, int res, uint32_t flags)
     head_out(c);
 }
 
+static void tls_wrote(void *arg, int res);
+
+/* Over TLS: the head, then the body in chunks read from the file, one
+ * write each; the head goes with the first chunk. */
+static void tls_out(struct http_conn *c)
+{
+    size_t want = c->body_len < TLS_CHUNK ? (size_t)c->body_len : TLS_CHUNK;
+    unsigned n = 0;
+    ssize_t k = 0;
+    int rc;
+
+    if (c->head_off < c->head_len)
+        c->tiov[n++] =
+            (struct iovec){c->head + c->head_off, c->head_len - c->head_off};
+    if (want) {
+        if (!c->tbuf && !(c->tbuf = malloc(TLS_CHUNK))) {
+            finish(c, -ENOMEM);
+            return;
+        }
+        do
+            k = pread(c->file_fd, c->tbuf, want, (off_t)c->body_off);
+        while (k < 0 && errno == EINTR);
+        if (k < 0) {
+            finish(c, -errno);
+            return;
+        }
+        /* The file ended before the range: it shrank; the connection
+         * closes once the head is out, short of its length. */
+        if (k == 0 && !n) {
+            count_time(c);
+            finish(c, 0);
+            return;
+        }
+        if (k > 0)
+            c->tiov[n++] = (struct iovec){c->tbuf, (size_t)k};
+    }
+    c->tchunk = (size_t)k;
+    deadline_set(c, c->o.send_timeout_ns);
+    if (c->finished)
+        return;
+    rc = weir_tls_session_write(c->o.tls, c->tiov, n, tls_wrote, c);
+    if (rc)
+        finish(c, rc);
+}
+
+static void tls_wrote(void *arg, int res)
+{
+    struct http_conn *c = arg;
+
+    if (back(c))
+        return;
+    if (res < 0) {
+        finish(c, res);
+        return;
+    }
+    c->deadline = 0;
+    c->head_off = c->head_len;
+    c->body_off += c->tchunk;
+    c->body_len -= c->tchunk;
+    c->sent += c->tchunk;
+    if (c->o.bytes_out)
+        /* Relaxed: a statistic, as the stage's counter. */
+        atomic_fetch_add_explicit(c->o.bytes_out, c->tchunk,
+                                  memory_order_relaxed);
+    if (c->body_len) {
+        tls_out(c);
+        return;
+    }
+    close_file(c);
+    answered(c);
+}
+
 static void head_out(struct http_conn *c)
 {
     int more = c->body_len ? MSG_MORE : 0;
 
+    if (c->o.tls) {
+        tls_out(c);
+        return;
+    }
     while (c->head_off < c->head_len) {
         ssize_t k =
             send(c->fd, c->head + c->head_off, c->head_len - c->head_off,
@@ -620,8 +792,10 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
     int fl;
 
     *out = c;
-    if (!c)
+    if (!c) {
+        weir_tls_session_release(o->tls);
         return -ENOMEM;
+    }
     c->loop = loop;
     c->fd = sock_fd;
     c->o = *o;
@@ -634,6 +808,7 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
     fl = fcntl(sock_fd, F_GETFL);
     if (fl < 0 || fcntl(sock_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
         fl = -errno;
+        weir_tls_session_release(o->tls);
         free(c);
         *out = NULL;
         return fl;
@@ -649,7 +824,7 @@ void http_conn_stop(struct http_conn *c)
     c->stopping = true;
     /* Waiting for a request (or the rest of one): nothing is owed; a
      * request cut short is the client's to send again elsewhere. */
-    if (c->poll_op.pending && c->poll_op.fn == on_readable)
+    if (c->reading || (c->poll_op.pending && c->poll_op.fn == on_readable))
         finish(c, 0);
 }
 
@@ -668,5 +843,10 @@ void http_conn_destroy(struct http_conn *c)
         weir_loop_cancel(c->loop, &c->poll_op);
     if (c->timer.op.pending)
         weir_loop_timer_stop(c->loop, &c->timer);
+    if (c->o.tls) {
+        weir_tls_session_abort(c->o.tls);
+        weir_tls_session_release(c->o.tls);
+        c->o.tls = NULL;
+    }
     maybe_reap(c);
 }

@@ -19,6 +19,7 @@
 
 #include "weir/loop.h"
 #include "weir/stream_types.h"
+#include "weir/tls.h"
 
 struct http_conn;
 struct http_mime;
@@ -59,6 +60,11 @@ struct http_conn_options {
     _Atomic uint64_t *bytes_out; /* bytes of files sent (relaxed), or NULL */
     struct access_log *log;      /* a line per answer, or NULL */
     const char *peer;            /* the client, for the log */
+    /* https-listen: the connection's TLS session (weir/tls.h), which the
+     * connection then owns and releases; NULL: plain HTTP. Requests and
+     * answers go through it, a file's bytes read into a buffer taken
+     * only while an answer's body is sent. */
+    struct weir_tls_session *tls;
 };
 
 /*
@@ -67,7 +73,7 @@ struct http_conn_options {
  * asks to close; then done(ctx, rc) runs once: 0 for an orderly end,
  * -ETIMEDOUT for a client cut by a timeout, else -errno. The socket is
  * left in non-blocking mode. Returns 0, or -ENOMEM or fcntl's -errno
- * (done not called).
+ * (done not called, o->tls released).
  */
 int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
                     const struct http_conn_options *o, weir_done_cb done,

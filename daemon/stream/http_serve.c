@@ -1,8 +1,9 @@
 /*
  * http_serve.c - see http_serve.h. The connection's options come from
  * the listen address the client came through (its path=, server=,
- * dotfiles=, follow_symlinks=, header_timeout=) and the pipeline's
- * send_timeout; the client's socket stays the stream's, which closes it.
+ * dotfiles=, follow_symlinks=, header_timeout=, and for https-listen its
+ * TLS context) and the pipeline's send_timeout; the client's socket stays
+ * the stream's, which closes it.
  */
 #include "stream/http_serve.h"
 
@@ -49,6 +50,14 @@ void http_serve_start(struct stream *s)
         if (p->sinks[i] == a)
             o.log = site->logs[i];
     stream_hold(s);
+    /* https-listen: the connection owns the session from here. */
+    rc = stream_tls_open(s, a, s->sink_fd, &o.tls);
+    if (rc) {
+        log_warnx("pipeline %s: client %s: TLS: %s", p->name, s->peer,
+                  strerror(-rc));
+        conn_done(s, rc);
+        return;
+    }
     rc = http_conn_start(&s->home.http, s->home.loop, s->sink_fd, &o, conn_done,
                          s);
     if (rc) {

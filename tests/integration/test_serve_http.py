@@ -5,7 +5,8 @@ One weir serves a dir source and a file source over HTTP; curl and wget
 fetch from it (GET, HEAD, ranges, resume after a cut, If-Modified-Since,
 ETags, HTTP/1.0, one connection kept for 100 requests), raw sockets send
 what curl would tidy up (pipelined requests, every traversal form of the
-fuzz seeds, a slow head). Every body is compared by its SHA-256 or byte
+fuzz seeds, a slow head). An https-listen sink serves the same root to
+curl --cacert and openssl s_client over TLS. Every body is compared by its SHA-256 or byte
 for byte. Waits are for events (a port listening, a log line, a close),
 bounded by deadlines. The engine is whatever WEIR_ENGINE says (meson test
 --setup epoll).
@@ -433,6 +434,91 @@ def test_access_log():
                   "a line in the reopened log")
 
 
+def make_cert():
+    """A self-signed certificate for 127.0.0.1, which curl and s_client
+    are told to trust."""
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                        "-nodes", "-keyout", path("key.pem"), "-out",
+                        path("cert.pem"), "-days", "2", "-subj", "/CN=weir",
+                        "-addext", "subjectAltName=IP:127.0.0.1"],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_https_curl():
+    """GET, HEAD, a range, a resume and 100 requests on one connection,
+    over TLS, verified against the certificate."""
+    u = "https://127.0.0.1:%d" % W["tls"]
+    ca = ["--cacert", path("cert.pem")]
+    data = content("big.bin")
+    assert sha(curl(*ca, u + "/big.bin")) == sha(data)
+    status, h = curl_head(u + "/big.bin", *ca)
+    assert status == 200 and h["content-length"] == str(len(data)), h
+    got = curl(*ca, "-r", "100-199", u + "/big.bin")
+    assert sha(got) == sha(data[100:200]), len(got)
+    assert curl(*ca, "-r", "-4096", u + "/big.bin") == data[-4096:]
+    with open(path("tls-part.bin"), "wb") as f:
+        f.write(data[:1 << 20])
+    curl(*ca, "-C", "-", "-o", path("tls-part.bin"), u + "/big.bin")
+    with open(path("tls-part.bin"), "rb") as f:
+        assert sha(f.read()) == sha(data)
+    code = curl(*ca, "-o", "/dev/null", "-w", "%{http_code}", u + "/nope")
+    assert code == b"404", code
+    urls = [u + ("/a.txt" if i % 2 else "/big.bin") for i in range(100)]
+    out = subprocess.run(["curl", "-sv", "--noproxy", "*"] + ca + urls,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    want = b"".join(content("a.txt") if i % 2 else data for i in range(100))
+    assert sha(out.stdout) == sha(want)
+    reused = out.stderr.count(b"Re-using existing connection")
+    assert reused == 99, out.stderr[-2000:]
+    # Not trusted without the certificate: the handshake fails.
+    r = subprocess.run(["curl", "-sS", "--noproxy", "*", u + "/a.txt"],
+                       capture_output=True, timeout=60)
+    assert r.returncode != 0 and r.stdout == b"", r
+
+
+def test_https_s_client():
+    """openssl s_client: pipelined requests in one write, the last one
+    closing; every answer whole and in order, then close_notify."""
+    req = (b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+           b"HEAD /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+           b"GET /sub/c.txt HTTP/1.1\r\nHost: x\r\nConnection: close"
+           b"\r\n\r\n")
+    p = subprocess.Popen(["openssl", "s_client", "-connect",
+                          "127.0.0.1:%d" % W["tls"], "-CAfile",
+                          path("cert.pem"), "-verify_return_error",
+                          "-quiet"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    PROCS.append(p)
+    # -quiet implies -ign_eof: s_client ends when weir closes the
+    # connection, not at the end of its input.
+    try:
+        out, err = p.communicate(req, timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
+    got = answers(out, head_only=(1,))
+    assert [a[0] for a in got] == [200, 200, 200], (got, err)
+    assert sha(got[0][2]) == sha(content("big.bin"))
+    assert got[1][1]["content-length"] == str(len(content("a.txt")))
+    assert got[2][2] == content("sub/c.txt")
+
+
+def test_https_bad_cert_check():
+    """A certificate that is not there is a --check error at its line."""
+    conf = path("badcert.conf")
+    with open(conf, "w") as f:
+        f.write("[pipeline s]\nsource = dir:%s\n"
+                "sink = https-listen:127.0.0.1:%d,cert=%s,key=%s\n"
+                % (ROOT, W["tls"], path("nope.pem"), path("key.pem")))
+    r = subprocess.run([WEIR, "--check", "-c", conf], capture_output=True,
+                       timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 78, (r.returncode, err)
+    assert "badcert.conf:3:" in err and "nope.pem" in err, err
+
+
 def test_metrics():
     """What the tests above did, as /metrics counts it."""
     text = curl("http://127.0.0.1:%d/metrics" % W["metrics"]).decode()
@@ -463,15 +549,17 @@ def main():
     tests = [test_get_head_types, test_ranges, test_resume_curl_and_wget,
              test_conditional, test_http10_and_keepalive, test_errors,
              test_traversal_refused, test_slow_head_cut, test_shrinking_file,
-             test_access_log, test_metrics]
-    for tool in ("curl", "wget"):
+             test_access_log, test_metrics, test_https_curl,
+             test_https_s_client, test_https_bad_cert_check]
+    for tool in ("curl", "wget", "openssl"):
         if shutil.which(tool) is None:
             print("SKIP: %s is not installed (tools/install-deps)" % tool)
             return 77
     try:
         make_tree()
+        make_cert()
         W["dir"], W["file"] = free_port(), free_port()
-        W["metrics"] = free_port()
+        W["metrics"], W["tls"] = free_port(), free_port()
         W["weir"] = Weir("serve", """[daemon]
 workers = 2
 metrics = 127.0.0.1:%d
@@ -483,9 +571,14 @@ sink = http-listen:127.0.0.1:%d,header_timeout=1s,request_log=%s,request_log_for
 [pipeline one]
 source = file:%s
 sink = http-listen:127.0.0.1:%d,path=/files/a.txt,server=no,request_log=%s
+
+[pipeline secure]
+source = dir:%s
+sink = https-listen:127.0.0.1:%d,cert=%s,key=%s,header_timeout=5s
 """ % (W["metrics"], ROOT, W["dir"], path("access.json"),
-       path("root", "a.txt"), W["file"], path("access.log")),
-            [W["dir"], W["file"], W["metrics"]])
+       path("root", "a.txt"), W["file"], path("access.log"), ROOT, W["tls"],
+       path("cert.pem"), path("key.pem")),
+            [W["dir"], W["file"], W["metrics"], W["tls"]])
         for t in tests:
             try:
                 t()

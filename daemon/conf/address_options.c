@@ -558,6 +558,12 @@ static int opt_dotfiles(struct weir_address *a, const char *v, char *err,
     return value_bool(v, &a->dotfiles, err, errlen);
 }
 
+static int opt_dir_index(struct weir_address *a, const char *v, char *err,
+                         size_t errlen)
+{
+    return value_bool(v, &a->dir_index, err, errlen);
+}
+
 static int opt_follow_symlinks(struct weir_address *a, const char *v, char *err,
                                size_t errlen)
 {
@@ -655,6 +661,8 @@ static const struct option_def options[] = {
      opt_server},
     {"dotfiles", HTTPD, ROLE(ADDR_SINK), "http-listen and https-listen",
      opt_dotfiles},
+    {"index", HTTPD, ROLE(ADDR_SINK), "http-listen and https-listen",
+     opt_dir_index},
     {"follow_symlinks", HTTPD, ROLE(ADDR_SINK), "http-listen and https-listen",
      opt_follow_symlinks},
     {"header_timeout", HTTPD, ROLE(ADDR_SINK), "http-listen and https-listen",

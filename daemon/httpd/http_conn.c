@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include "httpd/access_log.h"
+#include "httpd/http_index.h"
 #include "httpd/http_mime.h"
 #include "httpd/http_path.h"
 #include "httpd/http_reply.h"
@@ -84,6 +86,9 @@ struct http_conn {
     struct iovec tiov[2];
     size_t tchunk;
     bool reading; /* a TLS read waits for a request's bytes */
+    /* A directory's listing (index=yes), sent after the head. */
+    char *page;
+    size_t page_len, page_off;
     bool closing; /* close_notify is on its way; finish follows */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
@@ -103,6 +108,7 @@ static void conn_free(struct weir_reap *r)
 
     free(c->buf);
     free(c->tbuf);
+    free(c->page);
     free(c);
 }
 
@@ -128,6 +134,9 @@ static void close_file(struct http_conn *c)
     }
     free(c->tbuf);
     c->tbuf = NULL;
+    free(c->page);
+    c->page = NULL;
+    c->page_len = c->page_off = 0;
 }
 
 static void tls_shut(void *arg, int res);
@@ -426,8 +435,10 @@ static void count_time(struct http_conn *c)
     atomic_fetch_add_explicit(&c->o.counts->time_us, us, memory_order_relaxed);
 }
 
-/* An answer with no file: its head (and short body) only. */
-static void answer_error(struct http_conn *c, int status, bool close_after)
+/* An answer with no file: its head (and short body) only; a 301 says
+ * where to. */
+static void answer_short(struct http_conn *c, int status, bool close_after,
+                         const char *location)
 {
     struct http_head h = {
         .status = status,
@@ -435,6 +446,7 @@ static void answer_error(struct http_conn *c, int status, bool close_after)
         .keep_alive = !close_after && c->req.keep_alive,
         .http10 = c->req.major == 1 && c->req.minor == 0,
         .head_only = c->req.method == HTTP_M_HEAD,
+        .location = location,
     };
 
     c->close_after = !h.keep_alive;
@@ -443,6 +455,11 @@ static void answer_error(struct http_conn *c, int status, bool close_after)
     c->body_len = 0;
     count(c, status);
     head_out(c);
+}
+
+static void answer_error(struct http_conn *c, int status, bool close_after)
+{
+    answer_short(c, status, close_after, NULL);
 }
 
 /* The file the request names, open, or the status that says why not. */
@@ -481,12 +498,78 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
                        errno == ENAMETOOLONG
                    ? 404
                    : 500;
-    if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    if (fstat(*fd, st) != 0 ||
+        !(S_ISREG(st->st_mode) ||
+          (S_ISDIR(st->st_mode) && c->o.index && c->o.root_fd >= 0))) {
         close(*fd);
         *fd = -1;
         return 404; /* a directory (no listing), a device, a FIFO */
     }
     return 0;
+}
+
+/* The longest last segment a 301 names; the head has room for it. */
+#define LOCATION_MAX 768
+
+/* A directory, with index=yes: its listing, at its name with a slash. A
+ * request without the slash is sent there first (by its last segment,
+ * relative to itself), so that the listing's relative links resolve
+ * inside the directory. */
+static void answer_dir(struct http_conn *c, const char *rel, int fd)
+{
+    struct http_req *r = &c->req;
+    const char *t = r->target.p, *end = t + r->target.len, *q = t, *seg;
+    char loc[LOCATION_MAX + 2];
+    struct http_index_options io = {
+        .root_fd = c->o.root_fd,
+        .dir_fd = fd,
+        .rel = rel,
+        .dotfiles = c->o.dotfiles,
+        .follow_symlinks = c->o.follow_symlinks,
+    };
+    struct http_head h = {
+        .status = 200,
+        .server = c->o.server,
+        .keep_alive = r->keep_alive && !r->has_body,
+        .http10 = r->major == 1 && r->minor == 0,
+        .head_only = r->method == HTTP_M_HEAD,
+        .type = "text/html; charset=utf-8",
+    };
+    int rc;
+
+    while (q < end && *q != '?' && *q != '#')
+        q++;
+    if (q > t && q[-1] != '/') {
+        close(fd);
+        for (seg = q; seg > t && seg[-1] != '/'; seg--)
+            ;
+        if (q - seg > LOCATION_MAX) {
+            answer_error(c, 414, r->has_body);
+            return;
+        }
+        snprintf(loc, sizeof(loc), "%.*s/", (int)(q - seg), seg);
+        answer_short(c, 301, r->has_body, loc);
+        return;
+    }
+    rc = http_index_page(&io, &c->page, &c->page_len);
+    close(fd);
+    if (rc) {
+        answer_error(c, 500, r->has_body);
+        return;
+    }
+    h.len = c->page_len;
+    if (h.head_only) {
+        free(c->page);
+        c->page = NULL;
+        c->page_len = 0;
+    }
+    c->page_off = 0;
+    c->close_after = !h.keep_alive;
+    c->head_len = http_reply_head(c->head, &h);
+    c->head_off = 0;
+    c->body_len = 0;
+    count(c, 200);
+    head_out(c);
 }
 
 static void answer(struct http_conn *c)
@@ -514,6 +597,10 @@ static void answer(struct http_conn *c)
     status = open_target(c, rel, &st, &fd);
     if (status) {
         answer_error(c, status, r->has_body || status == 400);
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        answer_dir(c, rel, fd);
         return;
     }
     h.status = http_reply_status(r, &st, &h.off, &h.len);
@@ -564,6 +651,7 @@ static void request_in(struct http_conn *c)
 /* The answer is out: the request leaves the buffer. */
 static void answered(struct http_conn *c)
 {
+    close_file(c); /* and the page of a listing */
     c->requests++;
     count_time(c);
     memmove(c->buf, c->buf + c->req.size, c->len - c->req.size);
@@ -682,6 +770,16 @@ static void on_writable(struct weir_op *op, int res, uint32_t flags)
 
 static void tls_wrote(void *arg, int res);
 
+/* Bytes of a listing's page taken by the socket or the session. */
+static void page_sent(struct http_conn *c, size_t k)
+{
+    c->page_off += k;
+    c->sent += k;
+    if (c->o.bytes_out)
+        /* Relaxed: a statistic, as the stage's counter. */
+        atomic_fetch_add_explicit(c->o.bytes_out, k, memory_order_relaxed);
+}
+
 /* Over TLS: the head, then the body in chunks read from the file, one
  * write each; the head goes with the first chunk. */
 static void tls_out(struct http_conn *c)
@@ -694,6 +792,9 @@ static void tls_out(struct http_conn *c)
     if (c->head_off < c->head_len)
         c->tiov[n++] =
             (struct iovec){c->head + c->head_off, c->head_len - c->head_off};
+    if (c->page_off < c->page_len)
+        c->tiov[n++] =
+            (struct iovec){c->page + c->page_off, c->page_len - c->page_off};
     if (want) {
         if (!c->tbuf && !(c->tbuf = malloc(TLS_CHUNK))) {
             finish(c, -ENOMEM);
@@ -737,6 +838,7 @@ static void tls_wrote(void *arg, int res)
     }
     c->deadline = 0;
     c->head_off = c->head_len;
+    page_sent(c, c->page_len - c->page_off);
     c->body_off += c->tchunk;
     c->body_len -= c->tchunk;
     c->sent += c->tchunk;
@@ -760,11 +862,20 @@ static void head_out(struct http_conn *c)
         tls_out(c);
         return;
     }
-    while (c->head_off < c->head_len) {
-        ssize_t k =
-            send(c->fd, c->head + c->head_off, c->head_len - c->head_off,
-                 MSG_DONTWAIT | MSG_NOSIGNAL | more);
+    /* The head, and a listing's page after it. */
+    while (c->head_off < c->head_len || c->page_off < c->page_len) {
+        struct iovec iov[2];
+        struct msghdr m = {.msg_iov = iov};
+        size_t head_left = c->head_len - c->head_off;
+        ssize_t k;
 
+        if (head_left)
+            iov[m.msg_iovlen++] =
+                (struct iovec){c->head + c->head_off, head_left};
+        if (c->page_off < c->page_len)
+            iov[m.msg_iovlen++] = (struct iovec){c->page + c->page_off,
+                                                 c->page_len - c->page_off};
+        k = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL | more);
         if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
             deadline_set(c, c->o.send_timeout_ns);
             if (!c->finished)
@@ -775,7 +886,12 @@ static void head_out(struct http_conn *c)
             finish(c, -errno);
             return;
         }
-        c->head_off += (size_t)k;
+        if ((size_t)k <= head_left) {
+            c->head_off += (size_t)k;
+        } else {
+            c->head_off = c->head_len;
+            page_sent(c, (size_t)k - head_left);
+        }
     }
     c->deadline = 0;
     if (c->body_len && body_now(c))

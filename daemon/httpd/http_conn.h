@@ -51,8 +51,9 @@ struct http_conn_options {
      * NULL). root_fd -1 then. */
     const char *file_path;
     const char *url_path;
-    bool dotfiles;              /* serve names that start with "." */
-    bool server;                /* send Server: weir */
+    bool dotfiles; /* serve names that start with "." */
+    bool index;    /* a directory (of root_fd) answers with its listing */
+    bool server;   /* send Server: weir */
     uint64_t header_timeout_ns; /* a request's wait for its whole head */
     uint64_t send_timeout_ns;   /* a send that moves nothing; 0: none */
     const struct http_mime *mime;

@@ -1,8 +1,8 @@
 /*
  * http_serve.c - see http_serve.h. The connection's options come from
  * the listen address the client came through (its path=, server=,
- * dotfiles=, follow_symlinks=, header_timeout=, and for https-listen its
- * TLS context) and the pipeline's send_timeout; the client's socket stays
+ * dotfiles=, follow_symlinks=, index=, header_timeout=, and for https-listen
+ * its TLS context) and the pipeline's send_timeout; the client's socket stays
  * the stream's, which closes it.
  */
 #include "stream/http_serve.h"
@@ -36,6 +36,7 @@ void http_serve_start(struct stream *s)
         .file_path = site->root_fd < 0 ? p->source->path : NULL,
         .url_path = a->url_path,
         .dotfiles = a->dotfiles,
+        .index = a->dir_index,
         .server = a->server_header,
         .header_timeout_ns = a->header_timeout_ms * ms,
         .send_timeout_ns = p->send_timeout_ms * ms,

@@ -6,12 +6,14 @@ fetch from it (GET, HEAD, ranges, resume after a cut, If-Modified-Since,
 ETags, HTTP/1.0, one connection kept for 100 requests), raw sockets send
 what curl would tidy up (pipelined requests, every traversal form of the
 fuzz seeds, a slow head). An https-listen sink serves the same root to
-curl --cacert and openssl s_client over TLS. Every body is compared by its SHA-256 or byte
+curl --cacert and openssl s_client over TLS; with index=yes a directory
+is an HTML listing. Every body is compared by its SHA-256 or byte
 for byte. Waits are for events (a port listening, a log line, a close),
 bounded by deadlines. The engine is whatever WEIR_ENGINE says (meson test
 --setup epoll).
 """
 import hashlib
+import html
 import json
 import os
 import re
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 WEIR = os.path.abspath(sys.argv[1])
 SEEDS = os.path.join(sys.argv[2], "fuzz", "corpus", "http")
@@ -29,6 +32,8 @@ TMP = tempfile.mkdtemp(prefix="weir-serve-http-")
 ROOT = os.path.join(TMP, "root")
 PROCS = []
 FAILED = []
+ODD_DIR = "d <&> \u00e9"
+ODD_FILE = "x & <y> \"q\" \u00e9.txt"
 # Written outside the root: no answer may hold it.
 SECRET = b"weir-outside-the-root-5f1c"
 
@@ -185,6 +190,15 @@ def make_tree():
         f.write(SECRET)
     os.symlink("../../secret.txt", path("root", "sub", "escape"))
     os.symlink("../a.txt", path("root", "sub", "inside"))
+    # For the listings: names HTML and URLs give a meaning to, a
+    # directory of them, and a symlink to a directory outside the root.
+    os.makedirs(path("root", ODD_DIR))
+    with open(path("root", ODD_DIR, ODD_FILE), "wb") as f:
+        f.write(b"odd\n")
+    os.makedirs(path("outside"))
+    with open(path("outside", "secret-in-dir.txt"), "wb") as f:
+        f.write(SECRET)
+    os.symlink("../../outside", path("root", "sub", "outdir"))
 
 
 def content(name):
@@ -434,6 +448,75 @@ def test_access_log():
                   "a line in the reopened log")
 
 
+def listing(body):
+    """(href, text, size) of each row of a listing, in order."""
+    rows = re.findall(r'<tr><td><a href="([^"]*)">([^<]*)</a></td>'
+                      r'<td>([^<]*)</td>', body)
+    return rows
+
+
+def test_index():
+    """index=yes: a directory is an HTML listing of what may be fetched,
+    its names escaped, each link leading to the file or directory."""
+    u = "http://127.0.0.1:%d" % W["index"]
+    out = curl("-i", u + "/").decode("utf-8")
+    head, _, body = out.partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 200"), head
+    assert "Content-Type: text/html; charset=utf-8" in head, head
+    assert "Content-Length: %d" % len(body.encode()) in head, head
+    rows = listing(body)
+    names = [html.unescape(t) for _, t, _ in rows]
+    # Directories first, each group sorted; no dotfile.
+    want_dirs = sorted([ODD_DIR + "/", "sub/"])
+    want_files = sorted(["a.txt", "b.txt", "big.bin", "page.html"] +
+                        [n for n in os.listdir(ROOT)
+                         if os.path.isfile(path("root", n)) and
+                         not n.startswith(".")])
+    want_files = sorted(set(want_files))
+    assert names == want_dirs + want_files, names
+    assert ".hidden" not in body and SECRET.decode() not in body
+    # The odd names: escaped in the text, percent-encoded in the link.
+    assert "d &lt;&amp;&gt; \u00e9/" in body, body
+    assert 'href="d%20%3C%26%3E%20%C3%A9/"' in body, body
+    for href, text, size in rows:
+        if href.endswith("/"):
+            assert size == "-"
+            continue
+        name = html.unescape(text)
+        assert size == str(len(content(name))), (name, size)
+        assert sha(curl(u + "/" + href)) == sha(content(name)), name
+    # A directory without its slash is sent to it; the link inside it
+    # leads to its file, whose name HTML and URLs both mind.
+    out = curl("-i", u + "/sub").decode()
+    assert out.startswith("HTTP/1.1 301") and "Location: sub/\r\n" in out, \
+        out
+    sub = curl("-L", u + "/sub").decode()
+    assert [t for _, t, _ in listing(sub)] == ["../", "c.txt", "inside"], sub
+    odd = curl("-L", u + "/" + urllib.parse.quote(ODD_DIR)).decode()
+    rows = listing(odd)
+    assert [html.unescape(t) for _, t, _ in rows] == ["../", ODD_FILE], odd
+    got = curl(u + "/" + urllib.parse.quote(ODD_DIR) + "/" + rows[1][0])
+    assert got == content(os.path.join(ODD_DIR, ODD_FILE))
+    # HEAD: the listing's length, no body.
+    status, h = curl_head(u + "/")
+    assert status == 200 and h["content-length"] == \
+        str(len(body.encode())), h
+    # Traversal at directories: refused, nothing of outside listed.
+    for p in ("/sub/outdir/", "/sub/outdir", "/sub/../../", "/../",
+              "/%2e%2e/", "/sub/%2e%2e/%2e%2e/outside/", "/.hidden/",
+              "/sub/escape/"):
+        out = curl("--path-as-is", "-w", "%{http_code}", u + p)
+        assert out[-3:] in (b"400", b"404"), (p, out)
+        assert SECRET not in out and b"secret-in-dir" not in out, (p, out)
+    # Over TLS, the same listing.
+    t = "https://127.0.0.1:%d/" % W["tls"]
+    assert curl("--cacert", path("cert.pem"), t).decode("utf-8") == body
+    # Without index=yes a directory stays 404.
+    code = curl("-o", "/dev/null", "-w", "%{http_code}",
+                "http://127.0.0.1:%d/sub/" % W["dir"])
+    assert code == b"404", code
+
+
 def make_cert():
     """A self-signed certificate for 127.0.0.1, which curl and s_client
     are told to trust."""
@@ -550,7 +633,7 @@ def main():
              test_conditional, test_http10_and_keepalive, test_errors,
              test_traversal_refused, test_slow_head_cut, test_shrinking_file,
              test_access_log, test_metrics, test_https_curl,
-             test_https_s_client, test_https_bad_cert_check]
+             test_https_s_client, test_https_bad_cert_check, test_index]
     for tool in ("curl", "wget", "openssl"):
         if shutil.which(tool) is None:
             print("SKIP: %s is not installed (tools/install-deps)" % tool)
@@ -560,6 +643,7 @@ def main():
         make_cert()
         W["dir"], W["file"] = free_port(), free_port()
         W["metrics"], W["tls"] = free_port(), free_port()
+        W["index"] = free_port()
         W["weir"] = Weir("serve", """[daemon]
 workers = 2
 metrics = 127.0.0.1:%d
@@ -574,11 +658,15 @@ sink = http-listen:127.0.0.1:%d,path=/files/a.txt,server=no,request_log=%s
 
 [pipeline secure]
 source = dir:%s
-sink = https-listen:127.0.0.1:%d,cert=%s,key=%s,header_timeout=5s
+sink = https-listen:127.0.0.1:%d,cert=%s,key=%s,header_timeout=5s,index=yes
+
+[pipeline listed]
+source = dir:%s
+sink = http-listen:127.0.0.1:%d,index=yes
 """ % (W["metrics"], ROOT, W["dir"], path("access.json"),
        path("root", "a.txt"), W["file"], path("access.log"), ROOT, W["tls"],
-       path("cert.pem"), path("key.pem")),
-            [W["dir"], W["file"], W["metrics"], W["tls"]])
+       path("cert.pem"), path("key.pem"), ROOT, W["index"]),
+            [W["dir"], W["file"], W["metrics"], W["tls"], W["index"]])
         for t in tests:
             try:
                 t()

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,17 +51,14 @@
 /* A chunk of a file read for TLS: one full record. */
 #define TLS_CHUNK (16u * 1024u)
 
-struct http_conn {
-    struct weir_loop *loop;
-    int fd;
-    struct http_conn_options o;
-    weir_done_cb done;
-    void *ctx;
-    /* The request bytes (HTTP_REQ_MAX), then room for the answer's head
-     * (HTTP_HEAD_MAX); NULL while no request is held, so that an idle
-     * connection costs this struct only. */
-    char *buf;
-    size_t len;
+/*
+ * What one request and its answer need: taken when a request's bytes are
+ * to be read, given back once it is answered and nothing follows it (so
+ * an idle connection holds struct http_conn only; over TLS it stays, as
+ * a read must have its buffer).
+ */
+struct http_xchg {
+    size_t len;          /* request bytes in buf */
     struct http_req req; /* the one being answered */
     char *head;          /* buf + HTTP_REQ_MAX */
     size_t head_len, head_off;
@@ -71,25 +69,41 @@ struct http_conn {
     struct weir_file_send *send;
     int send_rc;
     bool in_send_start, send_back;
-    struct weir_op poll_op;
-    struct weir_timer timer;
-    int64_t deadline; /* CLOCK_MONOTONIC ns; 0: none */
-    int64_t timer_at; /* when the pending timer fires */
-    uint64_t requests;
-    int64_t began;       /* when its head was found whole (or bad) */
-    int status;          /* its answer's */
-    uint64_t sent;       /* its body's bytes sent */
-    bool in_next, again; /* next_request's loop (see there) */
+    int64_t began; /* when its head was found whole (or bad) */
+    int status;    /* its answer's */
+    uint64_t sent; /* its body's bytes sent */
     /* TLS: the buffer of the body's chunk, the write in flight (the
      * head, the chunk, or both) and the chunk's length in it. */
     char *tbuf;
     struct iovec tiov[2];
     size_t tchunk;
-    bool reading; /* a TLS read waits for a request's bytes */
     /* A directory's listing (index=yes), sent after the head. */
     char *page;
     size_t page_len, page_off;
-    bool closing; /* close_notify is on its way; finish follows */
+    /* The request bytes (HTTP_REQ_MAX), then room for the answer's head
+     * (HTTP_HEAD_MAX). */
+    char buf[HTTP_REQ_MAX + HTTP_HEAD_MAX];
+};
+
+/* A connection, idle or not: what it holds between requests. */
+struct http_conn {
+    struct weir_loop *loop;
+    int fd;
+    const struct http_conn_options *o; /* its listen address's */
+    const char *peer;
+    _Atomic uint64_t *bytes_out;
+    struct weir_tls_session *tls;
+    weir_done_cb done;
+    void *ctx;
+    struct http_xchg *x; /* NULL while idle */
+    struct weir_op poll_op;
+    struct weir_timer timer;
+    int64_t deadline; /* CLOCK_MONOTONIC ns; 0: none */
+    int64_t timer_at; /* when the pending timer fires */
+    uint64_t requests;
+    bool in_next, again; /* next_request's loop (see there) */
+    bool reading;        /* a TLS read waits for a request's bytes */
+    bool closing;        /* close_notify is on its way; finish follows */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -106,9 +120,11 @@ static void conn_free(struct weir_reap *r)
 {
     struct http_conn *c = weir_container_of(r, struct http_conn, reap);
 
-    free(c->buf);
-    free(c->tbuf);
-    free(c->page);
+    if (c->x) {
+        free(c->x->tbuf);
+        free(c->x->page);
+        free(c->x);
+    }
     free(c);
 }
 
@@ -124,19 +140,21 @@ static void maybe_reap(struct http_conn *c)
 
 static void close_file(struct http_conn *c)
 {
-    if (c->send) {
-        weir_file_send_destroy(c->send);
-        c->send = NULL;
+    if (!c->x)
+        return;
+    if (c->x->send) {
+        weir_file_send_destroy(c->x->send);
+        c->x->send = NULL;
     }
-    if (c->file_fd >= 0) {
-        close(c->file_fd);
-        c->file_fd = -1;
+    if (c->x->file_fd >= 0) {
+        close(c->x->file_fd);
+        c->x->file_fd = -1;
     }
-    free(c->tbuf);
-    c->tbuf = NULL;
-    free(c->page);
-    c->page = NULL;
-    c->page_len = c->page_off = 0;
+    free(c->x->tbuf);
+    c->x->tbuf = NULL;
+    free(c->x->page);
+    c->x->page = NULL;
+    c->x->page_len = c->x->page_off = 0;
 }
 
 static void tls_shut(void *arg, int res);
@@ -149,23 +167,22 @@ static void finish(struct http_conn *c, int rc)
 {
     if (c->finished)
         return;
-    if (c->o.tls && rc == 0 && !c->closing) {
+    if (c->tls && rc == 0 && !c->closing) {
         /* close_notify first, so that the client knows it read the
          * whole of the last answer; its wait is bounded as a send's. */
         c->closing = true;
         close_file(c);
-        weir_tls_session_abort(c->o.tls); /* a read for a request */
-        deadline_set(c, c->o.send_timeout_ns ? c->o.send_timeout_ns
-                                             : c->o.header_timeout_ns);
-        if (c->finished ||
-            weir_tls_session_shutdown(c->o.tls, tls_shut, c) == 0)
+        weir_tls_session_abort(c->tls); /* a read for a request */
+        deadline_set(c, c->o->send_timeout_ns ? c->o->send_timeout_ns
+                                              : c->o->header_timeout_ns);
+        if (c->finished || weir_tls_session_shutdown(c->tls, tls_shut, c) == 0)
             return;
     }
     c->finished = true;
     c->deadline = 0;
     close_file(c);
-    if (c->o.tls)
-        weir_tls_session_abort(c->o.tls);
+    if (c->tls)
+        weir_tls_session_abort(c->tls);
     if (rc == 0)
         shutdown(c->fd, SHUT_WR);
     else if (rc == -ETIMEDOUT)
@@ -225,9 +242,9 @@ static void timer_fired(struct weir_op *op, int res, uint32_t flags)
         timer_arm(c, (uint64_t)left);
         return;
     }
-    if (c->o.counts)
+    if (c->o->counts)
         /* Relaxed: a statistic; it orders nothing. */
-        atomic_fetch_add_explicit(&c->o.counts->timeouts, 1,
+        atomic_fetch_add_explicit(&c->o->counts->timeouts, 1,
                                   memory_order_relaxed);
     finish(c, -ETIMEDOUT);
 }
@@ -263,14 +280,21 @@ static void request_in(struct http_conn *c);
 static void head_out(struct http_conn *c);
 static void tls_read_done(void *arg, int res);
 
-/* The request buffer, taken when a request's bytes are to be read. */
+/* The exchange and its buffer, taken when a request's bytes are to be
+ * read. */
 static bool take_buf(struct http_conn *c)
 {
-    if (!c->buf && !(c->buf = malloc(HTTP_REQ_MAX + HTTP_HEAD_MAX))) {
+    if (c->x)
+        return true;
+    /* Not calloc: the buffer's 9 KiB need no zeroes. */
+    c->x = malloc(sizeof(*c->x));
+    if (!c->x) {
         finish(c, -ENOMEM);
         return false;
     }
-    c->head = c->buf + HTTP_REQ_MAX;
+    memset(c->x, 0, offsetof(struct http_xchg, buf));
+    c->x->head = c->x->buf + HTTP_REQ_MAX;
+    c->x->file_fd = -1;
     return true;
 }
 
@@ -279,14 +303,14 @@ static void read_more(struct http_conn *c)
 {
     int rc;
 
-    if (!c->o.tls) {
+    if (!c->tls) {
         wait_for(c, POLLIN, on_readable);
         return;
     }
     if (!take_buf(c))
         return;
-    rc = weir_tls_session_read(c->o.tls, c->buf + c->len, HTTP_REQ_MAX - c->len,
-                               tls_read_done, c);
+    rc = weir_tls_session_read(c->tls, c->x->buf + c->x->len,
+                               HTTP_REQ_MAX - c->x->len, tls_read_done, c);
     if (rc)
         finish(c, rc);
     else
@@ -300,15 +324,16 @@ static void next_request(struct http_conn *c)
         finish(c, 0);
         return;
     }
-    deadline_set(c, c->o.header_timeout_ns);
+    deadline_set(c, c->o->header_timeout_ns);
     if (c->finished)
         return;
-    if (!c->len) {
-        /* Idle: no buffer held while nothing is to be read (a TLS read
-         * needs one to read into). */
-        if (!c->o.tls) {
-            free(c->buf);
-            c->buf = NULL;
+    if (!c->x || !c->x->len) {
+        /* Idle: no exchange held while nothing is to be read (a TLS
+         * read needs one to read into). */
+        if (!c->tls && c->x) {
+            close_file(c);
+            free(c->x);
+            c->x = NULL;
         }
         read_more(c);
         return;
@@ -342,7 +367,8 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
     }
     if (!take_buf(c))
         return;
-    k = recv(c->fd, c->buf + c->len, HTTP_REQ_MAX - c->len, MSG_DONTWAIT);
+    k = recv(c->fd, c->x->buf + c->x->len, HTTP_REQ_MAX - c->x->len,
+             MSG_DONTWAIT);
     if (k == 0) {
         finish(c, 0); /* the client is done */
         return;
@@ -354,7 +380,7 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
             finish(c, -errno);
         return;
     }
-    c->len += (size_t)k;
+    c->x->len += (size_t)k;
     request_in(c);
 }
 
@@ -369,7 +395,7 @@ static void tls_read_done(void *arg, int res)
         finish(c, res); /* 0: the client is done */
         return;
     }
-    c->len += (size_t)res;
+    c->x->len += (size_t)res;
     request_in(c);
 }
 
@@ -382,24 +408,24 @@ static void count(struct http_conn *c, int status)
 {
     unsigned cls = status >= 100 && status < 600 ? (unsigned)status / 100 : 0;
 
-    c->status = status;
-    c->sent = 0;
-    if (!c->o.counts)
+    c->x->status = status;
+    c->x->sent = 0;
+    if (!c->o->counts)
         return;
     /* Relaxed: statistics another thread samples; they order nothing. */
-    atomic_fetch_add_explicit(&c->o.counts->requests[cls][c->req.method], 1,
+    atomic_fetch_add_explicit(&c->o->counts->requests[cls][c->x->req.method], 1,
                               memory_order_relaxed);
 }
 
 /* The request line: the buffer's first line, without its end. */
 static size_t request_line(const struct http_conn *c)
 {
-    size_t n = c->req.size < c->len ? c->req.size : c->len;
-    const char *nl = c->buf ? memchr(c->buf, '\n', n) : NULL;
+    size_t n = c->x->req.size < c->x->len ? c->x->req.size : c->x->len;
+    const char *nl = memchr(c->x->buf, '\n', n);
 
     if (nl)
-        n = (size_t)(nl - c->buf);
-    if (n && c->buf[n - 1] == '\r')
+        n = (size_t)(nl - c->x->buf);
+    if (n && c->x->buf[n - 1] == '\r')
         n--;
     return n;
 }
@@ -408,31 +434,31 @@ static size_t request_line(const struct http_conn *c)
  * byte is out (or its connection ends it). */
 static void count_time(struct http_conn *c)
 {
-    uint64_t us = (uint64_t)(now_ns() - c->began) / 1000;
+    uint64_t us = (uint64_t)(now_ns() - c->x->began) / 1000;
     unsigned b = 0;
 
-    if (c->o.log) {
+    if (c->o->log) {
         struct access_entry e = {
-            .client = c->o.peer,
-            .request = c->buf,
+            .client = c->peer,
+            .request = c->x->buf,
             .request_len = request_line(c),
-            .status = c->status,
-            .bytes = c->sent,
+            .status = c->x->status,
+            .bytes = c->x->sent,
             .duration_us = us,
-            .range = c->req.range.p,
-            .range_len = c->req.range.len,
-            .user_agent = c->req.user_agent.p,
-            .user_agent_len = c->req.user_agent.len,
+            .range = c->x->req.range.p,
+            .range_len = c->x->req.range.len,
+            .user_agent = c->x->req.user_agent.p,
+            .user_agent_len = c->x->req.user_agent.len,
         };
 
-        access_log_put(c->o.log, &e);
+        access_log_put(c->o->log, &e);
     }
-    if (!c->o.counts)
+    if (!c->o->counts)
         return;
     while (b < HTTP_TIME_BUCKETS - 1 && us > http_time_le_us[b])
         b++;
-    atomic_fetch_add_explicit(&c->o.counts->time[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->o.counts->time_us, us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->o->counts->time[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->o->counts->time_us, us, memory_order_relaxed);
 }
 
 /* An answer with no file: its head (and short body) only; a 301 says
@@ -442,17 +468,17 @@ static void answer_short(struct http_conn *c, int status, bool close_after,
 {
     struct http_head h = {
         .status = status,
-        .server = c->o.server,
-        .keep_alive = !close_after && c->req.keep_alive,
-        .http10 = c->req.major == 1 && c->req.minor == 0,
-        .head_only = c->req.method == HTTP_M_HEAD,
+        .server = c->o->server,
+        .keep_alive = !close_after && c->x->req.keep_alive,
+        .http10 = c->x->req.major == 1 && c->x->req.minor == 0,
+        .head_only = c->x->req.method == HTTP_M_HEAD,
         .location = location,
     };
 
-    c->close_after = !h.keep_alive;
-    c->head_len = http_reply_head(c->head, &h);
-    c->head_off = 0;
-    c->body_len = 0;
+    c->x->close_after = !h.keep_alive;
+    c->x->head_len = http_reply_head(c->x->head, &h);
+    c->x->head_off = 0;
+    c->x->body_len = 0;
     count(c, status);
     head_out(c);
 }
@@ -465,20 +491,20 @@ static void answer_error(struct http_conn *c, int status, bool close_after)
 /* The file the request names, open, or the status that says why not. */
 static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
 {
-    int rc =
-        http_path_map(c->req.target.p, c->req.target.len, c->o.dotfiles, rel);
+    int rc = http_path_map(c->x->req.target.p, c->x->req.target.len,
+                           c->o->dotfiles, rel);
 
     if (rc)
         return rc;
-    if (c->o.root_fd < 0) {
-        const char *at = c->o.url_path ? c->o.url_path : "/";
+    if (c->o->root_fd < 0) {
+        const char *at = c->o->url_path ? c->o->url_path : "/";
         char want[HTTP_PATH_MAX];
 
         /* Both mapped alike: "/a/./b" asks for "/a/b". */
         if (http_path_map(at, strlen(at), true, want) != 0 ||
             strcmp(rel, want) != 0)
             return 404;
-        *fd = open(c->o.file_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        *fd = open(c->o->file_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     } else {
         /* Beneath the root: a symlink that leads out of it fails with
          * EXDEV, unless the operator lets symlinks go anywhere. The path
@@ -486,10 +512,10 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
         struct open_how how = {
             .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
             .resolve = RESOLVE_NO_MAGICLINKS |
-                       (c->o.follow_symlinks ? 0 : RESOLVE_BENEATH),
+                       (c->o->follow_symlinks ? 0 : RESOLVE_BENEATH),
         };
 
-        *fd = (int)syscall(SYS_openat2, c->o.root_fd, rel[0] ? rel : ".", &how,
+        *fd = (int)syscall(SYS_openat2, c->o->root_fd, rel[0] ? rel : ".", &how,
                            sizeof(how));
     }
     if (*fd < 0)
@@ -500,7 +526,7 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
                    : 500;
     if (fstat(*fd, st) != 0 ||
         !(S_ISREG(st->st_mode) ||
-          (S_ISDIR(st->st_mode) && c->o.index && c->o.root_fd >= 0))) {
+          (S_ISDIR(st->st_mode) && c->o->index && c->o->root_fd >= 0))) {
         close(*fd);
         *fd = -1;
         return 404; /* a directory (no listing), a device, a FIFO */
@@ -517,19 +543,19 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
  * inside the directory. */
 static void answer_dir(struct http_conn *c, const char *rel, int fd)
 {
-    struct http_req *r = &c->req;
+    struct http_req *r = &c->x->req;
     const char *t = r->target.p, *end = t + r->target.len, *q = t, *seg;
     char loc[LOCATION_MAX + 2];
     struct http_index_options io = {
-        .root_fd = c->o.root_fd,
+        .root_fd = c->o->root_fd,
         .dir_fd = fd,
         .rel = rel,
-        .dotfiles = c->o.dotfiles,
-        .follow_symlinks = c->o.follow_symlinks,
+        .dotfiles = c->o->dotfiles,
+        .follow_symlinks = c->o->follow_symlinks,
     };
     struct http_head h = {
         .status = 200,
-        .server = c->o.server,
+        .server = c->o->server,
         .keep_alive = r->keep_alive && !r->has_body,
         .http10 = r->major == 1 && r->minor == 0,
         .head_only = r->method == HTTP_M_HEAD,
@@ -551,35 +577,35 @@ static void answer_dir(struct http_conn *c, const char *rel, int fd)
         answer_short(c, 301, r->has_body, loc);
         return;
     }
-    rc = http_index_page(&io, &c->page, &c->page_len);
+    rc = http_index_page(&io, &c->x->page, &c->x->page_len);
     close(fd);
     if (rc) {
         answer_error(c, 500, r->has_body);
         return;
     }
-    h.len = c->page_len;
+    h.len = c->x->page_len;
     if (h.head_only) {
-        free(c->page);
-        c->page = NULL;
-        c->page_len = 0;
+        free(c->x->page);
+        c->x->page = NULL;
+        c->x->page_len = 0;
     }
-    c->page_off = 0;
-    c->close_after = !h.keep_alive;
-    c->head_len = http_reply_head(c->head, &h);
-    c->head_off = 0;
-    c->body_len = 0;
+    c->x->page_off = 0;
+    c->x->close_after = !h.keep_alive;
+    c->x->head_len = http_reply_head(c->x->head, &h);
+    c->x->head_off = 0;
+    c->x->body_len = 0;
     count(c, 200);
     head_out(c);
 }
 
 static void answer(struct http_conn *c)
 {
-    struct http_req *r = &c->req;
+    struct http_req *r = &c->x->req;
     char rel[HTTP_PATH_MAX];
     struct stat st;
     int status, fd = -1;
     struct http_head h = {
-        .server = c->o.server,
+        .server = c->o->server,
         .http10 = r->major == 1 && r->minor == 0,
         .head_only = r->method == HTTP_M_HEAD,
     };
@@ -606,15 +632,16 @@ static void answer(struct http_conn *c)
     h.status = http_reply_status(r, &st, &h.off, &h.len);
     h.keep_alive = r->keep_alive && !r->has_body;
     h.st = &st;
-    h.type = http_mime_type(c->o.mime, c->o.root_fd < 0 ? c->o.file_path : rel);
-    c->close_after = !h.keep_alive;
-    c->head_len = http_reply_head(c->head, &h);
-    c->head_off = 0;
-    c->body_off = h.off;
-    c->body_len =
+    h.type =
+        http_mime_type(c->o->mime, c->o->root_fd < 0 ? c->o->file_path : rel);
+    c->x->close_after = !h.keep_alive;
+    c->x->head_len = http_reply_head(c->x->head, &h);
+    c->x->head_off = 0;
+    c->x->body_off = h.off;
+    c->x->body_len =
         (h.status == 200 || h.status == 206) && !h.head_only ? h.len : 0;
-    if (c->body_len)
-        c->file_fd = fd;
+    if (c->x->body_len)
+        c->x->file_fd = fd;
     else
         close(fd);
     count(c, h.status);
@@ -624,8 +651,8 @@ static void answer(struct http_conn *c)
 /* The front of the buffer, read again with what just arrived. */
 static void request_in(struct http_conn *c)
 {
-    c->began = now_ns();
-    switch (http_req_parse(c->buf, c->len, &c->req)) {
+    c->x->began = now_ns();
+    switch (http_req_parse(c->x->buf, c->x->len, &c->x->req)) {
     case HTTP_REQ_DONE:
         c->deadline = 0;
         answer(c);
@@ -634,15 +661,15 @@ static void request_in(struct http_conn *c)
         read_more(c);
         return;
     case HTTP_REQ_BAD:
-        c->req.size = c->len;
+        c->x->req.size = c->x->len;
         answer_error(c, 400, true);
         return;
     case HTTP_REQ_LINE_LONG:
-        c->req.size = c->len;
+        c->x->req.size = c->x->len;
         answer_error(c, 414, true);
         return;
     case HTTP_REQ_HEADS_LONG:
-        c->req.size = c->len;
+        c->x->req.size = c->x->len;
         answer_error(c, 431, true);
         return;
     }
@@ -654,9 +681,9 @@ static void answered(struct http_conn *c)
     close_file(c); /* and the page of a listing */
     c->requests++;
     count_time(c);
-    memmove(c->buf, c->buf + c->req.size, c->len - c->req.size);
-    c->len -= c->req.size;
-    if (c->close_after)
+    memmove(c->x->buf, c->x->buf + c->x->req.size, c->x->len - c->x->req.size);
+    c->x->len -= c->x->req.size;
+    if (c->x->close_after)
         finish(c, 0);
     else
         next_request(c);
@@ -664,11 +691,11 @@ static void answered(struct http_conn *c)
 
 static void body_back(struct http_conn *c)
 {
-    uint64_t sent = weir_file_send_bytes(c->send);
-    int rc = c->send_rc;
+    uint64_t sent = weir_file_send_bytes(c->x->send);
+    int rc = c->x->send_rc;
 
     close_file(c);
-    c->sent += sent;
+    c->x->sent += sent;
     if (rc < 0) {
         count_time(c);
         finish(c, rc);
@@ -676,7 +703,7 @@ static void body_back(struct http_conn *c)
     }
     /* A file that shrank while it was sent ends the answer short: the
      * connection closes, so the client sees a length that was not met. */
-    if (sent < c->body_len) {
+    if (sent < c->x->body_len) {
         count_time(c);
         finish(c, 0);
         return;
@@ -688,37 +715,37 @@ static void body_done(void *ctx, int rc)
 {
     struct http_conn *c = ctx;
 
-    c->send_rc = rc;
-    c->send_back = true;
+    c->x->send_rc = rc;
+    c->x->send_back = true;
     /* A small file may be sent whole inside weir_file_send_start. */
-    if (!c->in_send_start)
+    if (!c->x->in_send_start)
         body_back(c);
 }
 
 static void body_out(struct http_conn *c)
 {
     struct weir_file_send_options so = {
-        .offset = c->body_off,
-        .length = c->body_len,
+        .offset = c->x->body_off,
+        .length = c->x->body_len,
         .sendfile = true,
         .keep_fds = true,
         .keep_open = true,
-        .counter = c->o.bytes_out,
-        .send_timeout_ns = c->o.send_timeout_ns,
+        .counter = c->bytes_out,
+        .send_timeout_ns = c->o->send_timeout_ns,
     };
     int rc;
 
-    c->send_back = false;
-    c->in_send_start = true;
-    rc = weir_file_send_start(&c->send, c->loop, c->file_fd, c->fd, &so,
+    c->x->send_back = false;
+    c->x->in_send_start = true;
+    rc = weir_file_send_start(&c->x->send, c->loop, c->x->file_fd, c->fd, &so,
                               body_done, c);
-    c->in_send_start = false;
+    c->x->in_send_start = false;
     if (rc) {
-        c->send = NULL;
+        c->x->send = NULL;
         finish(c, rc);
         return;
     }
-    if (c->send_back)
+    if (c->x->send_back)
         body_back(c);
 }
 
@@ -727,8 +754,8 @@ static void body_out(struct http_conn *c)
  * bytes are left for the stage. */
 static bool body_now(struct http_conn *c)
 {
-    off_t off = (off_t)c->body_off;
-    ssize_t k = sendfile(c->fd, c->file_fd, &off, c->body_len);
+    off_t off = (off_t)c->x->body_off;
+    ssize_t k = sendfile(c->fd, c->x->file_fd, &off, c->x->body_len);
 
     if (k < 0 && errno != EAGAIN && errno != EINTR) {
         finish(c, -errno);
@@ -740,15 +767,15 @@ static bool body_now(struct http_conn *c)
         return false;
     }
     if (k > 0) {
-        c->body_off += (uint64_t)k;
-        c->body_len -= (uint64_t)k;
-        c->sent += (uint64_t)k;
-        if (c->o.bytes_out)
+        c->x->body_off += (uint64_t)k;
+        c->x->body_len -= (uint64_t)k;
+        c->x->sent += (uint64_t)k;
+        if (c->bytes_out)
             /* Relaxed: a statistic, as the stage's counter. */
-            atomic_fetch_add_explicit(c->o.bytes_out, (uint64_t)k,
+            atomic_fetch_add_explicit(c->bytes_out, (uint64_t)k,
                                       memory_order_relaxed);
     }
-    if (c->body_len)
+    if (c->x->body_len)
         return true;
     close_file(c);
     return false;
@@ -773,35 +800,36 @@ static void tls_wrote(void *arg, int res);
 /* Bytes of a listing's page taken by the socket or the session. */
 static void page_sent(struct http_conn *c, size_t k)
 {
-    c->page_off += k;
-    c->sent += k;
-    if (c->o.bytes_out)
+    c->x->page_off += k;
+    c->x->sent += k;
+    if (c->bytes_out)
         /* Relaxed: a statistic, as the stage's counter. */
-        atomic_fetch_add_explicit(c->o.bytes_out, k, memory_order_relaxed);
+        atomic_fetch_add_explicit(c->bytes_out, k, memory_order_relaxed);
 }
 
 /* Over TLS: the head, then the body in chunks read from the file, one
  * write each; the head goes with the first chunk. */
 static void tls_out(struct http_conn *c)
 {
-    size_t want = c->body_len < TLS_CHUNK ? (size_t)c->body_len : TLS_CHUNK;
+    size_t want =
+        c->x->body_len < TLS_CHUNK ? (size_t)c->x->body_len : TLS_CHUNK;
     unsigned n = 0;
     ssize_t k = 0;
     int rc;
 
-    if (c->head_off < c->head_len)
-        c->tiov[n++] =
-            (struct iovec){c->head + c->head_off, c->head_len - c->head_off};
-    if (c->page_off < c->page_len)
-        c->tiov[n++] =
-            (struct iovec){c->page + c->page_off, c->page_len - c->page_off};
+    if (c->x->head_off < c->x->head_len)
+        c->x->tiov[n++] = (struct iovec){c->x->head + c->x->head_off,
+                                         c->x->head_len - c->x->head_off};
+    if (c->x->page_off < c->x->page_len)
+        c->x->tiov[n++] = (struct iovec){c->x->page + c->x->page_off,
+                                         c->x->page_len - c->x->page_off};
     if (want) {
-        if (!c->tbuf && !(c->tbuf = malloc(TLS_CHUNK))) {
+        if (!c->x->tbuf && !(c->x->tbuf = malloc(TLS_CHUNK))) {
             finish(c, -ENOMEM);
             return;
         }
         do
-            k = pread(c->file_fd, c->tbuf, want, (off_t)c->body_off);
+            k = pread(c->x->file_fd, c->x->tbuf, want, (off_t)c->x->body_off);
         while (k < 0 && errno == EINTR);
         if (k < 0) {
             finish(c, -errno);
@@ -815,13 +843,13 @@ static void tls_out(struct http_conn *c)
             return;
         }
         if (k > 0)
-            c->tiov[n++] = (struct iovec){c->tbuf, (size_t)k};
+            c->x->tiov[n++] = (struct iovec){c->x->tbuf, (size_t)k};
     }
-    c->tchunk = (size_t)k;
-    deadline_set(c, c->o.send_timeout_ns);
+    c->x->tchunk = (size_t)k;
+    deadline_set(c, c->o->send_timeout_ns);
     if (c->finished)
         return;
-    rc = weir_tls_session_write(c->o.tls, c->tiov, n, tls_wrote, c);
+    rc = weir_tls_session_write(c->tls, c->x->tiov, n, tls_wrote, c);
     if (rc)
         finish(c, rc);
 }
@@ -837,16 +865,16 @@ static void tls_wrote(void *arg, int res)
         return;
     }
     c->deadline = 0;
-    c->head_off = c->head_len;
-    page_sent(c, c->page_len - c->page_off);
-    c->body_off += c->tchunk;
-    c->body_len -= c->tchunk;
-    c->sent += c->tchunk;
-    if (c->o.bytes_out)
+    c->x->head_off = c->x->head_len;
+    page_sent(c, c->x->page_len - c->x->page_off);
+    c->x->body_off += c->x->tchunk;
+    c->x->body_len -= c->x->tchunk;
+    c->x->sent += c->x->tchunk;
+    if (c->bytes_out)
         /* Relaxed: a statistic, as the stage's counter. */
-        atomic_fetch_add_explicit(c->o.bytes_out, c->tchunk,
+        atomic_fetch_add_explicit(c->bytes_out, c->x->tchunk,
                                   memory_order_relaxed);
-    if (c->body_len) {
+    if (c->x->body_len) {
         tls_out(c);
         return;
     }
@@ -856,28 +884,28 @@ static void tls_wrote(void *arg, int res)
 
 static void head_out(struct http_conn *c)
 {
-    int more = c->body_len ? MSG_MORE : 0;
+    int more = c->x->body_len ? MSG_MORE : 0;
 
-    if (c->o.tls) {
+    if (c->tls) {
         tls_out(c);
         return;
     }
     /* The head, and a listing's page after it. */
-    while (c->head_off < c->head_len || c->page_off < c->page_len) {
+    while (c->x->head_off < c->x->head_len || c->x->page_off < c->x->page_len) {
         struct iovec iov[2];
         struct msghdr m = {.msg_iov = iov};
-        size_t head_left = c->head_len - c->head_off;
+        size_t head_left = c->x->head_len - c->x->head_off;
         ssize_t k;
 
         if (head_left)
             iov[m.msg_iovlen++] =
-                (struct iovec){c->head + c->head_off, head_left};
-        if (c->page_off < c->page_len)
-            iov[m.msg_iovlen++] = (struct iovec){c->page + c->page_off,
-                                                 c->page_len - c->page_off};
+                (struct iovec){c->x->head + c->x->head_off, head_left};
+        if (c->x->page_off < c->x->page_len)
+            iov[m.msg_iovlen++] = (struct iovec){
+                c->x->page + c->x->page_off, c->x->page_len - c->x->page_off};
         k = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL | more);
         if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-            deadline_set(c, c->o.send_timeout_ns);
+            deadline_set(c, c->o->send_timeout_ns);
             if (!c->finished)
                 wait_for(c, POLLOUT, on_writable);
             return;
@@ -887,44 +915,46 @@ static void head_out(struct http_conn *c)
             return;
         }
         if ((size_t)k <= head_left) {
-            c->head_off += (size_t)k;
+            c->x->head_off += (size_t)k;
         } else {
-            c->head_off = c->head_len;
+            c->x->head_off = c->x->head_len;
             page_sent(c, (size_t)k - head_left);
         }
     }
     c->deadline = 0;
-    if (c->body_len && body_now(c))
+    if (c->x->body_len && body_now(c))
         body_out(c);
     else if (!c->finished)
         answered(c);
 }
 
 int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
-                    const struct http_conn_options *o, weir_done_cb done,
-                    void *ctx)
+                    const struct http_conn_options *o,
+                    const struct http_client *cl, weir_done_cb done, void *ctx)
 {
     struct http_conn *c = calloc(1, sizeof(*c));
     int fl;
 
     *out = c;
     if (!c) {
-        weir_tls_session_release(o->tls);
+        weir_tls_session_release(cl->tls);
         return -ENOMEM;
     }
     c->loop = loop;
     c->fd = sock_fd;
-    c->o = *o;
+    c->o = o;
+    c->peer = cl->peer;
+    c->bytes_out = cl->bytes_out;
+    c->tls = cl->tls;
     c->done = done;
     c->ctx = ctx;
-    c->file_fd = -1;
     c->timer.op.fn = timer_fired;
     /* Non-blocking for good: the sendfile tried at once (body_now) must
      * never wait, and the stage leaves such a socket as it is. */
     fl = fcntl(sock_fd, F_GETFL);
     if (fl < 0 || fcntl(sock_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
         fl = -errno;
-        weir_tls_session_release(o->tls);
+        weir_tls_session_release(cl->tls);
         free(c);
         *out = NULL;
         return fl;
@@ -959,10 +989,10 @@ void http_conn_destroy(struct http_conn *c)
         weir_loop_cancel(c->loop, &c->poll_op);
     if (c->timer.op.pending)
         weir_loop_timer_stop(c->loop, &c->timer);
-    if (c->o.tls) {
-        weir_tls_session_abort(c->o.tls);
-        weir_tls_session_release(c->o.tls);
-        c->o.tls = NULL;
+    if (c->tls) {
+        weir_tls_session_abort(c->tls);
+        weir_tls_session_release(c->tls);
+        c->tls = NULL;
     }
     maybe_reap(c);
 }

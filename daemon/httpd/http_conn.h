@@ -4,8 +4,9 @@
  * too), sends a file's bytes with the zero-copy stage (weir/file_send.h),
  * and keeps the connection for the next request when the client may.
  *
- * An idle connection holds its socket and this struct, no buffer: the
- * buffer is taken when bytes arrive and given back once a request has
+ * An idle connection holds its socket and a struct of a couple of hundred
+ * bytes, no buffer: what a request and its answer need (the 9 KiB buffer
+ * among it) is taken when bytes arrive and given back once a request has
  * been answered and nothing follows it.
  *
  * Owner thread of `loop` only.
@@ -42,6 +43,8 @@ struct http_counts {
     _Atomic uint64_t time_us; /* their sum */
 };
 
+/* What every connection of one listen address shares; it outlives
+ * them. */
 struct http_conn_options {
     /* A directory served whole: its fd (O_PATH is enough), and whether a
      * symlink may lead out of it. */
@@ -57,10 +60,14 @@ struct http_conn_options {
     uint64_t header_timeout_ns; /* a request's wait for its whole head */
     uint64_t send_timeout_ns;   /* a send that moves nothing; 0: none */
     const struct http_mime *mime;
-    struct http_counts *counts;  /* or NULL */
+    struct http_counts *counts; /* or NULL */
+    struct access_log *log;     /* a line per answer, or NULL */
+};
+
+/* What is one client's own. */
+struct http_client {
+    const char *peer;            /* for the log; lives as long */
     _Atomic uint64_t *bytes_out; /* bytes of files sent (relaxed), or NULL */
-    struct access_log *log;      /* a line per answer, or NULL */
-    const char *peer;            /* the client, for the log */
     /* https-listen: the connection's TLS session (weir/tls.h), which the
      * connection then owns and releases; NULL: plain HTTP. Requests and
      * answers go through it, a file's bytes read into a buffer taken
@@ -74,11 +81,11 @@ struct http_conn_options {
  * asks to close; then done(ctx, rc) runs once: 0 for an orderly end,
  * -ETIMEDOUT for a client cut by a timeout, else -errno. The socket is
  * left in non-blocking mode. Returns 0, or -ENOMEM or fcntl's -errno
- * (done not called, o->tls released).
+ * (done not called, cl->tls released).
  */
 int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
-                    const struct http_conn_options *o, weir_done_cb done,
-                    void *ctx);
+                    const struct http_conn_options *o,
+                    const struct http_client *cl, weir_done_cb done, void *ctx);
 
 /* Ends the connection once the answer being sent (if any) is out: one
  * waiting for a request, or for the rest of one, ends now. done

@@ -218,14 +218,17 @@ static int http_open(struct pipeline *pl)
             return rc;
         }
     }
-    if (src->kind != ADDR_DIR)
-        return 0;
-    pl->http.root_fd = open(src->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (pl->http.root_fd >= 0)
-        return 0;
-    rc = -errno;
-    log_errx("%spipeline %s: %s: %s", at(src, w, sizeof(w)), pl->p->name,
-             src->path, strerror(-rc));
+    if (src->kind == ADDR_DIR &&
+        (pl->http.root_fd = open(src->path, O_PATH | O_DIRECTORY | O_CLOEXEC)) <
+            0) {
+        rc = -errno;
+        log_errx("%spipeline %s: %s: %s", at(src, w, sizeof(w)), pl->p->name,
+                 src->path, strerror(-rc));
+        return rc;
+    }
+    rc = stream_http_prepare(&pl->http, pl->p);
+    if (rc)
+        log_errx("pipeline %s: out of memory", pl->p->name);
     return rc;
 }
 
@@ -776,6 +779,7 @@ void pipeline_free(struct pipeline *pl)
     for (size_t i = 0; pl->http.logs && i < pl->p->nsinks; i++)
         access_log_close(pl->http.logs[i]);
     free(pl->http.logs);
+    free(pl->http.conn_opts);
     free(pl->res);
     free(pl->ls);
     broadcast_free(pl->bc);

@@ -8,6 +8,7 @@
 #include "stream/http_serve.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "stream/stream_impl.h"
@@ -24,43 +25,60 @@ static void conn_done(void *ctx, int rc)
     stream_put(s);
 }
 
+int stream_http_prepare(struct stream_http *site, const struct weir_pipeline *p)
+{
+    const uint64_t ms = 1000 * 1000;
+
+    site->conn_opts = calloc(p->nsinks, sizeof(*site->conn_opts));
+    if (!site->conn_opts)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->nsinks; i++) {
+        const struct weir_address *a = p->sinks[i];
+
+        site->conn_opts[i] = (struct http_conn_options){
+            .root_fd = site->root_fd,
+            .follow_symlinks = a->follow_symlinks,
+            .file_path = site->root_fd < 0 ? p->source->path : NULL,
+            .url_path = a->url_path,
+            .dotfiles = a->dotfiles,
+            .index = a->dir_index,
+            .server = a->server_header,
+            .header_timeout_ns = a->header_timeout_ms * ms,
+            .send_timeout_ns = p->send_timeout_ms * ms,
+            .mime = site->mime,
+            .counts = &site->counts,
+            .log = site->logs ? site->logs[i] : NULL,
+        };
+    }
+    return 0;
+}
+
 void http_serve_start(struct stream *s)
 {
     const struct weir_pipeline *p = s->sp->p;
     const struct weir_address *a = s->via ? s->via : p->sinks[0];
     struct stream_http *site = s->sp->http;
-    const uint64_t ms = 1000 * 1000;
-    struct http_conn_options o = {
-        .root_fd = site->root_fd,
-        .follow_symlinks = a->follow_symlinks,
-        .file_path = site->root_fd < 0 ? p->source->path : NULL,
-        .url_path = a->url_path,
-        .dotfiles = a->dotfiles,
-        .index = a->dir_index,
-        .server = a->server_header,
-        .header_timeout_ns = a->header_timeout_ms * ms,
-        .send_timeout_ns = p->send_timeout_ms * ms,
-        .mime = site->mime,
-        .counts = &site->counts,
-        .bytes_out = &s->bytes_out,
+    const struct http_conn_options *o = &site->conn_opts[0];
+    struct http_client cl = {
         .peer = s->peer,
+        .bytes_out = &s->bytes_out,
     };
     int rc;
 
-    for (size_t i = 0; site->logs && i < p->nsinks; i++)
+    for (size_t i = 0; i < p->nsinks; i++)
         if (p->sinks[i] == a)
-            o.log = site->logs[i];
+            o = &site->conn_opts[i];
     stream_hold(s);
     /* https-listen: the connection owns the session from here. */
-    rc = stream_tls_open(s, a, s->sink_fd, &o.tls);
+    rc = stream_tls_open(s, a, s->sink_fd, &cl.tls);
     if (rc) {
         log_warnx("pipeline %s: client %s: TLS: %s", p->name, s->peer,
                   strerror(-rc));
         conn_done(s, rc);
         return;
     }
-    rc = http_conn_start(&s->home.http, s->home.loop, s->sink_fd, &o, conn_done,
-                         s);
+    rc = http_conn_start(&s->home.http, s->home.loop, s->sink_fd, o, &cl,
+                         conn_done, s);
     if (rc) {
         s->home.http = NULL;
         log_warnx("pipeline %s: client %s: %s", p->name, s->peer,

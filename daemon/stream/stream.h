@@ -118,7 +118,15 @@ struct stream_http {
     /* Each sink's access log (access_log=), or NULL; [p->nsinks]. */
     struct access_log **logs;
     struct http_counts counts;
+    /* What each sink's connections share, made by stream_http_prepare
+     * once the fields above are set; [p->nsinks]. */
+    struct http_conn_options *conn_opts;
 };
+
+/* Main thread, before the first client: site->conn_opts from p's
+ * http-listen sinks. 0 or -ENOMEM; the maker frees conn_opts. */
+int stream_http_prepare(struct stream_http *site,
+                        const struct weir_pipeline *p);
 
 /* What the streams of one maker have in common; outlives them. */
 struct stream_spec {

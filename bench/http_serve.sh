@@ -5,7 +5,8 @@
 #
 #   bench/http_serve.sh [BUILDDIR] [SECONDS] [CONNECTIONS...]
 #                                   defaults: build, 5, 100 1000
-#   IDLE=N (default 10000): the idle keep-alive clients of the last rows
+#   IDLE=N (default 10000): the idle keep-alive clients of the idle rows
+#   BIG=N (default 1000; 0: none): the clients of the big-file rows
 #
 # Rows: each server, each file (4 KiB and 1 MiB), each connection count,
 # wrk -t2 on keep-alive connections for SECONDS. Columns: requests/s and
@@ -179,3 +180,18 @@ PY
 		$(((r1 - r0) * 1024 / idle))
 	sleep 1
 done
+
+# BIG clients each fetch a 64 MiB file once, all at once, in two waves:
+# weir-bench serve (bench/serve.c) starts each server afresh (weir-http:
+# a file source at /f of an http-listen sink; nginx with sendfile on and
+# tcp_nopush, the rest as its defaults), opens every connection from one
+# epoll loop, counts each body without copying it (MSG_TRUNC) and fails
+# a wave in which a client did not get the whole file. 64 MiB of /tmp
+# for the file; bounded by BIG_TIMEOUT seconds (default 900).
+big=${BIG:-1000}
+if [ "$big" -gt 0 ]; then
+	echo
+	timeout "${BIG_TIMEOUT:-900}" "$root/$build/bench/weir-bench" serve \
+		clients="$big" size=64MiB waves=2 hold=0 server=weir-http,nginx 2>&1 |
+		grep '^serve server=' || echo "big-file rows: failed or cut at the timeout"
+fi

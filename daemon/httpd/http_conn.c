@@ -104,6 +104,8 @@ struct http_conn {
     bool in_next, again; /* next_request's loop (see there) */
     bool reading;        /* a TLS read waits for a request's bytes */
     bool closing;        /* close_notify is on its way; finish follows */
+    bool parking;        /* idle, with park_after_ns as its deadline */
+    int64_t due;         /* the next request's header_timeout */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -242,6 +244,10 @@ static void timer_fired(struct weir_op *op, int res, uint32_t flags)
         timer_arm(c, (uint64_t)left);
         return;
     }
+    if (c->parking) {
+        finish(c, HTTP_CONN_PARKED);
+        return;
+    }
     if (c->o->counts)
         /* Relaxed: a statistic; it orders nothing. */
         atomic_fetch_add_explicit(&c->o->counts->timeouts, 1,
@@ -335,6 +341,12 @@ static void next_request(struct http_conn *c)
             free(c->x);
             c->x = NULL;
         }
+        c->due = c->deadline;
+        if (!c->tls && c->o->park_after_ns &&
+            c->o->park_after_ns < c->o->header_timeout_ns) {
+            c->parking = true;
+            deadline_set(c, c->o->park_after_ns);
+        }
         read_more(c);
         return;
     }
@@ -364,6 +376,12 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
     if (res < 0) {
         finish(c, res);
         return;
+    }
+    if (c->parking) {
+        /* The timer, set for the park, sees the later deadline when it
+         * fires and sleeps on. */
+        c->parking = false;
+        c->deadline = c->due;
     }
     if (!take_buf(c))
         return;
@@ -972,6 +990,11 @@ void http_conn_stop(struct http_conn *c)
      * request cut short is the client's to send again elsewhere. */
     if (c->reading || (c->poll_op.pending && c->poll_op.fn == on_readable))
         finish(c, 0);
+}
+
+int64_t http_conn_deadline(const struct http_conn *c)
+{
+    return c->due;
 }
 
 uint64_t http_conn_requests(const struct http_conn *c)

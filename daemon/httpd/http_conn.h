@@ -59,6 +59,10 @@ struct http_conn_options {
     bool server;   /* send Server: weir */
     uint64_t header_timeout_ns; /* a request's wait for its whole head */
     uint64_t send_timeout_ns;   /* a send that moves nothing; 0: none */
+    /* A plain connection idle this long between requests (or before
+     * its first) ends with HTTP_CONN_PARKED, so that its owner may keep
+     * the socket for less; 0 (or not below header_timeout_ns): never. */
+    uint64_t park_after_ns;
     const struct http_mime *mime;
     struct http_counts *counts; /* or NULL */
     struct access_log *log;     /* a line per answer, or NULL */
@@ -74,6 +78,11 @@ struct http_client {
      * only while an answer's body is sent. */
     struct weir_tls_session *tls;
 };
+
+/* done's rc for a connection that idled park_after_ns: nothing of a
+ * request has been read, the socket is as it was, and the next request
+ * is due by http_conn_deadline. */
+#define HTTP_CONN_PARKED 1
 
 /*
  * Serves the client on sock_fd (which stays the caller's: it is never
@@ -91,6 +100,9 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
  * waiting for a request, or for the rest of one, ends now. done
  * follows. */
 void http_conn_stop(struct http_conn *c);
+
+/* When (CLOCK_MONOTONIC ns) the next request's head is due whole. */
+int64_t http_conn_deadline(const struct http_conn *c);
 
 /* Requests answered so far. */
 uint64_t http_conn_requests(const struct http_conn *c);

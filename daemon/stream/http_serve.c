@@ -8,6 +8,7 @@
 #include "stream/http_serve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,39 @@
 #include "stream/tail.h"
 #include "sys/log.h"
 
+/* An idle client's socket goes to the park (a dup: the stream closes
+ * its own), and the stream ends without a line of its own. */
+static void park(struct stream *s)
+{
+    struct stream_http *site = s->sp->http;
+    const struct weir_address *a = s->via ? s->via : s->sp->p->sinks[0];
+    int fd = fcntl(s->sink_fd, F_DUPFD_CLOEXEC, 0);
+
+    /* Without a descriptor to spare the client is closed, as one idle
+     * past its header_timeout would be. */
+    if (fd < 0)
+        return;
+    struct http_parked pc = {
+        .via = a,
+        .deadline = http_conn_deadline(s->home.http),
+        .started_ns = s->t_start_ns,
+        /* Relaxed: this thread's own counter. */
+        .bytes = s->carried_bytes +
+                 atomic_load_explicit(&s->bytes_out, memory_order_relaxed),
+    };
+
+    site->park(site->park_arg, s->home.loop, fd, &pc);
+    s->quiet = true;
+}
+
 static void conn_done(void *ctx, int rc)
 {
     struct stream *s = ctx;
+
+    if (rc == HTTP_CONN_PARKED) {
+        park(s);
+        rc = 0;
+    }
 
     /* A client that idles past header_timeout is the server's choice,
      * not a failure worth a warning. */
@@ -45,6 +76,7 @@ int stream_http_prepare(struct stream_http *site, const struct weir_pipeline *p)
             .server = a->server_header,
             .header_timeout_ns = a->header_timeout_ms * ms,
             .send_timeout_ns = p->send_timeout_ms * ms,
+            .park_after_ns = site->park && !a->tls ? site->park_after_ns : 0,
             .mime = site->mime,
             .counts = &site->counts,
             .log = site->logs ? site->logs[i] : NULL,

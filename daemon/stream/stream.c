@@ -441,6 +441,22 @@ void stream_set_quiet(struct stream *s)
     s->quiet = true;
 }
 
+bool stream_quiet(const struct stream *s)
+{
+    return s->quiet;
+}
+
+void stream_set_carried(struct stream *s, int64_t started_ns, uint64_t bytes)
+{
+    s->t_start_ns = started_ns;
+    s->carried_bytes = bytes;
+}
+
+uint64_t stream_carried_bytes(const struct stream *s)
+{
+    return s->carried_bytes;
+}
+
 struct weir_list *stream_link(struct stream *s)
 {
     return &s->link;

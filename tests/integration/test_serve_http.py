@@ -517,6 +517,78 @@ def test_index():
     assert code == b"404", code
 
 
+def get_on(sock, name):
+    """One keep-alive GET on sock; the answer's body."""
+    sock.sendall(b"GET /" + name.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got:
+        b = sock.recv(65536)
+        assert b, "closed before an answer: %r" % got
+        got += b
+    head, _, body = got.partition(b"\r\n\r\n")
+    n = int(re.search(rb"Content-Length: (\d+)", head)[1])
+    while len(body) < n:
+        b = sock.recv(65536)
+        assert b, "closed in a body"
+        body += b
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return body
+
+
+def test_parked_keepalive():
+    """A connection idle between requests (past the 50 ms after which
+    its stream is given up) and one idle before its first are answered
+    on the same socket; one idle past header_timeout (1 s) is closed."""
+    port = W["dir"]
+    s = socket.create_connection(("127.0.0.1", port), 30)
+    s.settimeout(30)
+    for name in ("a.txt", "big.bin", "sub/c.txt", "a.txt"):
+        assert sha(get_on(s, name)) == sha(content(name)), name
+        time.sleep(0.3)
+    # The deadline still holds for a parked connection.
+    t0 = time.monotonic()
+    assert s.recv(1) == b""
+    assert time.monotonic() - t0 < 5
+    s.close()
+    s = socket.create_connection(("127.0.0.1", port), 30)
+    s.settimeout(30)
+    time.sleep(0.3)
+    assert get_on(s, "b.txt") == content("b.txt")
+    s.close()
+
+
+def test_parked_stop_and_max_clients():
+    """Parked connections count against max_clients, and a stop closes
+    them at once."""
+    port = free_port()
+    w = Weir("parked", """[pipeline p]
+source = dir:%s
+sink = http-listen:127.0.0.1:%d,max_clients=2
+""" % (ROOT, port), [port])
+    idle = []
+    for _ in range(2):
+        s = socket.create_connection(("127.0.0.1", port), 30)
+        s.settimeout(30)
+        assert get_on(s, "a.txt") == content("a.txt")
+        idle.append(s)
+    time.sleep(0.3)  # both parked
+    third = socket.create_connection(("127.0.0.1", port), 30)
+    third.settimeout(30)
+    assert third.recv(1) == b"", "a third client past max_clients=2"
+    third.close()
+    w.wait_log("max_clients=2 reached")
+    # Both still served on their sockets, then parked again.
+    for s in idle:
+        assert get_on(s, "b.txt") == content("b.txt")
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    w.stop()
+    assert time.monotonic() - t0 < 5, "parked connections held the stop"
+    for s in idle:
+        assert s.recv(1) == b""
+        s.close()
+
+
 def make_cert():
     """A self-signed certificate for 127.0.0.1, which curl and s_client
     are told to trust."""
@@ -633,7 +705,8 @@ def main():
              test_conditional, test_http10_and_keepalive, test_errors,
              test_traversal_refused, test_slow_head_cut, test_shrinking_file,
              test_access_log, test_metrics, test_https_curl,
-             test_https_s_client, test_https_bad_cert_check, test_index]
+             test_https_s_client, test_https_bad_cert_check, test_index,
+             test_parked_keepalive, test_parked_stop_and_max_clients]
     for tool in ("curl", "wget", "openssl"):
         if shutil.which(tool) is None:
             print("SKIP: %s is not installed (tools/install-deps)" % tool)

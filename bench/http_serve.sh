@@ -6,6 +6,8 @@
 #   bench/http_serve.sh [BUILDDIR] [SECONDS] [CONNECTIONS...]
 #                                   defaults: build, 5, 100 1000
 #   IDLE=N (default 10000): the idle keep-alive clients of the idle rows
+#   IDLE_PACE_US=N (default 0): microseconds between two of their
+#       connects (0: all at once, a burst)
 #   BIG=N (default 1000; 0: none): the clients of the big-file rows
 #
 # Rows: each server, each file (4 KiB and 1 MiB), each connection count,
@@ -153,15 +155,18 @@ for srv in weir nginx; do
 	pids=$(pids_of $srv)
 	# shellcheck disable=SC2086
 	r0=$(rss_kib $pids)
-	python3 - "$port" "$idle" "$tmp/idle.$srv" <<'PY' &
+	python3 - "$port" "$idle" "$tmp/idle.$srv" "${IDLE_PACE_US:-0}" <<'PY' &
 import socket, sys, time, os
 port, n, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+pace = int(sys.argv[4]) / 1e6
 req = b"GET /4k.bin HTTP/1.1\r\nHost: x\r\n\r\n"
 socks = []
 for i in range(n):
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(req)
     socks.append(s)
+    if pace:
+        time.sleep(pace)
 for s in socks:  # each answer read whole: the connection is idle
     got = b""
     while b"\r\n\r\n" not in got or len(got.partition(b"\r\n\r\n")[2]) < 4096:

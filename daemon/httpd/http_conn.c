@@ -105,7 +105,8 @@ struct http_conn {
     bool reading;        /* a TLS read waits for a request's bytes */
     bool closing;        /* close_notify is on its way; finish follows */
     bool parking;        /* idle, with park_after_ns as its deadline */
-    int64_t due;         /* the next request's header_timeout */
+    bool woken;  /* back from the park: it reads before it parks again */
+    int64_t due; /* the next request's header_timeout */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -323,9 +324,23 @@ static void read_more(struct http_conn *c)
         c->reading = true;
 }
 
+/* How many park_after_ns an idle connection waits before it is parked,
+ * by the requests it had answered: one before its first request (a
+ * client that connects and asks at once keeps its stream); none after
+ * its first answer (most such clients are done, and the next request
+ * of one that is not only wakes it); then one more for each answer. */
+static uint64_t park_times(uint64_t requests)
+{
+    if (requests == 0)
+        return 1;
+    return requests - 1 < HTTP_PARK_GROWTH ? requests - 1 : HTTP_PARK_GROWTH;
+}
+
 /* The next request: the bytes after the last one, or a wait for some. */
 static void next_request(struct http_conn *c)
 {
+    uint64_t park_wait;
+
     if (c->stopping) {
         finish(c, 0);
         return;
@@ -342,10 +357,15 @@ static void next_request(struct http_conn *c)
             c->x = NULL;
         }
         c->due = c->deadline;
-        if (!c->tls && c->o->park_after_ns &&
-            c->o->park_after_ns < c->o->header_timeout_ns) {
+        park_wait = c->o->park_after_ns * park_times(c->requests);
+        if (!c->tls && !c->woken && c->o->park_after_ns &&
+            park_wait < c->o->header_timeout_ns) {
+            if (!park_wait) {
+                finish(c, HTTP_CONN_PARKED);
+                return;
+            }
             c->parking = true;
-            deadline_set(c, c->o->park_after_ns);
+            deadline_set(c, park_wait);
         }
         read_more(c);
         return;
@@ -383,6 +403,7 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
         c->parking = false;
         c->deadline = c->due;
     }
+    c->woken = false;
     if (!take_buf(c))
         return;
     k = recv(c->fd, c->x->buf + c->x->len, HTTP_REQ_MAX - c->x->len,
@@ -963,6 +984,8 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
     c->o = o;
     c->peer = cl->peer;
     c->bytes_out = cl->bytes_out;
+    c->requests = cl->requests;
+    c->woken = cl->requests > 0;
     c->tls = cl->tls;
     c->done = done;
     c->ctx = ctx;

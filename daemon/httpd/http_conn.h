@@ -59,17 +59,24 @@ struct http_conn_options {
     bool server;   /* send Server: weir */
     uint64_t header_timeout_ns; /* a request's wait for its whole head */
     uint64_t send_timeout_ns;   /* a send that moves nothing; 0: none */
-    /* A plain connection idle this long between requests (or before
-     * its first) ends with HTTP_CONN_PARKED, so that its owner may keep
-     * the socket for less; 0 (or not below header_timeout_ns): never. */
+    /* A plain connection idle this long before its first request, at
+     * once after its first answer, and this long times one less than the
+     * requests it has had answered (up to HTTP_PARK_GROWTH times) after
+     * more, ends with HTTP_CONN_PARKED, so that its owner may keep the
+     * socket for less: a client that has shown it comes back soon is
+     * waited for longer. 0 (or a wait not below header_timeout_ns):
+     * never. */
     uint64_t park_after_ns;
     const struct http_mime *mime;
     struct http_counts *counts; /* or NULL */
     struct access_log *log;     /* a line per answer, or NULL */
 };
 
+#define HTTP_PARK_GROWTH 20
+
 /* What is one client's own. */
 struct http_client {
+    uint64_t requests;           /* answered before, on this socket (parked) */
     const char *peer;            /* for the log; lives as long */
     _Atomic uint64_t *bytes_out; /* bytes of files sent (relaxed), or NULL */
     /* https-listen: the connection's TLS session (weir/tls.h), which the

@@ -27,8 +27,7 @@ struct http_park {
     struct http_lot *lot;
     struct weir_list link; /* main: in lot->parked */
     struct weir_loop *loop;
-    struct http_parked pc;
-    int fd;
+    struct http_parked pc;   /* pc.fd: the socket watched */
     struct weir_op poll_op;  /* worker */
     struct weir_timer timer; /* worker */
     struct weir_task task;   /* arrive, watch, left (above) */
@@ -80,15 +79,15 @@ static void left_main(struct weir_task *t)
     lot->nparked--;
     p->left_seen = true;
     if (p->woke && !lot->closed) {
-        lot->wake(lot->owner, p->fd, &p->pc);
+        lot->wake(lot->owner, p->pc.fd, &p->pc);
     } else {
         if (p->expired && lot->counts)
             /* Relaxed: a statistic; it orders nothing. */
             atomic_fetch_add_explicit(&lot->counts->timeouts, 1,
                                       memory_order_relaxed);
-        close(p->fd);
+        close(p->pc.fd);
     }
-    p->fd = -1;
+    p->pc.fd = -1;
     maybe_free(p);
 }
 
@@ -108,7 +107,7 @@ static void arrive_main(struct weir_task *t)
     struct http_lot *lot = p->lot;
 
     if (lot->closed) {
-        close(p->fd);
+        close(p->pc.fd);
         free(p);
         return;
     }
@@ -173,7 +172,7 @@ static void watch_worker(struct weir_task *t)
     p->timer.op.fn = timer_back;
     if (left <= 0) {
         p->expired = true;
-    } else if (weir_loop_poll(p->loop, &p->poll_op, p->fd, POLLIN) == 0 &&
+    } else if (weir_loop_poll(p->loop, &p->poll_op, p->pc.fd, POLLIN) == 0 &&
                weir_loop_timer_start(p->loop, &p->timer, (uint64_t)left) == 0) {
         return;
     }
@@ -189,20 +188,19 @@ static void stop_worker(struct weir_task *t)
     weir_loop_post(p->lot->main, &p->stop);
 }
 
-void http_lot_park(void *arg, struct weir_loop *loop, int fd,
+void http_lot_park(void *arg, struct weir_loop *loop,
                    const struct http_parked *pc)
 {
     struct http_lot *lot = arg;
     struct http_park *p = calloc(1, sizeof(*p));
 
     if (!p) {
-        close(fd);
+        close(pc->fd);
         return;
     }
     p->lot = lot;
     p->loop = loop;
     p->pc = *pc;
-    p->fd = fd;
     weir_list_init(&p->link);
     weir_task_init(&p->task, arrive_main);
     weir_loop_post(lot->main, &p->task);

@@ -1,10 +1,11 @@
 /*
  * http_park.h - the idle keep-alive connections of an http-listen
- * pipeline, kept without a stream. A client that has asked nothing for a
- * while (HTTP_PARK_AFTER_NS) costs its socket and a struct of under 200
- * bytes here instead of a stream: its worker watches the socket for the
- * next request and its deadline (header_timeout from when it went idle),
- * and the first byte of a request gives the connection a stream again.
+ * pipeline, kept without a stream. A client that asks nothing (for how
+ * long: park_after_ns in httpd/http_conn.h) costs its socket and a struct
+ * of 192 bytes here instead of a stream: its worker watches the socket
+ * for the next request and its deadline (header_timeout from when it
+ * went idle), and the first byte of a request gives the connection a
+ * stream again.
  *
  * A lot belongs to its pipeline, whose liveness each parked connection
  * holds, and is counted with its streams (max_clients, the clients
@@ -23,9 +24,10 @@
 #include "weir/loop.h"
 #include "weir/util.h"
 
-/* How long a connection idles with its stream before it is parked: long
- * enough that a client going on with its requests (a browser's page, a
- * benchmark) never pays the trip to the main thread and back. */
+/* The unit of how long an idle connection keeps its stream before it is
+ * parked (httpd/http_conn.h, park_after_ns), so that a client going on
+ * with its requests (a benchmark, a browser's page) rarely pays the trip
+ * to the main thread and back. */
 #define HTTP_PARK_AFTER_NS (50ull * 1000 * 1000)
 
 struct http_lot {
@@ -46,10 +48,11 @@ void http_lot_init(struct http_lot *lot, struct weir_loop *main,
                    void (*wake)(void *, int, const struct http_parked *),
                    void *owner);
 
-/* The parking worker's (struct stream_http's park): watches fd (taken
- * over) on loop until a request begins or pc->deadline passes. Out of
- * memory, fd is closed, as a client idle past its deadline would be. */
-void http_lot_park(void *lot, struct weir_loop *loop, int fd,
+/* The parking worker's (struct stream_http's park): watches pc->fd
+ * (taken over) on loop until a request begins or pc->deadline passes.
+ * Out of memory, the fd is closed, as a client idle past its deadline
+ * would be. */
+void http_lot_park(void *lot, struct weir_loop *loop,
                    const struct http_parked *pc);
 
 /* Closes every parked connection and parks none from now on: a stop or a

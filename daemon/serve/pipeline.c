@@ -82,7 +82,7 @@ static int spawn(struct pipeline *pl, int src_fd, int sink_fd, const char *peer,
         return -ENOMEM;
     stream_set_via(s, via);
     if (pc)
-        stream_set_carried(s, pc->started_ns, pc->bytes);
+        stream_set_carried(s, pc);
     weir_list_push_tail(&pl->streams, stream_link(s));
     pl->nstreams++;
     alive_hold(&pl->alive);

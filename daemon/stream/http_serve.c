@@ -35,9 +35,11 @@ static void park(struct stream *s)
         /* Relaxed: this thread's own counter. */
         .bytes = s->carried_bytes +
                  atomic_load_explicit(&s->bytes_out, memory_order_relaxed),
+        .requests = (uint32_t)http_conn_requests(s->home.http),
+        .fd = fd,
     };
 
-    site->park(site->park_arg, s->home.loop, fd, &pc);
+    site->park(site->park_arg, s->home.loop, &pc);
     s->quiet = true;
 }
 
@@ -92,6 +94,7 @@ void http_serve_start(struct stream *s)
     struct stream_http *site = s->sp->http;
     const struct http_conn_options *o = &site->conn_opts[0];
     struct http_client cl = {
+        .requests = s->carried_requests,
         .peer = s->peer,
         .bytes_out = &s->bytes_out,
     };

@@ -446,10 +446,11 @@ bool stream_quiet(const struct stream *s)
     return s->quiet;
 }
 
-void stream_set_carried(struct stream *s, int64_t started_ns, uint64_t bytes)
+void stream_set_carried(struct stream *s, const struct http_parked *pc)
 {
-    s->t_start_ns = started_ns;
-    s->carried_bytes = bytes;
+    s->t_start_ns = pc->started_ns;
+    s->carried_bytes = pc->bytes;
+    s->carried_requests = pc->requests;
 }
 
 uint64_t stream_carried_bytes(const struct stream *s)

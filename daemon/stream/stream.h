@@ -111,13 +111,15 @@ struct src_share {
 void stream_share_release(struct src_share *sh);
 
 /* A connection handed to the park: its listen address, when its next
- * request is due (CLOCK_MONOTONIC ns), and for the closing line of the
- * stream it gets next, when it came and the bytes sent it so far. */
+ * request is due (CLOCK_MONOTONIC ns), and for the stream it gets next,
+ * when it came, the bytes sent it and the requests answered so far. */
 struct http_parked {
     const struct weir_address *via;
     int64_t deadline;
     int64_t started_ns;
     uint64_t bytes;
+    uint32_t requests;
+    int fd; /* the client's socket: a dup, the park's from then on */
 };
 
 /* A pipeline whose sinks are http-listen: what its clients' connections
@@ -131,7 +133,7 @@ struct stream_http {
     /* Where a connection idle park_after_ns goes instead of keeping its
      * stream: park(park_arg, ...) on the stream's worker takes a dup of
      * the client's socket; NULL: never parked. */
-    void (*park)(void *park_arg, struct weir_loop *loop, int fd,
+    void (*park)(void *park_arg, struct weir_loop *loop,
                  const struct http_parked *pc);
     void *park_arg;
     uint64_t park_after_ns;
@@ -237,9 +239,9 @@ void stream_set_quiet(struct stream *s);
  * that ended as its connection was parked (the connection goes on). */
 bool stream_quiet(const struct stream *s);
 /* Before the start: the stream of a parked HTTP client that asks again
- * goes on from its earlier ones, for its closing line: when the client
- * came, and the bytes sent it before this stream. */
-void stream_set_carried(struct stream *s, int64_t started_ns, uint64_t bytes);
+ * goes on from its earlier ones: when the client came, the bytes sent
+ * it and the requests it made before this stream. */
+void stream_set_carried(struct stream *s, const struct http_parked *pc);
 uint64_t stream_carried_bytes(const struct stream *s);
 /* Places the stream on a worker (on `worker` when worker >= 0, else the
  * next in turn) and starts it. The hooks follow once it has ended. */

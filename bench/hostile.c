@@ -226,7 +226,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
 
     e2e_format_size(size, sizestr, sizeof(sizestr));
     h.port = serve_free_port();
-    h.http = strcmp(srv->name, "nginx") == 0;
+    h.http = serve_speaks_http(srv->name);
     snprintf(port, sizeof(port), "%d", h.port);
     pid = h.port < 0 ? -1 : e2e_spawn(srv->argv, env, file, port);
     if (pid < 0 || serve_wait_ready(pid, h.port, h.http, scratch) != 0) {

@@ -5,7 +5,10 @@
 #
 #   bench/http_serve.sh [BUILDDIR] [SECONDS] [CONNECTIONS...]
 #                                   defaults: build, 5, 100 1000
-#   IDLE=N (default 10000): the idle keep-alive clients of the last rows
+#   IDLE=N (default 10000): the idle keep-alive clients of the idle rows
+#   IDLE_PACE_US=N (default 0): microseconds between two of their
+#       connects (0: all at once, a burst)
+#   BIG=N (default 1000; 0: none): the clients of the big-file rows
 #
 # Rows: each server, each file (4 KiB and 1 MiB), each connection count,
 # wrk -t2 on keep-alive connections for SECONDS. Columns: requests/s and
@@ -152,15 +155,18 @@ for srv in weir nginx; do
 	pids=$(pids_of $srv)
 	# shellcheck disable=SC2086
 	r0=$(rss_kib $pids)
-	python3 - "$port" "$idle" "$tmp/idle.$srv" <<'PY' &
+	python3 - "$port" "$idle" "$tmp/idle.$srv" "${IDLE_PACE_US:-0}" <<'PY' &
 import socket, sys, time, os
 port, n, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+pace = int(sys.argv[4]) / 1e6
 req = b"GET /4k.bin HTTP/1.1\r\nHost: x\r\n\r\n"
 socks = []
 for i in range(n):
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(req)
     socks.append(s)
+    if pace:
+        time.sleep(pace)
 for s in socks:  # each answer read whole: the connection is idle
     got = b""
     while b"\r\n\r\n" not in got or len(got.partition(b"\r\n\r\n")[2]) < 4096:
@@ -179,3 +185,18 @@ PY
 		$(((r1 - r0) * 1024 / idle))
 	sleep 1
 done
+
+# BIG clients each fetch a 64 MiB file once, all at once, in two waves:
+# weir-bench serve (bench/serve.c) starts each server afresh (weir-http:
+# a file source at /f of an http-listen sink; nginx with sendfile on and
+# tcp_nopush, the rest as its defaults), opens every connection from one
+# epoll loop, counts each body without copying it (MSG_TRUNC) and fails
+# a wave in which a client did not get the whole file. 64 MiB of /tmp
+# for the file; bounded by BIG_TIMEOUT seconds (default 900).
+big=${BIG:-1000}
+if [ "$big" -gt 0 ]; then
+	echo
+	timeout "${BIG_TIMEOUT:-900}" "$root/$build/bench/weir-bench" serve \
+		clients="$big" size=64MiB waves=2 hold=0 server=weir-http,nginx 2>&1 |
+		grep '^serve server=' || echo "big-file rows: failed or cut at the timeout"
+fi

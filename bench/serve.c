@@ -138,7 +138,7 @@ static int run_server(const struct e2e_sender *srv, const struct e2e_env *env,
 {
     char port[16], sizestr[32];
     int p = serve_free_port(), status = 0, rc = 0;
-    bool http = strcmp(srv->name, "nginx") == 0;
+    bool http = serve_speaks_http(srv->name);
     long base, peak = 0, after;
     pid_t pid;
 

@@ -17,12 +17,15 @@
 #define SERVE_SCRATCH (1u << 20) /* a client's receive buffer */
 #define SERVE_DISCARD (1u << 24) /* most one discarding recv takes */
 
-/* {file} is the file served, {port} the port it listens on. nginx serves
- * it as /f and wants serve_http_get first; the others send at once. */
+/* {file} is the file served, {port} the port it listens on. nginx and
+ * weir-http serve it as /f and want serve_http_get first; the others
+ * send at once. */
 extern const struct e2e_sender serve_servers[];
 extern const size_t serve_nservers;
 extern const char serve_http_get[];
 extern const size_t serve_http_get_len;
+/* Whether the server of that name wants serve_http_get first. */
+bool serve_speaks_http(const char *name);
 
 struct sockaddr_in serve_loopback(int port);
 /* A port on 127.0.0.1 free a moment ago, or -1. */

@@ -44,6 +44,21 @@
 
 #define NO_ACCESS_LOG "access_log = no\\n"
 
+/* weir's HTTP file server: the file at /f, as nginx serves it below. */
+#define WEIR_HTTP_SERVER(name, envset)                                         \
+    {                                                                          \
+        name,                                                                  \
+        {                                                                      \
+            "sh", "-c",                                                        \
+                "printf '[daemon]\\n" NO_ACCESS_LOG                            \
+                "[pipeline serve]\\nsource = file:%s\\n"                       \
+                "sink = http-listen:127.0.0.1:%s,path=/f\\n' \"$1\" \"$2\" "   \
+                ">\"$1.serve.conf\" && " envset                                \
+                " exec \"$3\" -c \"$1.serve.conf\"",                           \
+                "sh", "{file}", "{port}", "{builddir}/daemon/weir"             \
+        }                                                                      \
+    }
+
 const struct e2e_sender serve_servers[] = {
     WEIR_SERVER("weir", NO_ACCESS_LOG, "", ""),
     WEIR_SERVER("weir-accesslog", "access_log = yes\\n", "", ""),
@@ -65,6 +80,8 @@ const struct e2e_sender serve_servers[] = {
                 ",notsent_lowat=0", "WEIR_SENDPATH=stream"),
     WEIR_SERVER("weir-b1024", NO_ACCESS_LOG, ",backlog=1024", ""),
     WEIR_SERVER("weir-b4096", NO_ACCESS_LOG, ",backlog=4096", ""),
+    WEIR_HTTP_SERVER("weir-http", ""),
+    WEIR_HTTP_SERVER("weir-http-epoll", "WEIR_ENGINE=epoll"),
     {"socat-fork",
      {"socat", "-U", "-b", "65536",
       "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,backlog=511",
@@ -84,6 +101,11 @@ const struct e2e_sender serve_servers[] = {
 const size_t serve_nservers = sizeof(serve_servers) / sizeof(serve_servers[0]);
 
 const char serve_http_get[] = "GET /f HTTP/1.0\r\n\r\n";
+
+bool serve_speaks_http(const char *name)
+{
+    return strcmp(name, "nginx") == 0 || strncmp(name, "weir-http", 9) == 0;
+}
 const size_t serve_http_get_len = sizeof(serve_http_get) - 1;
 
 struct sockaddr_in serve_loopback(int port)

@@ -183,10 +183,13 @@ static int find_tls_kind(struct weir_address *a, const char *name, size_t len)
     return -ENOENT;
 }
 
-/* http-listen: serves files over HTTP; it listens as tcp-listen: does. */
+/* http-listen: serves files over HTTP; it listens as tcp-listen: does.
+ * https-listen: the same over TLS, with tls-listen's options. */
 static int find_http_kind(struct weir_address *a, const char *name, size_t len)
 {
-    if (len != 11 || strncasecmp(name, "http-listen", len) != 0)
+    if (len == 12 && strncasecmp(name, "https-listen", len) == 0)
+        a->tls = true;
+    else if (len != 11 || strncasecmp(name, "http-listen", len) != 0)
         return -ENOENT;
     a->kind = ADDR_TCP_LISTEN;
     a->serve_http = true;
@@ -249,7 +252,7 @@ static bool all_digits(const char *s)
 static int other_kind(struct weir_address *a, const char *head, size_t klen,
                       const char *arg, char *err, size_t errlen)
 {
-    const char *names[NKINDS + 5], *near;
+    const char *names[NKINDS + 6], *near;
 
     for (size_t i = 0; i < NSOCAT; i++) {
         const struct socat_def *d = &socat_kinds[i];
@@ -282,7 +285,8 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
     names[NKINDS + 1] = "tls-listen";
     names[NKINDS + 2] = "https";
     names[NKINDS + 3] = "http-listen";
-    names[NKINDS + 4] = NULL;
+    names[NKINDS + 4] = "https-listen";
+    names[NKINDS + 5] = NULL;
     near = suggest_word(head, klen, names);
     if (near != NULL)
         snprintf(err, errlen,
@@ -291,12 +295,12 @@ static int other_kind(struct weir_address *a, const char *head, size_t klen,
                  (int)klen, head, a->text, near, arg != NULL ? ":" : "",
                  arg != NULL ? arg : "");
     else
-        snprintf(
-            err, errlen,
-            "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
-            "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
-            "stdout, null, http, https, kafka, jetstream, http-listen, dir)",
-            (int)klen, head, a->text);
+        snprintf(err, errlen,
+                 "unknown address kind '%.*s' in '%s' (kinds: file, tcp, "
+                 "tcp-listen, tls, tls-listen, unix, unix-listen, stdin, "
+                 "stdout, null, http, https, kafka, jetstream, http-listen, "
+                 "https-listen, dir)",
+                 (int)klen, head, a->text);
     return -EINVAL;
 }
 

@@ -76,7 +76,7 @@ static inline const char *kind_label(const struct weir_address *a)
     if (a->kind == ADDR_HTTP && a->url && strncasecmp(a->url, "https", 5) == 0)
         return "https";
     if (a->serve_http)
-        return "http-listen";
+        return a->tls ? "https-listen" : "http-listen";
     if (a->tls)
         return a->kind == ADDR_TCP ? "tls" : "tls-listen";
     return kinds[a->kind].name;

@@ -271,6 +271,7 @@ struct weir_address {
     bool server_header;   /* server=, default yes */
     bool dotfiles;        /* dotfiles=, default no */
     bool follow_symlinks; /* follow_symlinks=, default no */
+    bool dir_index;       /* index=, default no: list directories */
     uint64_t header_timeout_ms;
     char *access_log; /* request_log=: a path, or "stdout"; NULL: none */
     bool access_json; /* request_log_format=json (else clf) */

@@ -459,6 +459,11 @@ static void check_serve_http(const struct weir_pipeline *p,
                          "which "
                          "%s does not have",
                          s->text);
+        if (!dir && s->dir_index)
+            config_error(diag, &s->loc,
+                         "sink: index= lists a dir source's directories; "
+                         "%s is a file",
+                         src->text);
         if (dir && s->url_path)
             config_error(diag, &s->loc,
                          "sink: path= applies to a file source; a dir "

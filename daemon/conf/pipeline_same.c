@@ -42,6 +42,7 @@ static bool serve_http_same(const struct weir_address *a,
            str_same(a->url_path, b->url_path) &&
            a->server_header == b->server_header && a->dotfiles == b->dotfiles &&
            a->follow_symlinks == b->follow_symlinks &&
+           a->dir_index == b->dir_index &&
            a->header_timeout_ms == b->header_timeout_ms &&
            str_same(a->access_log, b->access_log) &&
            a->access_json == b->access_json;

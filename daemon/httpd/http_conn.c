@@ -15,6 +15,12 @@
  * cleared, and the timer, when it fires, looks at the deadline: past,
  * the client is cut; later, it sleeps again for the rest; cleared, it
  * stops. A deadline costs a clock read, not a timer operation.
+ *
+ * Over TLS (https-listen) the same steps go through the session's
+ * plaintext requests instead of the socket: a read instead of a poll and
+ * a recv, a write of the head and then of the file in chunks read into a
+ * buffer held while the body is sent (no sendfile: the bytes must pass
+ * through OpenSSL), and close_notify before an orderly end.
  */
 #include "httpd/http_conn.h"
 
@@ -22,6 +28,8 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -32,6 +40,7 @@
 #include <unistd.h>
 
 #include "httpd/access_log.h"
+#include "httpd/http_index.h"
 #include "httpd/http_mime.h"
 #include "httpd/http_path.h"
 #include "httpd/http_reply.h"
@@ -39,17 +48,17 @@
 #include "weir/file_send.h"
 #include "weir/util.h"
 
-struct http_conn {
-    struct weir_loop *loop;
-    int fd;
-    struct http_conn_options o;
-    weir_done_cb done;
-    void *ctx;
-    /* The request bytes (HTTP_REQ_MAX), then room for the answer's head
-     * (HTTP_HEAD_MAX); NULL while no request is held, so that an idle
-     * connection costs this struct only. */
-    char *buf;
-    size_t len;
+/* A chunk of a file read for TLS: one full record. */
+#define TLS_CHUNK (16u * 1024u)
+
+/*
+ * What one request and its answer need: taken when a request's bytes are
+ * to be read, given back once it is answered and nothing follows it (so
+ * an idle connection holds struct http_conn only; over TLS it stays, as
+ * a read must have its buffer).
+ */
+struct http_xchg {
+    size_t len;          /* request bytes in buf */
     struct http_req req; /* the one being answered */
     char *head;          /* buf + HTTP_REQ_MAX */
     size_t head_len, head_off;
@@ -60,15 +69,44 @@ struct http_conn {
     struct weir_file_send *send;
     int send_rc;
     bool in_send_start, send_back;
+    int64_t began; /* when its head was found whole (or bad) */
+    int status;    /* its answer's */
+    uint64_t sent; /* its body's bytes sent */
+    /* TLS: the buffer of the body's chunk, the write in flight (the
+     * head, the chunk, or both) and the chunk's length in it. */
+    char *tbuf;
+    struct iovec tiov[2];
+    size_t tchunk;
+    /* A directory's listing (index=yes), sent after the head. */
+    char *page;
+    size_t page_len, page_off;
+    /* The request bytes (HTTP_REQ_MAX), then room for the answer's head
+     * (HTTP_HEAD_MAX). */
+    char buf[HTTP_REQ_MAX + HTTP_HEAD_MAX];
+};
+
+/* A connection, idle or not: what it holds between requests. */
+struct http_conn {
+    struct weir_loop *loop;
+    int fd;
+    const struct http_conn_options *o; /* its listen address's */
+    const char *peer;
+    _Atomic uint64_t *bytes_out;
+    struct weir_tls_session *tls;
+    weir_done_cb done;
+    void *ctx;
+    struct http_xchg *x; /* NULL while idle */
     struct weir_op poll_op;
     struct weir_timer timer;
     int64_t deadline; /* CLOCK_MONOTONIC ns; 0: none */
     int64_t timer_at; /* when the pending timer fires */
     uint64_t requests;
-    int64_t began;       /* when its head was found whole (or bad) */
-    int status;          /* its answer's */
-    uint64_t sent;       /* its body's bytes sent */
     bool in_next, again; /* next_request's loop (see there) */
+    bool reading;        /* a TLS read waits for a request's bytes */
+    bool closing;        /* close_notify is on its way; finish follows */
+    bool parking;        /* idle, with park_after_ns as its deadline */
+    bool woken;  /* back from the park: it reads before it parks again */
+    int64_t due; /* the next request's header_timeout */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -85,7 +123,11 @@ static void conn_free(struct weir_reap *r)
 {
     struct http_conn *c = weir_container_of(r, struct http_conn, reap);
 
-    free(c->buf);
+    if (c->x) {
+        free(c->x->tbuf);
+        free(c->x->page);
+        free(c->x);
+    }
     free(c);
 }
 
@@ -101,15 +143,25 @@ static void maybe_reap(struct http_conn *c)
 
 static void close_file(struct http_conn *c)
 {
-    if (c->send) {
-        weir_file_send_destroy(c->send);
-        c->send = NULL;
+    if (!c->x)
+        return;
+    if (c->x->send) {
+        weir_file_send_destroy(c->x->send);
+        c->x->send = NULL;
     }
-    if (c->file_fd >= 0) {
-        close(c->file_fd);
-        c->file_fd = -1;
+    if (c->x->file_fd >= 0) {
+        close(c->x->file_fd);
+        c->x->file_fd = -1;
     }
+    free(c->x->tbuf);
+    c->x->tbuf = NULL;
+    free(c->x->page);
+    c->x->page = NULL;
+    c->x->page_len = c->x->page_off = 0;
 }
+
+static void tls_shut(void *arg, int res);
+static void deadline_set(struct http_conn *c, uint64_t ns);
 
 /* The end: done runs once. rc 0 is an orderly end, told to the client
  * by a shut down write side; anything else resets nothing here (the
@@ -118,9 +170,22 @@ static void finish(struct http_conn *c, int rc)
 {
     if (c->finished)
         return;
+    if (c->tls && rc == 0 && !c->closing) {
+        /* close_notify first, so that the client knows it read the
+         * whole of the last answer; its wait is bounded as a send's. */
+        c->closing = true;
+        close_file(c);
+        weir_tls_session_abort(c->tls); /* a read for a request */
+        deadline_set(c, c->o->send_timeout_ns ? c->o->send_timeout_ns
+                                              : c->o->header_timeout_ns);
+        if (c->finished || weir_tls_session_shutdown(c->tls, tls_shut, c) == 0)
+            return;
+    }
     c->finished = true;
     c->deadline = 0;
     close_file(c);
+    if (c->tls)
+        weir_tls_session_abort(c->tls);
     if (rc == 0)
         shutdown(c->fd, SHUT_WR);
     else if (rc == -ETIMEDOUT)
@@ -140,7 +205,16 @@ static bool back(struct http_conn *c)
         maybe_reap(c);
         return true;
     }
-    return c->finished;
+    return c->finished || c->closing;
+}
+
+static void tls_shut(void *arg, int res)
+{
+    struct http_conn *c = arg;
+
+    (void)res; /* a peer already gone: the end is orderly all the same */
+    if (!c->destroyed && !c->finished)
+        finish(c, 0);
 }
 
 static void timer_arm(struct http_conn *c, uint64_t ns)
@@ -159,16 +233,25 @@ static void timer_fired(struct weir_op *op, int res, uint32_t flags)
 
     (void)res;
     (void)flags;
-    if (back(c) || c->deadline == 0)
+    /* Not back(): a closing connection's close_notify is bounded too. */
+    if (c->destroyed) {
+        maybe_reap(c);
+        return;
+    }
+    if (c->finished || c->deadline == 0)
         return;
     left = c->deadline - now_ns();
     if (left > 0) {
         timer_arm(c, (uint64_t)left);
         return;
     }
-    if (c->o.counts)
+    if (c->parking) {
+        finish(c, HTTP_CONN_PARKED);
+        return;
+    }
+    if (c->o->counts)
         /* Relaxed: a statistic; it orders nothing. */
-        atomic_fetch_add_explicit(&c->o.counts->timeouts, 1,
+        atomic_fetch_add_explicit(&c->o->counts->timeouts, 1,
                                   memory_order_relaxed);
     finish(c, -ETIMEDOUT);
 }
@@ -202,22 +285,89 @@ static void wait_for(struct http_conn *c, unsigned mask, weir_op_fn fn)
 static void on_readable(struct weir_op *op, int res, uint32_t flags);
 static void request_in(struct http_conn *c);
 static void head_out(struct http_conn *c);
+static void tls_read_done(void *arg, int res);
+
+/* The exchange and its buffer, taken when a request's bytes are to be
+ * read. */
+static bool take_buf(struct http_conn *c)
+{
+    if (c->x)
+        return true;
+    /* Not calloc: the buffer's 9 KiB need no zeroes. */
+    c->x = malloc(sizeof(*c->x));
+    if (!c->x) {
+        finish(c, -ENOMEM);
+        return false;
+    }
+    memset(c->x, 0, offsetof(struct http_xchg, buf));
+    c->x->head = c->x->buf + HTTP_REQ_MAX;
+    c->x->file_fd = -1;
+    return true;
+}
+
+/* More of a request: a poll, then a recv; over TLS, a read. */
+static void read_more(struct http_conn *c)
+{
+    int rc;
+
+    if (!c->tls) {
+        wait_for(c, POLLIN, on_readable);
+        return;
+    }
+    if (!take_buf(c))
+        return;
+    rc = weir_tls_session_read(c->tls, c->x->buf + c->x->len,
+                               HTTP_REQ_MAX - c->x->len, tls_read_done, c);
+    if (rc)
+        finish(c, rc);
+    else
+        c->reading = true;
+}
+
+/* How many park_after_ns an idle connection waits before it is parked,
+ * by the requests it had answered: one before its first request (a
+ * client that connects and asks at once keeps its stream); none after
+ * its first answer (most such clients are done, and the next request
+ * of one that is not only wakes it); then one more for each answer. */
+static uint64_t park_times(uint64_t requests)
+{
+    if (requests == 0)
+        return 1;
+    return requests - 1 < HTTP_PARK_GROWTH ? requests - 1 : HTTP_PARK_GROWTH;
+}
 
 /* The next request: the bytes after the last one, or a wait for some. */
 static void next_request(struct http_conn *c)
 {
+    uint64_t park_wait;
+
     if (c->stopping) {
         finish(c, 0);
         return;
     }
-    deadline_set(c, c->o.header_timeout_ns);
+    deadline_set(c, c->o->header_timeout_ns);
     if (c->finished)
         return;
-    if (!c->len) {
-        /* Idle: no buffer held while nothing is to be read. */
-        free(c->buf);
-        c->buf = NULL;
-        wait_for(c, POLLIN, on_readable);
+    if (!c->x || !c->x->len) {
+        /* Idle: no exchange held while nothing is to be read (a TLS
+         * read needs one to read into). */
+        if (!c->tls && c->x) {
+            close_file(c);
+            free(c->x);
+            c->x = NULL;
+        }
+        c->due = c->deadline;
+        park_wait = c->o->park_after_ns * park_times(c->requests);
+        if (!c->tls && !c->woken && c->o->park_after_ns &&
+            park_wait < c->o->header_timeout_ns) {
+            if (!park_wait) {
+                finish(c, HTTP_CONN_PARKED);
+                return;
+            }
+            c->parking = true;
+            deadline_set(c, park_wait);
+        }
+        read_more(c);
         return;
     }
     /* Pipelined requests are answered in this loop: an answer that goes
@@ -247,12 +397,17 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
         finish(c, res);
         return;
     }
-    if (!c->buf && !(c->buf = malloc(HTTP_REQ_MAX + HTTP_HEAD_MAX))) {
-        finish(c, -ENOMEM);
-        return;
+    if (c->parking) {
+        /* The timer, set for the park, sees the later deadline when it
+         * fires and sleeps on. */
+        c->parking = false;
+        c->deadline = c->due;
     }
-    c->head = c->buf + HTTP_REQ_MAX;
-    k = recv(c->fd, c->buf + c->len, HTTP_REQ_MAX - c->len, MSG_DONTWAIT);
+    c->woken = false;
+    if (!take_buf(c))
+        return;
+    k = recv(c->fd, c->x->buf + c->x->len, HTTP_REQ_MAX - c->x->len,
+             MSG_DONTWAIT);
     if (k == 0) {
         finish(c, 0); /* the client is done */
         return;
@@ -264,7 +419,22 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
             finish(c, -errno);
         return;
     }
-    c->len += (size_t)k;
+    c->x->len += (size_t)k;
+    request_in(c);
+}
+
+static void tls_read_done(void *arg, int res)
+{
+    struct http_conn *c = arg;
+
+    c->reading = false;
+    if (back(c))
+        return;
+    if (res <= 0) {
+        finish(c, res); /* 0: the client is done */
+        return;
+    }
+    c->x->len += (size_t)res;
     request_in(c);
 }
 
@@ -277,24 +447,24 @@ static void count(struct http_conn *c, int status)
 {
     unsigned cls = status >= 100 && status < 600 ? (unsigned)status / 100 : 0;
 
-    c->status = status;
-    c->sent = 0;
-    if (!c->o.counts)
+    c->x->status = status;
+    c->x->sent = 0;
+    if (!c->o->counts)
         return;
     /* Relaxed: statistics another thread samples; they order nothing. */
-    atomic_fetch_add_explicit(&c->o.counts->requests[cls][c->req.method], 1,
+    atomic_fetch_add_explicit(&c->o->counts->requests[cls][c->x->req.method], 1,
                               memory_order_relaxed);
 }
 
 /* The request line: the buffer's first line, without its end. */
 static size_t request_line(const struct http_conn *c)
 {
-    size_t n = c->req.size < c->len ? c->req.size : c->len;
-    const char *nl = c->buf ? memchr(c->buf, '\n', n) : NULL;
+    size_t n = c->x->req.size < c->x->len ? c->x->req.size : c->x->len;
+    const char *nl = memchr(c->x->buf, '\n', n);
 
     if (nl)
-        n = (size_t)(nl - c->buf);
-    if (n && c->buf[n - 1] == '\r')
+        n = (size_t)(nl - c->x->buf);
+    if (n && c->x->buf[n - 1] == '\r')
         n--;
     return n;
 }
@@ -303,69 +473,77 @@ static size_t request_line(const struct http_conn *c)
  * byte is out (or its connection ends it). */
 static void count_time(struct http_conn *c)
 {
-    uint64_t us = (uint64_t)(now_ns() - c->began) / 1000;
+    uint64_t us = (uint64_t)(now_ns() - c->x->began) / 1000;
     unsigned b = 0;
 
-    if (c->o.log) {
+    if (c->o->log) {
         struct access_entry e = {
-            .client = c->o.peer,
-            .request = c->buf,
+            .client = c->peer,
+            .request = c->x->buf,
             .request_len = request_line(c),
-            .status = c->status,
-            .bytes = c->sent,
+            .status = c->x->status,
+            .bytes = c->x->sent,
             .duration_us = us,
-            .range = c->req.range.p,
-            .range_len = c->req.range.len,
-            .user_agent = c->req.user_agent.p,
-            .user_agent_len = c->req.user_agent.len,
+            .range = c->x->req.range.p,
+            .range_len = c->x->req.range.len,
+            .user_agent = c->x->req.user_agent.p,
+            .user_agent_len = c->x->req.user_agent.len,
         };
 
-        access_log_put(c->o.log, &e);
+        access_log_put(c->o->log, &e);
     }
-    if (!c->o.counts)
+    if (!c->o->counts)
         return;
     while (b < HTTP_TIME_BUCKETS - 1 && us > http_time_le_us[b])
         b++;
-    atomic_fetch_add_explicit(&c->o.counts->time[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->o.counts->time_us, us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->o->counts->time[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->o->counts->time_us, us, memory_order_relaxed);
 }
 
-/* An answer with no file: its head (and short body) only. */
-static void answer_error(struct http_conn *c, int status, bool close_after)
+/* An answer with no file: its head (and short body) only; a 301 says
+ * where to. */
+static void answer_short(struct http_conn *c, int status, bool close_after,
+                         const char *location)
 {
     struct http_head h = {
         .status = status,
-        .server = c->o.server,
-        .keep_alive = !close_after && c->req.keep_alive,
-        .http10 = c->req.major == 1 && c->req.minor == 0,
-        .head_only = c->req.method == HTTP_M_HEAD,
+        .server = c->o->server,
+        .keep_alive = !close_after && c->x->req.keep_alive,
+        .http10 = c->x->req.major == 1 && c->x->req.minor == 0,
+        .head_only = c->x->req.method == HTTP_M_HEAD,
+        .location = location,
     };
 
-    c->close_after = !h.keep_alive;
-    c->head_len = http_reply_head(c->head, &h);
-    c->head_off = 0;
-    c->body_len = 0;
+    c->x->close_after = !h.keep_alive;
+    c->x->head_len = http_reply_head(c->x->head, &h);
+    c->x->head_off = 0;
+    c->x->body_len = 0;
     count(c, status);
     head_out(c);
+}
+
+static void answer_error(struct http_conn *c, int status, bool close_after)
+{
+    answer_short(c, status, close_after, NULL);
 }
 
 /* The file the request names, open, or the status that says why not. */
 static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
 {
-    int rc =
-        http_path_map(c->req.target.p, c->req.target.len, c->o.dotfiles, rel);
+    int rc = http_path_map(c->x->req.target.p, c->x->req.target.len,
+                           c->o->dotfiles, rel);
 
     if (rc)
         return rc;
-    if (c->o.root_fd < 0) {
-        const char *at = c->o.url_path ? c->o.url_path : "/";
+    if (c->o->root_fd < 0) {
+        const char *at = c->o->url_path ? c->o->url_path : "/";
         char want[HTTP_PATH_MAX];
 
         /* Both mapped alike: "/a/./b" asks for "/a/b". */
         if (http_path_map(at, strlen(at), true, want) != 0 ||
             strcmp(rel, want) != 0)
             return 404;
-        *fd = open(c->o.file_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        *fd = open(c->o->file_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     } else {
         /* Beneath the root: a symlink that leads out of it fails with
          * EXDEV, unless the operator lets symlinks go anywhere. The path
@@ -373,10 +551,10 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
         struct open_how how = {
             .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
             .resolve = RESOLVE_NO_MAGICLINKS |
-                       (c->o.follow_symlinks ? 0 : RESOLVE_BENEATH),
+                       (c->o->follow_symlinks ? 0 : RESOLVE_BENEATH),
         };
 
-        *fd = (int)syscall(SYS_openat2, c->o.root_fd, rel[0] ? rel : ".", &how,
+        *fd = (int)syscall(SYS_openat2, c->o->root_fd, rel[0] ? rel : ".", &how,
                            sizeof(how));
     }
     if (*fd < 0)
@@ -385,7 +563,9 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
                        errno == ENAMETOOLONG
                    ? 404
                    : 500;
-    if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    if (fstat(*fd, st) != 0 ||
+        !(S_ISREG(st->st_mode) ||
+          (S_ISDIR(st->st_mode) && c->o->index && c->o->root_fd >= 0))) {
         close(*fd);
         *fd = -1;
         return 404; /* a directory (no listing), a device, a FIFO */
@@ -393,14 +573,78 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
     return 0;
 }
 
+/* The longest last segment a 301 names; the head has room for it. */
+#define LOCATION_MAX 768
+
+/* A directory, with index=yes: its listing, at its name with a slash. A
+ * request without the slash is sent there first (by its last segment,
+ * relative to itself), so that the listing's relative links resolve
+ * inside the directory. */
+static void answer_dir(struct http_conn *c, const char *rel, int fd)
+{
+    struct http_req *r = &c->x->req;
+    const char *t = r->target.p, *end = t + r->target.len, *q = t, *seg;
+    char loc[LOCATION_MAX + 2];
+    struct http_index_options io = {
+        .root_fd = c->o->root_fd,
+        .dir_fd = fd,
+        .rel = rel,
+        .dotfiles = c->o->dotfiles,
+        .follow_symlinks = c->o->follow_symlinks,
+    };
+    struct http_head h = {
+        .status = 200,
+        .server = c->o->server,
+        .keep_alive = r->keep_alive && !r->has_body,
+        .http10 = r->major == 1 && r->minor == 0,
+        .head_only = r->method == HTTP_M_HEAD,
+        .type = "text/html; charset=utf-8",
+    };
+    int rc;
+
+    while (q < end && *q != '?' && *q != '#')
+        q++;
+    if (q > t && q[-1] != '/') {
+        close(fd);
+        for (seg = q; seg > t && seg[-1] != '/'; seg--)
+            ;
+        if (q - seg > LOCATION_MAX) {
+            answer_error(c, 414, r->has_body);
+            return;
+        }
+        snprintf(loc, sizeof(loc), "%.*s/", (int)(q - seg), seg);
+        answer_short(c, 301, r->has_body, loc);
+        return;
+    }
+    rc = http_index_page(&io, &c->x->page, &c->x->page_len);
+    close(fd);
+    if (rc) {
+        answer_error(c, 500, r->has_body);
+        return;
+    }
+    h.len = c->x->page_len;
+    if (h.head_only) {
+        free(c->x->page);
+        c->x->page = NULL;
+        c->x->page_len = 0;
+    }
+    c->x->page_off = 0;
+    c->x->close_after = !h.keep_alive;
+    c->x->head_len = http_reply_head(c->x->head, &h);
+    c->x->head_off = 0;
+    c->x->body_len = 0;
+    count(c, 200);
+    head_out(c);
+}
+
 static void answer(struct http_conn *c)
 {
-    struct http_req *r = &c->req;
+    struct http_req *r = &c->x->req;
     char rel[HTTP_PATH_MAX];
     struct stat st;
     int status, fd = -1;
     struct http_head h = {
-        .server = c->o.server,
+        .server = c->o->server,
         .http10 = r->major == 1 && r->minor == 0,
         .head_only = r->method == HTTP_M_HEAD,
     };
@@ -420,18 +664,23 @@ static void answer(struct http_conn *c)
         answer_error(c, status, r->has_body || status == 400);
         return;
     }
+    if (S_ISDIR(st.st_mode)) {
+        answer_dir(c, rel, fd);
+        return;
+    }
     h.status = http_reply_status(r, &st, &h.off, &h.len);
     h.keep_alive = r->keep_alive && !r->has_body;
     h.st = &st;
-    h.type = http_mime_type(c->o.mime, c->o.root_fd < 0 ? c->o.file_path : rel);
-    c->close_after = !h.keep_alive;
-    c->head_len = http_reply_head(c->head, &h);
-    c->head_off = 0;
-    c->body_off = h.off;
-    c->body_len =
+    h.type =
+        http_mime_type(c->o->mime, c->o->root_fd < 0 ? c->o->file_path : rel);
+    c->x->close_after = !h.keep_alive;
+    c->x->head_len = http_reply_head(c->x->head, &h);
+    c->x->head_off = 0;
+    c->x->body_off = h.off;
+    c->x->body_len =
         (h.status == 200 || h.status == 206) && !h.head_only ? h.len : 0;
-    if (c->body_len)
-        c->file_fd = fd;
+    if (c->x->body_len)
+        c->x->file_fd = fd;
     else
         close(fd);
     count(c, h.status);
@@ -441,25 +690,25 @@ static void answer(struct http_conn *c)
 /* The front of the buffer, read again with what just arrived. */
 static void request_in(struct http_conn *c)
 {
-    c->began = now_ns();
-    switch (http_req_parse(c->buf, c->len, &c->req)) {
+    c->x->began = now_ns();
+    switch (http_req_parse(c->x->buf, c->x->len, &c->x->req)) {
     case HTTP_REQ_DONE:
         c->deadline = 0;
         answer(c);
         return;
     case HTTP_REQ_MORE:
-        wait_for(c, POLLIN, on_readable);
+        read_more(c);
         return;
     case HTTP_REQ_BAD:
-        c->req.size = c->len;
+        c->x->req.size = c->x->len;
         answer_error(c, 400, true);
         return;
     case HTTP_REQ_LINE_LONG:
-        c->req.size = c->len;
+        c->x->req.size = c->x->len;
         answer_error(c, 414, true);
         return;
     case HTTP_REQ_HEADS_LONG:
-        c->req.size = c->len;
+        c->x->req.size = c->x->len;
         answer_error(c, 431, true);
         return;
     }
@@ -468,11 +717,12 @@ static void request_in(struct http_conn *c)
 /* The answer is out: the request leaves the buffer. */
 static void answered(struct http_conn *c)
 {
+    close_file(c); /* and the page of a listing */
     c->requests++;
     count_time(c);
-    memmove(c->buf, c->buf + c->req.size, c->len - c->req.size);
-    c->len -= c->req.size;
-    if (c->close_after)
+    memmove(c->x->buf, c->x->buf + c->x->req.size, c->x->len - c->x->req.size);
+    c->x->len -= c->x->req.size;
+    if (c->x->close_after)
         finish(c, 0);
     else
         next_request(c);
@@ -480,11 +730,11 @@ static void answered(struct http_conn *c)
 
 static void body_back(struct http_conn *c)
 {
-    uint64_t sent = weir_file_send_bytes(c->send);
-    int rc = c->send_rc;
+    uint64_t sent = weir_file_send_bytes(c->x->send);
+    int rc = c->x->send_rc;
 
     close_file(c);
-    c->sent += sent;
+    c->x->sent += sent;
     if (rc < 0) {
         count_time(c);
         finish(c, rc);
@@ -492,7 +742,7 @@ static void body_back(struct http_conn *c)
     }
     /* A file that shrank while it was sent ends the answer short: the
      * connection closes, so the client sees a length that was not met. */
-    if (sent < c->body_len) {
+    if (sent < c->x->body_len) {
         count_time(c);
         finish(c, 0);
         return;
@@ -504,37 +754,37 @@ static void body_done(void *ctx, int rc)
 {
     struct http_conn *c = ctx;
 
-    c->send_rc = rc;
-    c->send_back = true;
+    c->x->send_rc = rc;
+    c->x->send_back = true;
     /* A small file may be sent whole inside weir_file_send_start. */
-    if (!c->in_send_start)
+    if (!c->x->in_send_start)
         body_back(c);
 }
 
 static void body_out(struct http_conn *c)
 {
     struct weir_file_send_options so = {
-        .offset = c->body_off,
-        .length = c->body_len,
+        .offset = c->x->body_off,
+        .length = c->x->body_len,
         .sendfile = true,
         .keep_fds = true,
         .keep_open = true,
-        .counter = c->o.bytes_out,
-        .send_timeout_ns = c->o.send_timeout_ns,
+        .counter = c->bytes_out,
+        .send_timeout_ns = c->o->send_timeout_ns,
     };
     int rc;
 
-    c->send_back = false;
-    c->in_send_start = true;
-    rc = weir_file_send_start(&c->send, c->loop, c->file_fd, c->fd, &so,
+    c->x->send_back = false;
+    c->x->in_send_start = true;
+    rc = weir_file_send_start(&c->x->send, c->loop, c->x->file_fd, c->fd, &so,
                               body_done, c);
-    c->in_send_start = false;
+    c->x->in_send_start = false;
     if (rc) {
-        c->send = NULL;
+        c->x->send = NULL;
         finish(c, rc);
         return;
     }
-    if (c->send_back)
+    if (c->x->send_back)
         body_back(c);
 }
 
@@ -543,8 +793,8 @@ static void body_out(struct http_conn *c)
  * bytes are left for the stage. */
 static bool body_now(struct http_conn *c)
 {
-    off_t off = (off_t)c->body_off;
-    ssize_t k = sendfile(c->fd, c->file_fd, &off, c->body_len);
+    off_t off = (off_t)c->x->body_off;
+    ssize_t k = sendfile(c->fd, c->x->file_fd, &off, c->x->body_len);
 
     if (k < 0 && errno != EAGAIN && errno != EINTR) {
         finish(c, -errno);
@@ -556,15 +806,15 @@ static bool body_now(struct http_conn *c)
         return false;
     }
     if (k > 0) {
-        c->body_off += (uint64_t)k;
-        c->body_len -= (uint64_t)k;
-        c->sent += (uint64_t)k;
-        if (c->o.bytes_out)
+        c->x->body_off += (uint64_t)k;
+        c->x->body_len -= (uint64_t)k;
+        c->x->sent += (uint64_t)k;
+        if (c->bytes_out)
             /* Relaxed: a statistic, as the stage's counter. */
-            atomic_fetch_add_explicit(c->o.bytes_out, (uint64_t)k,
+            atomic_fetch_add_explicit(c->bytes_out, (uint64_t)k,
                                       memory_order_relaxed);
     }
-    if (c->body_len)
+    if (c->x->body_len)
         return true;
     close_file(c);
     return false;
@@ -584,17 +834,117 @@ static void on_writable(struct weir_op *op, int res, uint32_t flags)
     head_out(c);
 }
 
+static void tls_wrote(void *arg, int res);
+
+/* Bytes of a listing's page taken by the socket or the session. */
+static void page_sent(struct http_conn *c, size_t k)
+{
+    c->x->page_off += k;
+    c->x->sent += k;
+    if (c->bytes_out)
+        /* Relaxed: a statistic, as the stage's counter. */
+        atomic_fetch_add_explicit(c->bytes_out, k, memory_order_relaxed);
+}
+
+/* Over TLS: the head, then the body in chunks read from the file, one
+ * write each; the head goes with the first chunk. */
+static void tls_out(struct http_conn *c)
+{
+    size_t want =
+        c->x->body_len < TLS_CHUNK ? (size_t)c->x->body_len : TLS_CHUNK;
+    unsigned n = 0;
+    ssize_t k = 0;
+    int rc;
+
+    if (c->x->head_off < c->x->head_len)
+        c->x->tiov[n++] = (struct iovec){c->x->head + c->x->head_off,
+                                         c->x->head_len - c->x->head_off};
+    if (c->x->page_off < c->x->page_len)
+        c->x->tiov[n++] = (struct iovec){c->x->page + c->x->page_off,
+                                         c->x->page_len - c->x->page_off};
+    if (want) {
+        if (!c->x->tbuf && !(c->x->tbuf = malloc(TLS_CHUNK))) {
+            finish(c, -ENOMEM);
+            return;
+        }
+        do
+            k = pread(c->x->file_fd, c->x->tbuf, want, (off_t)c->x->body_off);
+        while (k < 0 && errno == EINTR);
+        if (k < 0) {
+            finish(c, -errno);
+            return;
+        }
+        /* The file ended before the range: it shrank; the connection
+         * closes once the head is out, short of its length. */
+        if (k == 0 && !n) {
+            count_time(c);
+            finish(c, 0);
+            return;
+        }
+        if (k > 0)
+            c->x->tiov[n++] = (struct iovec){c->x->tbuf, (size_t)k};
+    }
+    c->x->tchunk = (size_t)k;
+    deadline_set(c, c->o->send_timeout_ns);
+    if (c->finished)
+        return;
+    rc = weir_tls_session_write(c->tls, c->x->tiov, n, tls_wrote, c);
+    if (rc)
+        finish(c, rc);
+}
+
+static void tls_wrote(void *arg, int res)
+{
+    struct http_conn *c = arg;
+
+    if (back(c))
+        return;
+    if (res < 0) {
+        finish(c, res);
+        return;
+    }
+    c->deadline = 0;
+    c->x->head_off = c->x->head_len;
+    page_sent(c, c->x->page_len - c->x->page_off);
+    c->x->body_off += c->x->tchunk;
+    c->x->body_len -= c->x->tchunk;
+    c->x->sent += c->x->tchunk;
+    if (c->bytes_out)
+        /* Relaxed: a statistic, as the stage's counter. */
+        atomic_fetch_add_explicit(c->bytes_out, c->x->tchunk,
+                                  memory_order_relaxed);
+    if (c->x->body_len) {
+        tls_out(c);
+        return;
+    }
+    close_file(c);
+    answered(c);
+}
+
 static void head_out(struct http_conn *c)
 {
-    int more = c->body_len ? MSG_MORE : 0;
+    int more = c->x->body_len ? MSG_MORE : 0;
 
-    while (c->head_off < c->head_len) {
-        ssize_t k =
-            send(c->fd, c->head + c->head_off, c->head_len - c->head_off,
-                 MSG_DONTWAIT | MSG_NOSIGNAL | more);
+    if (c->tls) {
+        tls_out(c);
+        return;
+    }
+    /* The head, and a listing's page after it. */
+    while (c->x->head_off < c->x->head_len || c->x->page_off < c->x->page_len) {
+        struct iovec iov[2];
+        struct msghdr m = {.msg_iov = iov};
+        size_t head_left = c->x->head_len - c->x->head_off;
+        ssize_t k;
 
+        if (head_left)
+            iov[m.msg_iovlen++] =
+                (struct iovec){c->x->head + c->x->head_off, head_left};
+        if (c->x->page_off < c->x->page_len)
+            iov[m.msg_iovlen++] = (struct iovec){
+                c->x->page + c->x->page_off, c->x->page_len - c->x->page_off};
+        k = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL | more);
         if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-            deadline_set(c, c->o.send_timeout_ns);
+            deadline_set(c, c->o->send_timeout_ns);
             if (!c->finished)
                 wait_for(c, POLLOUT, on_writable);
             return;
@@ -603,37 +953,49 @@ static void head_out(struct http_conn *c)
             finish(c, -errno);
             return;
         }
-        c->head_off += (size_t)k;
+        if ((size_t)k <= head_left) {
+            c->x->head_off += (size_t)k;
+        } else {
+            c->x->head_off = c->x->head_len;
+            page_sent(c, (size_t)k - head_left);
+        }
     }
     c->deadline = 0;
-    if (c->body_len && body_now(c))
+    if (c->x->body_len && body_now(c))
         body_out(c);
     else if (!c->finished)
         answered(c);
 }
 
 int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
-                    const struct http_conn_options *o, weir_done_cb done,
-                    void *ctx)
+                    const struct http_conn_options *o,
+                    const struct http_client *cl, weir_done_cb done, void *ctx)
 {
     struct http_conn *c = calloc(1, sizeof(*c));
     int fl;
 
     *out = c;
-    if (!c)
+    if (!c) {
+        weir_tls_session_release(cl->tls);
         return -ENOMEM;
+    }
     c->loop = loop;
     c->fd = sock_fd;
-    c->o = *o;
+    c->o = o;
+    c->peer = cl->peer;
+    c->bytes_out = cl->bytes_out;
+    c->requests = cl->requests;
+    c->woken = cl->requests > 0;
+    c->tls = cl->tls;
     c->done = done;
     c->ctx = ctx;
-    c->file_fd = -1;
     c->timer.op.fn = timer_fired;
     /* Non-blocking for good: the sendfile tried at once (body_now) must
      * never wait, and the stage leaves such a socket as it is. */
     fl = fcntl(sock_fd, F_GETFL);
     if (fl < 0 || fcntl(sock_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
         fl = -errno;
+        weir_tls_session_release(cl->tls);
         free(c);
         *out = NULL;
         return fl;
@@ -649,8 +1011,13 @@ void http_conn_stop(struct http_conn *c)
     c->stopping = true;
     /* Waiting for a request (or the rest of one): nothing is owed; a
      * request cut short is the client's to send again elsewhere. */
-    if (c->poll_op.pending && c->poll_op.fn == on_readable)
+    if (c->reading || (c->poll_op.pending && c->poll_op.fn == on_readable))
         finish(c, 0);
+}
+
+int64_t http_conn_deadline(const struct http_conn *c)
+{
+    return c->due;
 }
 
 uint64_t http_conn_requests(const struct http_conn *c)
@@ -668,5 +1035,10 @@ void http_conn_destroy(struct http_conn *c)
         weir_loop_cancel(c->loop, &c->poll_op);
     if (c->timer.op.pending)
         weir_loop_timer_stop(c->loop, &c->timer);
+    if (c->tls) {
+        weir_tls_session_abort(c->tls);
+        weir_tls_session_release(c->tls);
+        c->tls = NULL;
+    }
     maybe_reap(c);
 }

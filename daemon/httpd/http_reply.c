@@ -18,6 +18,8 @@ const char *http_reply_reason(int status)
         return "OK";
     case 206:
         return "Partial Content";
+    case 301:
+        return "Moved Permanently";
     case 304:
         return "Not Modified";
     case 400:
@@ -220,7 +222,7 @@ size_t http_reply_head(char *buf, const struct http_head *h)
 {
     char date[64], tag[64];
     size_t n;
-    bool error = h->st == NULL;
+    bool error = h->st == NULL && h->type == NULL;
     const char *reason = http_reply_reason(h->status);
     uint64_t clen = h->len;
 
@@ -233,6 +235,10 @@ size_t http_reply_head(char *buf, const struct http_head *h)
         clen = (uint64_t)snprintf(NULL, 0, "%d %s\n", h->status, reason);
         put(buf, &n, "Content-Type: text/plain\r\n%s",
             h->status == 405 ? "Allow: GET, HEAD\r\n" : "");
+        if (h->location)
+            put(buf, &n, "Location: %s\r\n", h->location);
+    } else if (!h->st) {
+        put(buf, &n, "Content-Type: %s\r\n", h->type);
     } else {
         etag(tag, sizeof(tag), h->st);
         http_date(date, sizeof(date), h->st->st_mtim.tv_sec);

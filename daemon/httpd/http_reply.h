@@ -32,10 +32,14 @@ struct http_head {
     bool http10;     /* the request was HTTP/1.0 */
     bool head_only;  /* a HEAD: the length, never the bytes */
     /* A file's answer (200, 206, 304, 416): its type and stat, and for
-     * 200 and 206 the range sent. NULL st: an error with a short body. */
+     * 200 and 206 the range sent. NULL st: with a type, a page made here
+     * (a directory's listing) of len bytes; without, an error with a
+     * short body. */
     const char *type;
     const struct stat *st;
     uint64_t off, len;
+    /* A 301's Location: a reference relative to the request's. */
+    const char *location;
 };
 
 /* Writes h's head into buf[HTTP_HEAD_MAX]; an error's short body follows

@@ -334,7 +334,8 @@ static void daemon_stream_ended(struct run *r, struct pipeline *pl,
         return;
     }
     if (peer[0]) {
-        client_line(r, pl, s, err, out);
+        if (!stream_quiet(s))
+            client_line(r, pl, s, err, out + stream_carried_bytes(s));
     } else if (err && r->cutting) {
         /* A stop the operator asked for is not an error (exit 0); what
          * was cut is said, and the next start resumes from the

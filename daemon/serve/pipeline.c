@@ -73,7 +73,7 @@ static const struct stream_hooks pipeline_stream_hooks = {
 
 /* A stream of pl's spec; fds as stream_new. Returns 0 or -ENOMEM. */
 static int spawn(struct pipeline *pl, int src_fd, int sink_fd, const char *peer,
-                 const struct weir_address *via)
+                 const struct weir_address *via, const struct http_parked *pc)
 {
     struct stream *s =
         stream_new(pl->env->cx, &pl->spec, pl, src_fd, sink_fd, peer);
@@ -81,6 +81,8 @@ static int spawn(struct pipeline *pl, int src_fd, int sink_fd, const char *peer,
     if (!s)
         return -ENOMEM;
     stream_set_via(s, via);
+    if (pc)
+        stream_set_carried(s, pc);
     weir_list_push_tail(&pl->streams, stream_link(s));
     pl->nstreams++;
     alive_hold(&pl->alive);
@@ -96,7 +98,7 @@ static void client_stream(struct pipeline *pl, struct listener *l, int fd,
 {
     const struct weir_address *a = l->addr;
 
-    if (a->max_clients && pl->nstreams >= a->max_clients) {
+    if (a->max_clients && pl->nstreams + pl->lot.nparked >= a->max_clients) {
         log_warnx("pipeline %s: refused %s: max_clients=%u reached",
                   pl->p->name, peer, a->max_clients);
         pl->clients.refused++;
@@ -104,7 +106,7 @@ static void client_stream(struct pipeline *pl, struct listener *l, int fd,
         return;
     }
     log_debug("pipeline %s: client %s connected", pl->p->name, peer);
-    if (spawn(pl, as_sink ? -1 : fd, as_sink ? fd : -1, peer, a) != 0) {
+    if (spawn(pl, as_sink ? -1 : fd, as_sink ? fd : -1, peer, a, NULL) != 0) {
         log_warnx("pipeline %s: dropped %s: out of memory", pl->p->name, peer);
         pl->clients.refused++;
         close(fd);
@@ -138,7 +140,7 @@ static void once_spec(struct pipeline *pl)
 
 static int once_start(struct pipeline *pl)
 {
-    return spawn(pl, -1, -1, NULL, NULL);
+    return spawn(pl, -1, -1, NULL, NULL, NULL);
 }
 
 /* "FILE:LINE: " of the line that wrote a (or "argument N: "), so a start
@@ -218,14 +220,20 @@ static int http_open(struct pipeline *pl)
             return rc;
         }
     }
-    if (src->kind != ADDR_DIR)
-        return 0;
-    pl->http.root_fd = open(src->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (pl->http.root_fd >= 0)
-        return 0;
-    rc = -errno;
-    log_errx("%spipeline %s: %s: %s", at(src, w, sizeof(w)), pl->p->name,
-             src->path, strerror(-rc));
+    if (src->kind == ADDR_DIR &&
+        (pl->http.root_fd = open(src->path, O_PATH | O_DIRECTORY | O_CLOEXEC)) <
+            0) {
+        rc = -errno;
+        log_errx("%spipeline %s: %s: %s", at(src, w, sizeof(w)), pl->p->name,
+                 src->path, strerror(-rc));
+        return rc;
+    }
+    pl->http.park = http_lot_park;
+    pl->http.park_arg = &pl->lot;
+    pl->http.park_after_ns = HTTP_PARK_AFTER_NS;
+    rc = stream_http_prepare(&pl->http, pl->p);
+    if (rc)
+        log_errx("pipeline %s: out of memory", pl->p->name);
     return rc;
 }
 
@@ -233,6 +241,23 @@ static void http_client(struct pipeline *pl, struct listener *l, int fd,
                         const char *peer)
 {
     client_stream(pl, l, fd, true, peer);
+}
+
+/* A parked client (serve/http_park.h) is asking again: a stream of its
+ * own, as at its accept, already counted against max_clients. */
+static void http_wake(void *owner, int fd, const struct http_parked *pc)
+{
+    struct pipeline *pl = owner;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char peer[80] = "";
+
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+        sockaddr_format((const struct sockaddr *)&ss, len, peer, sizeof(peer));
+    if (spawn(pl, -1, fd, peer, pc->via, pc) != 0) {
+        log_warnx("pipeline %s: dropped %s: out of memory", pl->p->name, peer);
+        close(fd);
+    }
 }
 
 /* Mode "accept". */
@@ -569,6 +594,8 @@ int pipeline_prepare(struct pipeline **out, const struct pipeline_env *env,
     for (size_t i = 0; i < n; i++)
         pl->res[i].file_fd = -1;
     pl->http.root_fd = -1;
+    http_lot_init(&pl->lot, env->cx->main, &pl->alive, &pl->http.counts,
+                  http_wake, pl);
     pl->spec = (struct stream_spec){
         .p = p,
         .res = pl->res,
@@ -670,6 +697,8 @@ unsigned pipeline_cut(struct pipeline *pl)
 
     weir_list_for_each(pos, tmp, &pl->streams) cut +=
         stream_cut(stream_of_link(pos));
+    cut += pl->lot.nparked;
+    http_lot_close(&pl->lot);
     return cut + broadcast_cut(pl->bc);
 }
 
@@ -693,6 +722,7 @@ void pipeline_stop(struct pipeline *pl)
     for (unsigned j = 0; j < pl->nls; j++)
         listener_close(&pl->ls[j]);
     weir_list_for_each(pos, tmp, &pl->streams) stream_stop(stream_of_link(pos));
+    http_lot_close(&pl->lot);
     broadcast_stop(pl->bc);
 }
 
@@ -723,7 +753,7 @@ struct listener *pipeline_listener(struct pipeline *pl,
 
 unsigned pipeline_streams(const struct pipeline *pl)
 {
-    return pl->nstreams + broadcast_streams(pl->bc);
+    return pl->nstreams + pl->lot.nparked + broadcast_streams(pl->bc);
 }
 
 uint64_t pipeline_bytes_live(const struct pipeline *pl)
@@ -776,6 +806,7 @@ void pipeline_free(struct pipeline *pl)
     for (size_t i = 0; pl->http.logs && i < pl->p->nsinks; i++)
         access_log_close(pl->http.logs[i]);
     free(pl->http.logs);
+    free(pl->http.conn_opts);
     free(pl->res);
     free(pl->ls);
     broadcast_free(pl->bc);

@@ -19,6 +19,7 @@
 
 #include "conf/config.h"
 #include "serve/broadcast.h"
+#include "serve/http_park.h"
 #include "serve/listener.h"
 #include "stream/stream.h"
 #include "sys/alive.h"
@@ -70,6 +71,7 @@ struct pipeline {
     struct stream_spec spec;     /* its streams' (not the broadcast's) */
     struct src_share share;      /* serve: the file its clients share */
     struct stream_http http;     /* http: what its connections share */
+    struct http_lot lot;         /* http: its idle connections, parked */
     struct weir_list streams;
     unsigned nstreams;
     struct bcast *bc; /* the broadcast mode's */

@@ -441,6 +441,23 @@ void stream_set_quiet(struct stream *s)
     s->quiet = true;
 }
 
+bool stream_quiet(const struct stream *s)
+{
+    return s->quiet;
+}
+
+void stream_set_carried(struct stream *s, const struct http_parked *pc)
+{
+    s->t_start_ns = pc->started_ns;
+    s->carried_bytes = pc->bytes;
+    s->carried_requests = pc->requests;
+}
+
+uint64_t stream_carried_bytes(const struct stream *s)
+{
+    return s->carried_bytes;
+}
+
 struct weir_list *stream_link(struct stream *s)
 {
     return &s->link;

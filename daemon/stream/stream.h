@@ -110,6 +110,18 @@ struct src_share {
 /* Main thread. Forgets the share's current file (its streams keep it). */
 void stream_share_release(struct src_share *sh);
 
+/* A connection handed to the park: its listen address, when its next
+ * request is due (CLOCK_MONOTONIC ns), and for the stream it gets next,
+ * when it came, the bytes sent it and the requests answered so far. */
+struct http_parked {
+    const struct weir_address *via;
+    int64_t deadline;
+    int64_t started_ns;
+    uint64_t bytes;
+    uint32_t requests;
+    int fd; /* the client's socket: a dup, the park's from then on */
+};
+
 /* A pipeline whose sinks are http-listen: what its clients' connections
  * share (httpd/http_conn.h). The maker opens and frees it. */
 struct stream_http {
@@ -118,7 +130,22 @@ struct stream_http {
     /* Each sink's access log (access_log=), or NULL; [p->nsinks]. */
     struct access_log **logs;
     struct http_counts counts;
+    /* Where a connection idle park_after_ns goes instead of keeping its
+     * stream: park(park_arg, ...) on the stream's worker takes a dup of
+     * the client's socket; NULL: never parked. */
+    void (*park)(void *park_arg, struct weir_loop *loop,
+                 const struct http_parked *pc);
+    void *park_arg;
+    uint64_t park_after_ns;
+    /* What each sink's connections share, made by stream_http_prepare
+     * once the fields above are set; [p->nsinks]. */
+    struct http_conn_options *conn_opts;
 };
+
+/* Main thread, before the first client: site->conn_opts from p's
+ * http-listen sinks. 0 or -ENOMEM; the maker frees conn_opts. */
+int stream_http_prepare(struct stream_http *site,
+                        const struct weir_pipeline *p);
 
 /* What the streams of one maker have in common; outlives them. */
 struct stream_spec {
@@ -208,6 +235,14 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
  * logs once per outage, not per failed attempt). */
 void stream_set_via(struct stream *s, const struct weir_address *via);
 void stream_set_quiet(struct stream *s);
+/* Whether its end goes unreported: set so, or an HTTP client's stream
+ * that ended as its connection was parked (the connection goes on). */
+bool stream_quiet(const struct stream *s);
+/* Before the start: the stream of a parked HTTP client that asks again
+ * goes on from its earlier ones: when the client came, the bytes sent
+ * it and the requests it made before this stream. */
+void stream_set_carried(struct stream *s, const struct http_parked *pc);
+uint64_t stream_carried_bytes(const struct stream *s);
 /* Places the stream on a worker (on `worker` when worker >= 0, else the
  * next in turn) and starts it. The hooks follow once it has ended. */
 void stream_start(struct stream *s, int worker);

@@ -104,6 +104,7 @@ struct stream {
     uint64_t rev_bytes; /* bytes relayed back to the client */
     /* Its end is not reported (stream_set_quiet). */
     bool quiet;
+    uint64_t carried_bytes, carried_requests; /* stream_set_carried */
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out; /* sink 0's */
     struct sink_live *live;     /* [nsinks] */

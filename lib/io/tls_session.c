@@ -709,6 +709,32 @@ void weir__tls_abort(struct weir_tls_session *t, enum weir__tls_req_kind k)
         deliver(t, k, -ECANCELED);
 }
 
+/* The public face of the requests above (weir/tls.h). */
+
+int weir_tls_session_read(struct weir_tls_session *s, void *buf, uint32_t len,
+                          weir_tls_io_fn fn, void *arg)
+{
+    return weir__tls_read(s, buf, len, fn, arg);
+}
+
+int weir_tls_session_write(struct weir_tls_session *s, const struct iovec *iov,
+                           unsigned n, weir_tls_io_fn fn, void *arg)
+{
+    return weir__tls_write(s, iov, n, fn, arg);
+}
+
+int weir_tls_session_shutdown(struct weir_tls_session *s, weir_tls_io_fn fn,
+                              void *arg)
+{
+    return weir__tls_shutdown(s, fn, arg);
+}
+
+void weir_tls_session_abort(struct weir_tls_session *s)
+{
+    for (int k = 0; k < TLS_REQ_KINDS; k++)
+        weir__tls_abort(s, (enum weir__tls_req_kind)k);
+}
+
 static bool is_literal(const char *name)
 {
     unsigned char bin[16];

@@ -682,6 +682,21 @@ static const struct bad_case bad_cases[] = {
      "[pipeline d]\nsource = dir:data.txt\nsink = http-listen:127.0.0.1:6\n",
      {3, 6, 9, 11},
      "a dir source is served by http-listen sinks only"},
+    {"https_listen_tls",
+     "[pipeline a]\nsource = dir:.\n"
+     "sink = https-listen:127.0.0.1:1,cert=/nonexistent/cert.pem\n"
+     "sink = https-listen:127.0.0.1:2,name=b\n"
+     "sink = http-listen:127.0.0.1:3,cert=/nonexistent/cert.pem,name=c\n",
+     {3, 4, 5},
+     "cert /nonexistent/cert.pem"},
+    {"http_listen_index",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = http-listen:127.0.0.1:1,index=yes\n"
+     "[pipeline b]\nsource = dir:.\n"
+     "sink = http-listen:127.0.0.1:2,index=maybe\n"
+     "sink = tcp-listen:127.0.0.1:3,index=yes,name=c\n",
+     {3, 6, 7},
+     "index= lists a dir source's directories"},
     {"three_errors",
      "[daemon]\nworkers = none\n\n[pipeline a]\nsource = file:data.txt\n"
      "sink = tcp:localhost:http\nfollow = perhaps\n",
@@ -744,7 +759,9 @@ static void test_good_configs(void **state)
              "dotfiles=no,follow_symlinks=no,server=no,max_clients=100,"
              "request_log=stdout,request_log_format=json\n"
              "[pipeline one]\nsource = file:data.txt\n"
-             "sink = http-listen:127.0.0.1:7081,path=/data.txt\n");
+             "sink = http-listen:127.0.0.1:7081,path=/data.txt\n"
+             "[pipeline listed]\nsource = dir:.\n"
+             "sink = http-listen:127.0.0.1:7082,index=yes,dotfiles=yes\n");
     check_ok("everything",
              "; every key and option the parser knows\n"
              "[daemon]\n"

@@ -5,12 +5,15 @@ One weir serves a dir source and a file source over HTTP; curl and wget
 fetch from it (GET, HEAD, ranges, resume after a cut, If-Modified-Since,
 ETags, HTTP/1.0, one connection kept for 100 requests), raw sockets send
 what curl would tidy up (pipelined requests, every traversal form of the
-fuzz seeds, a slow head). Every body is compared by its SHA-256 or byte
+fuzz seeds, a slow head). An https-listen sink serves the same root to
+curl --cacert and openssl s_client over TLS; with index=yes a directory
+is an HTML listing. Every body is compared by its SHA-256 or byte
 for byte. Waits are for events (a port listening, a log line, a close),
 bounded by deadlines. The engine is whatever WEIR_ENGINE says (meson test
 --setup epoll).
 """
 import hashlib
+import html
 import json
 import os
 import re
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 WEIR = os.path.abspath(sys.argv[1])
 SEEDS = os.path.join(sys.argv[2], "fuzz", "corpus", "http")
@@ -28,6 +32,8 @@ TMP = tempfile.mkdtemp(prefix="weir-serve-http-")
 ROOT = os.path.join(TMP, "root")
 PROCS = []
 FAILED = []
+ODD_DIR = "d <&> \u00e9"
+ODD_FILE = "x & <y> \"q\" \u00e9.txt"
 # Written outside the root: no answer may hold it.
 SECRET = b"weir-outside-the-root-5f1c"
 
@@ -184,6 +190,15 @@ def make_tree():
         f.write(SECRET)
     os.symlink("../../secret.txt", path("root", "sub", "escape"))
     os.symlink("../a.txt", path("root", "sub", "inside"))
+    # For the listings: names HTML and URLs give a meaning to, a
+    # directory of them, and a symlink to a directory outside the root.
+    os.makedirs(path("root", ODD_DIR))
+    with open(path("root", ODD_DIR, ODD_FILE), "wb") as f:
+        f.write(b"odd\n")
+    os.makedirs(path("outside"))
+    with open(path("outside", "secret-in-dir.txt"), "wb") as f:
+        f.write(SECRET)
+    os.symlink("../../outside", path("root", "sub", "outdir"))
 
 
 def content(name):
@@ -433,6 +448,232 @@ def test_access_log():
                   "a line in the reopened log")
 
 
+def listing(body):
+    """(href, text, size) of each row of a listing, in order."""
+    rows = re.findall(r'<tr><td><a href="([^"]*)">([^<]*)</a></td>'
+                      r'<td>([^<]*)</td>', body)
+    return rows
+
+
+def test_index():
+    """index=yes: a directory is an HTML listing of what may be fetched,
+    its names escaped, each link leading to the file or directory."""
+    u = "http://127.0.0.1:%d" % W["index"]
+    out = curl("-i", u + "/").decode("utf-8")
+    head, _, body = out.partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 200"), head
+    assert "Content-Type: text/html; charset=utf-8" in head, head
+    assert "Content-Length: %d" % len(body.encode()) in head, head
+    rows = listing(body)
+    names = [html.unescape(t) for _, t, _ in rows]
+    # Directories first, each group sorted; no dotfile.
+    want_dirs = sorted([ODD_DIR + "/", "sub/"])
+    want_files = sorted(["a.txt", "b.txt", "big.bin", "page.html"] +
+                        [n for n in os.listdir(ROOT)
+                         if os.path.isfile(path("root", n)) and
+                         not n.startswith(".")])
+    want_files = sorted(set(want_files))
+    assert names == want_dirs + want_files, names
+    assert ".hidden" not in body and SECRET.decode() not in body
+    # The odd names: escaped in the text, percent-encoded in the link.
+    assert "d &lt;&amp;&gt; \u00e9/" in body, body
+    assert 'href="d%20%3C%26%3E%20%C3%A9/"' in body, body
+    for href, text, size in rows:
+        if href.endswith("/"):
+            assert size == "-"
+            continue
+        name = html.unescape(text)
+        assert size == str(len(content(name))), (name, size)
+        assert sha(curl(u + "/" + href)) == sha(content(name)), name
+    # A directory without its slash is sent to it; the link inside it
+    # leads to its file, whose name HTML and URLs both mind.
+    out = curl("-i", u + "/sub").decode()
+    assert out.startswith("HTTP/1.1 301") and "Location: sub/\r\n" in out, \
+        out
+    sub = curl("-L", u + "/sub").decode()
+    assert [t for _, t, _ in listing(sub)] == ["../", "c.txt", "inside"], sub
+    odd = curl("-L", u + "/" + urllib.parse.quote(ODD_DIR)).decode()
+    rows = listing(odd)
+    assert [html.unescape(t) for _, t, _ in rows] == ["../", ODD_FILE], odd
+    got = curl(u + "/" + urllib.parse.quote(ODD_DIR) + "/" + rows[1][0])
+    assert got == content(os.path.join(ODD_DIR, ODD_FILE))
+    # HEAD: the listing's length, no body.
+    status, h = curl_head(u + "/")
+    assert status == 200 and h["content-length"] == \
+        str(len(body.encode())), h
+    # Traversal at directories: refused, nothing of outside listed.
+    for p in ("/sub/outdir/", "/sub/outdir", "/sub/../../", "/../",
+              "/%2e%2e/", "/sub/%2e%2e/%2e%2e/outside/", "/.hidden/",
+              "/sub/escape/"):
+        out = curl("--path-as-is", "-w", "%{http_code}", u + p)
+        assert out[-3:] in (b"400", b"404"), (p, out)
+        assert SECRET not in out and b"secret-in-dir" not in out, (p, out)
+    # Over TLS, the same listing.
+    t = "https://127.0.0.1:%d/" % W["tls"]
+    assert curl("--cacert", path("cert.pem"), t).decode("utf-8") == body
+    # Without index=yes a directory stays 404.
+    code = curl("-o", "/dev/null", "-w", "%{http_code}",
+                "http://127.0.0.1:%d/sub/" % W["dir"])
+    assert code == b"404", code
+
+
+def get_on(sock, name):
+    """One keep-alive GET on sock; the answer's body."""
+    sock.sendall(b"GET /" + name.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got:
+        b = sock.recv(65536)
+        assert b, "closed before an answer: %r" % got
+        got += b
+    head, _, body = got.partition(b"\r\n\r\n")
+    n = int(re.search(rb"Content-Length: (\d+)", head)[1])
+    while len(body) < n:
+        b = sock.recv(65536)
+        assert b, "closed in a body"
+        body += b
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return body
+
+
+def test_parked_keepalive():
+    """A connection idle between requests (past the 50 ms after which
+    its stream is given up) and one idle before its first are answered
+    on the same socket; one idle past header_timeout (1 s) is closed."""
+    port = W["dir"]
+    s = socket.create_connection(("127.0.0.1", port), 30)
+    s.settimeout(30)
+    for name in ("a.txt", "big.bin", "sub/c.txt", "a.txt"):
+        assert sha(get_on(s, name)) == sha(content(name)), name
+        time.sleep(0.3)
+    # The deadline still holds for a parked connection.
+    t0 = time.monotonic()
+    assert s.recv(1) == b""
+    assert time.monotonic() - t0 < 5
+    s.close()
+    s = socket.create_connection(("127.0.0.1", port), 30)
+    s.settimeout(30)
+    time.sleep(0.3)
+    assert get_on(s, "b.txt") == content("b.txt")
+    s.close()
+
+
+def test_parked_stop_and_max_clients():
+    """Parked connections count against max_clients, and a stop closes
+    them at once."""
+    port = free_port()
+    w = Weir("parked", """[pipeline p]
+source = dir:%s
+sink = http-listen:127.0.0.1:%d,max_clients=2
+""" % (ROOT, port), [port])
+    idle = []
+    for _ in range(2):
+        s = socket.create_connection(("127.0.0.1", port), 30)
+        s.settimeout(30)
+        assert get_on(s, "a.txt") == content("a.txt")
+        idle.append(s)
+    time.sleep(0.3)  # both parked
+    third = socket.create_connection(("127.0.0.1", port), 30)
+    third.settimeout(30)
+    assert third.recv(1) == b"", "a third client past max_clients=2"
+    third.close()
+    w.wait_log("max_clients=2 reached")
+    # Both still served on their sockets, then parked again.
+    for s in idle:
+        assert get_on(s, "b.txt") == content("b.txt")
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    w.stop()
+    assert time.monotonic() - t0 < 5, "parked connections held the stop"
+    for s in idle:
+        assert s.recv(1) == b""
+        s.close()
+
+
+def make_cert():
+    """A self-signed certificate for 127.0.0.1, which curl and s_client
+    are told to trust."""
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                        "-nodes", "-keyout", path("key.pem"), "-out",
+                        path("cert.pem"), "-days", "2", "-subj", "/CN=weir",
+                        "-addext", "subjectAltName=IP:127.0.0.1"],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_https_curl():
+    """GET, HEAD, a range, a resume and 100 requests on one connection,
+    over TLS, verified against the certificate."""
+    u = "https://127.0.0.1:%d" % W["tls"]
+    ca = ["--cacert", path("cert.pem")]
+    data = content("big.bin")
+    assert sha(curl(*ca, u + "/big.bin")) == sha(data)
+    status, h = curl_head(u + "/big.bin", *ca)
+    assert status == 200 and h["content-length"] == str(len(data)), h
+    got = curl(*ca, "-r", "100-199", u + "/big.bin")
+    assert sha(got) == sha(data[100:200]), len(got)
+    assert curl(*ca, "-r", "-4096", u + "/big.bin") == data[-4096:]
+    with open(path("tls-part.bin"), "wb") as f:
+        f.write(data[:1 << 20])
+    curl(*ca, "-C", "-", "-o", path("tls-part.bin"), u + "/big.bin")
+    with open(path("tls-part.bin"), "rb") as f:
+        assert sha(f.read()) == sha(data)
+    code = curl(*ca, "-o", "/dev/null", "-w", "%{http_code}", u + "/nope")
+    assert code == b"404", code
+    urls = [u + ("/a.txt" if i % 2 else "/big.bin") for i in range(100)]
+    out = subprocess.run(["curl", "-sv", "--noproxy", "*"] + ca + urls,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    want = b"".join(content("a.txt") if i % 2 else data for i in range(100))
+    assert sha(out.stdout) == sha(want)
+    reused = out.stderr.count(b"Re-using existing connection")
+    assert reused == 99, out.stderr[-2000:]
+    # Not trusted without the certificate: the handshake fails.
+    r = subprocess.run(["curl", "-sS", "--noproxy", "*", u + "/a.txt"],
+                       capture_output=True, timeout=60)
+    assert r.returncode != 0 and r.stdout == b"", r
+
+
+def test_https_s_client():
+    """openssl s_client: pipelined requests in one write, the last one
+    closing; every answer whole and in order, then close_notify."""
+    req = (b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+           b"HEAD /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+           b"GET /sub/c.txt HTTP/1.1\r\nHost: x\r\nConnection: close"
+           b"\r\n\r\n")
+    p = subprocess.Popen(["openssl", "s_client", "-connect",
+                          "127.0.0.1:%d" % W["tls"], "-CAfile",
+                          path("cert.pem"), "-verify_return_error",
+                          "-quiet"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    PROCS.append(p)
+    # -quiet implies -ign_eof: s_client ends when weir closes the
+    # connection, not at the end of its input.
+    try:
+        out, err = p.communicate(req, timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
+    got = answers(out, head_only=(1,))
+    assert [a[0] for a in got] == [200, 200, 200], (got, err)
+    assert sha(got[0][2]) == sha(content("big.bin"))
+    assert got[1][1]["content-length"] == str(len(content("a.txt")))
+    assert got[2][2] == content("sub/c.txt")
+
+
+def test_https_bad_cert_check():
+    """A certificate that is not there is a --check error at its line."""
+    conf = path("badcert.conf")
+    with open(conf, "w") as f:
+        f.write("[pipeline s]\nsource = dir:%s\n"
+                "sink = https-listen:127.0.0.1:%d,cert=%s,key=%s\n"
+                % (ROOT, W["tls"], path("nope.pem"), path("key.pem")))
+    r = subprocess.run([WEIR, "--check", "-c", conf], capture_output=True,
+                       timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 78, (r.returncode, err)
+    assert "badcert.conf:3:" in err and "nope.pem" in err, err
+
+
 def test_metrics():
     """What the tests above did, as /metrics counts it."""
     text = curl("http://127.0.0.1:%d/metrics" % W["metrics"]).decode()
@@ -463,15 +704,19 @@ def main():
     tests = [test_get_head_types, test_ranges, test_resume_curl_and_wget,
              test_conditional, test_http10_and_keepalive, test_errors,
              test_traversal_refused, test_slow_head_cut, test_shrinking_file,
-             test_access_log, test_metrics]
-    for tool in ("curl", "wget"):
+             test_access_log, test_metrics, test_https_curl,
+             test_https_s_client, test_https_bad_cert_check, test_index,
+             test_parked_keepalive, test_parked_stop_and_max_clients]
+    for tool in ("curl", "wget", "openssl"):
         if shutil.which(tool) is None:
             print("SKIP: %s is not installed (tools/install-deps)" % tool)
             return 77
     try:
         make_tree()
+        make_cert()
         W["dir"], W["file"] = free_port(), free_port()
-        W["metrics"] = free_port()
+        W["metrics"], W["tls"] = free_port(), free_port()
+        W["index"] = free_port()
         W["weir"] = Weir("serve", """[daemon]
 workers = 2
 metrics = 127.0.0.1:%d
@@ -483,9 +728,18 @@ sink = http-listen:127.0.0.1:%d,header_timeout=1s,request_log=%s,request_log_for
 [pipeline one]
 source = file:%s
 sink = http-listen:127.0.0.1:%d,path=/files/a.txt,server=no,request_log=%s
+
+[pipeline secure]
+source = dir:%s
+sink = https-listen:127.0.0.1:%d,cert=%s,key=%s,header_timeout=5s,index=yes
+
+[pipeline listed]
+source = dir:%s
+sink = http-listen:127.0.0.1:%d,index=yes
 """ % (W["metrics"], ROOT, W["dir"], path("access.json"),
-       path("root", "a.txt"), W["file"], path("access.log")),
-            [W["dir"], W["file"], W["metrics"]])
+       path("root", "a.txt"), W["file"], path("access.log"), ROOT, W["tls"],
+       path("cert.pem"), path("key.pem"), ROOT, W["index"]),
+            [W["dir"], W["file"], W["metrics"], W["tls"], W["index"]])
         for t in tests:
             try:
                 t()

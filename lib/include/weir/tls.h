@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "weir/loop.h"
 
@@ -108,6 +109,33 @@ int weir_tls_session_create(struct weir_tls_session **out,
 /* Owner. Drops the creator's reference: the endpoints given the session
  * hold their own, and the last one to go frees it. */
 void weir_tls_session_release(struct weir_tls_session *s);
+
+/*
+ * Plaintext over a session, for a protocol that drives the connection
+ * itself rather than through an endpoint (an HTTP server's requests and
+ * answers). At most one request of each kind at a time (-EBUSY
+ * otherwise); fn(arg, res) runs later from the loop, never inside the
+ * call: res >= 0 on success, -errno on failure, and after one failure
+ * every request fails with the same error. Reads and writes wait for the
+ * handshake.
+ *
+ * read: up to len bytes into buf; res is how many, 0 the peer's end.
+ * write: every byte of iov (which stays valid until fn runs) is taken
+ * and res is their count. shutdown: close_notify goes to the kernel,
+ * after a pending write (the peer's close_notify is not waited for).
+ * abort: each pending request completes now, inside the call, with
+ * -ECANCELED; for an owner about to let go of the session.
+ * Owner thread of the session's loop.
+ */
+typedef void (*weir_tls_io_fn)(void *arg, int res);
+
+int weir_tls_session_read(struct weir_tls_session *s, void *buf, uint32_t len,
+                          weir_tls_io_fn fn, void *arg);
+int weir_tls_session_write(struct weir_tls_session *s, const struct iovec *iov,
+                           unsigned n, weir_tls_io_fn fn, void *arg);
+int weir_tls_session_shutdown(struct weir_tls_session *s, weir_tls_io_fn fn,
+                              void *arg);
+void weir_tls_session_abort(struct weir_tls_session *s);
 
 /*
  * Any thread. Whether the kernel offers TLS to sockets (the tls upper

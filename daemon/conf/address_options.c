@@ -525,6 +525,42 @@ static int opt_creds(struct weir_address *a, const char *v, char *err,
     return opt_str(&a->creds, v);
 }
 
+/* A jetstream source's durable consumer: JetStream's names, no '.'. */
+static int opt_consumer(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    if (!*v || strpbrk(v, " \t.*>/\\") != NULL || strlen(v) > 255) {
+        snprintf(err, errlen,
+                 "'%s' is not a consumer's name (no '.', '*', '>', '/', "
+                 "'\\' or spaces)",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->consumer, v);
+}
+
+/* A jetstream source's filter: a subject, wildcards allowed. */
+static int opt_js_subject(struct weir_address *a, const char *v, char *err,
+                          size_t errlen)
+{
+    if (!*v || strpbrk(v, " \t") != NULL || v[0] == '.' ||
+        v[strlen(v) - 1] == '.' || strstr(v, "..") != NULL) {
+        snprintf(err, errlen,
+                 "'%s' is not a subject (dot-separated tokens, * and > "
+                 "as wildcards)",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->subject, v);
+}
+
+static int opt_ack_wait(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    return value_duration_ms(v, 1000, CONF_MAX_JS_ACK_WAIT_MS, &a->ack_wait_ms,
+                             err, errlen);
+}
+
 #define HTTP      KIND(ADDR_HTTP)
 #define KAFKA     KIND(ADDR_KAFKA)
 #define JETSTREAM KIND(ADDR_JETSTREAM)
@@ -648,7 +684,14 @@ static const struct option_def options[] = {
     {"retries", HTTP, ROLE(ADDR_SINK), "http and https", opt_retries},
     {"key", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_key},
     {"compression", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_compression},
-    {"creds", JETSTREAM, ROLE(ADDR_SINK), "jetstream", opt_creds},
+    {"creds", JETSTREAM, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "jetstream",
+     opt_creds},
+    {"consumer", JETSTREAM, ROLE(ADDR_SOURCE), "a jetstream source",
+     opt_consumer},
+    {"subject", JETSTREAM, ROLE(ADDR_SOURCE), "a jetstream source",
+     opt_js_subject},
+    {"ack_wait", JETSTREAM, ROLE(ADDR_SOURCE), "a jetstream source",
+     opt_ack_wait},
     {"path", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_url_path},
     {"server", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_server},
     {"dotfiles", HTTPD, ROLE(ADDR_SINK), "http-listen", opt_dotfiles},

@@ -112,3 +112,94 @@ void js_json(struct text *t, const struct js_num *j)
                  (unsigned long long)j->v[JN_ERR_TIMEOUT + i],
                  i < 2 ? "," : "}}");
 }
+
+void jss_num_add(struct jss_num *j,
+                 const struct weir_jetstream_source_counters *c, bool live)
+{
+    j->any = true;
+    j->v[JSS_RECORDS] += get(&c->records);
+    j->v[JSS_BYTES] += get(&c->bytes);
+    j->v[JSS_ACKED] += get(&c->acked);
+    j->v[JSS_REDELIVERED] += get(&c->redelivered);
+    j->v[JSS_ERRORS] += get(&c->errors);
+    if (live)
+        j->v[JSS_UNACKED] += get(&c->unacked);
+}
+
+void jss_num_merge(struct jss_num *a, const struct jss_num *b)
+{
+    a->any |= b->any;
+    for (int i = 0; i < JSS_FIELDS; i++)
+        a->v[i] += b->v[i];
+}
+
+static const struct {
+    const char *name, *type, *help;
+} src_fams[JSS_FIELDS] = {
+    [JSS_RECORDS] = {"weir_jetstream_source_records_total", "counter",
+                     "Messages a jetstream source read into its pipeline."},
+    [JSS_BYTES] = {"weir_jetstream_source_bytes_total", "counter",
+                   "Message payload bytes a jetstream source read."},
+    [JSS_ACKED] = {"weir_jetstream_source_acked_total", "counter",
+                   "Messages acknowledged to the consumer once every sink "
+                   "had them."},
+    [JSS_REDELIVERED] = {"weir_jetstream_source_redelivered_total", "counter",
+                         "Messages the server delivered again while their "
+                         "first delivery was held (dropped)."},
+    [JSS_ERRORS] = {"weir_jetstream_source_errors_total", "counter",
+                    "Fetches and acknowledgements that failed."},
+    [JSS_UNACKED] = {"weir_jetstream_source_unacked", "gauge",
+                     "Messages read and not yet acknowledged."},
+};
+
+unsigned jss_families(void)
+{
+    return JSS_FIELDS;
+}
+
+void jss_family_head(struct text *t, unsigned f)
+{
+    text_put(t, "# HELP %s %s\n# TYPE %s %s\n", src_fams[f].name,
+             src_fams[f].help, src_fams[f].name, src_fams[f].type);
+}
+
+void jss_family_put(struct text *t, unsigned f, const struct jss_num *j,
+                    const char *pl)
+{
+    if (!j->any)
+        return;
+    text_put(t, "%s{pipeline=\"", src_fams[f].name);
+    text_prom_label(t, pl);
+    text_put(t, "\"} %llu\n", (unsigned long long)j->v[f]);
+}
+
+void jss_json(struct text *t, const struct jss_num *j)
+{
+    if (!j->any)
+        return;
+    text_put(t,
+             "\"jetstream_source\":{\"records\":%llu,\"bytes\":%llu,"
+             "\"acked\":%llu,\"unacked\":%llu,\"redelivered\":%llu,"
+             "\"errors\":%llu},",
+             (unsigned long long)j->v[JSS_RECORDS],
+             (unsigned long long)j->v[JSS_BYTES],
+             (unsigned long long)j->v[JSS_ACKED],
+             (unsigned long long)j->v[JSS_UNACKED],
+             (unsigned long long)j->v[JSS_REDELIVERED],
+             (unsigned long long)j->v[JSS_ERRORS]);
+}
+
+void jss_text(struct text *t, const struct jss_num *j, const char *pl)
+{
+    if (!j->any)
+        return;
+    text_put(t,
+             "\npipeline %s: jetstream source: %llu messages read, %llu "
+             "acknowledged, %llu waiting for their sinks, %llu delivered "
+             "again, %llu errors\n",
+             pl, (unsigned long long)j->v[JSS_RECORDS],
+             (unsigned long long)j->v[JSS_ACKED],
+             (unsigned long long)j->v[JSS_UNACKED],
+             (unsigned long long)j->v[JSS_REDELIVERED],
+             (unsigned long long)j->v[JSS_ERRORS]);
+}

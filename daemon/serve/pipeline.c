@@ -332,14 +332,15 @@ static bool path_is_fifo(const char *path)
 }
 
 /* A source that has no beginning to serve from: a followed file, a FIFO,
- * a connection. */
+ * a connection, a jetstream consumer (one for every client). */
 static bool source_live(const struct weir_pipeline *p)
 {
     const struct weir_address *a = p->source;
 
     if (a->kind == ADDR_FILE)
         return p->follow || a->follow || (a->fifo && path_is_fifo(a->path));
-    return a->kind == ADDR_TCP || a->kind == ADDR_UNIX;
+    return a->kind == ADDR_TCP || a->kind == ADDR_UNIX ||
+           a->kind == ADDR_JETSTREAM;
 }
 
 static const struct pl_mode *mode_of(const struct weir_pipeline *p)

@@ -9,6 +9,7 @@
 
 #include "stream/checkpoint_set.h"
 #include "stream/fileset_live.h"
+#include "stream/source_ack.h"
 #include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -232,6 +233,7 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
         stream_sync_idle(s);
     ckpt_sample(s, false);
     ckpt_set_sample(s, false);
+    source_ack_sample(s, false);
     /* A glob source's figures walk every file it knows: once a second is
      * what status and /metrics show. */
     if (now - s->fs_sampled >= FS_SAMPLE_NS) {

@@ -503,46 +503,6 @@ static const struct ep_ops js_ops = {
 
 /* ---- construction ---- */
 
-/* The client's options: every server of the list, reconnecting for ever,
- * its buffers sized by the mark. */
-static natsOptions *client_options(const struct weir_jetstream_sink_options *o,
-                                   uint64_t hwm)
-{
-    natsOptions *no = NULL;
-    char *list = strdup(o->servers), *save = NULL;
-    const char *urls[64];
-    int n = 0;
-    int buf = hwm * 2 > (1u << 30) ? (1 << 30) : (int)(hwm * 2);
-    natsStatus st = list ? natsOptions_Create(&no) : NATS_NO_MEMORY;
-
-    for (char *u = strtok_r(list, ",", &save); st == NATS_OK && u && n < 64;
-         u = strtok_r(NULL, ",", &save))
-        urls[n++] = u;
-    if (st == NATS_OK)
-        st = natsOptions_SetServers(no, urls, n);
-    if (st == NATS_OK)
-        st = natsOptions_SetMaxReconnect(no, -1);
-    if (st == NATS_OK)
-        st = natsOptions_SetReconnectWait(no, 250);
-    if (st == NATS_OK)
-        st = natsOptions_SetRetryOnFailedConnect(no, true, NULL, NULL);
-    if (st == NATS_OK)
-        st = natsOptions_SetReconnectBufSize(no,
-                                             buf < (8 << 20) ? 8 << 20 : buf);
-    if (st == NATS_OK)
-        st = natsOptions_SetIOBufSize(no, buf < (1 << 20) ? 1 << 20 : buf);
-    if (st == NATS_OK && o->creds)
-        st = natsOptions_SetUserCredentialsFromFiles(no, o->creds, NULL);
-    if (st == NATS_OK && o->ca)
-        st = natsOptions_LoadCATrustedCertificates(no, o->ca);
-    free(list);
-    if (st != NATS_OK && no) {
-        natsOptions_Destroy(no);
-        no = NULL;
-    }
-    return no;
-}
-
 int weir_endpoint_jetstream_sink(struct weir_endpoint **out,
                                  struct weir_loop *loop,
                                  const struct weir_jetstream_sink_options *o)
@@ -577,7 +537,9 @@ int weir_endpoint_jetstream_sink(struct weir_endpoint **out,
     }
     s->subject = strdup(o->subject);
     s->prefix = strdup(o->id_prefix ? o->id_prefix : own);
-    no = s->subject && s->prefix ? client_options(o, s->o.hwm) : NULL;
+    no = s->subject && s->prefix
+             ? weir__js_client_options(o->servers, o->creds, o->ca, s->o.hwm)
+             : NULL;
     rc = no ? 0 : -EINVAL;
     /* Records out are bounded by the mark (each at least a byte): the
      * client never stalls a publish for its own bound. */

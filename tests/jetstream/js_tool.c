@@ -10,6 +10,13 @@
  *   js_tool leader URLS STREAM           the server that leads it
  *   js_tool dump URLS STREAM             every message's payload, one a
  *                                        line, in the stream's order
+ *   js_tool publish URLS SUBJECT         each line of standard input a
+ *                                        message (without its newline),
+ *                                        every one acknowledged
+ *   js_tool consumer URLS STREAM NAME    the consumer's ack floor (a
+ *                                        stream sequence), its messages
+ *                                        delivered and not acknowledged,
+ *                                        and those not delivered yet
  *
  * URLS: nats://H:P[,nats://H:P...]. Exits 1 with the client's error.
  */
@@ -105,6 +112,35 @@ static void dump(const char *stream)
     }
 }
 
+static void publish(const char *subject)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    jsPubOptions po;
+
+    jsPubOptions_Init(&po);
+    po.MaxWait = 10000;
+    while ((n = getline(&line, &cap, stdin)) > 0) {
+        if (line[n - 1] == '\n')
+            n--;
+        check(js_PublishAsync(js, subject, line, (int)n, NULL), "publish");
+    }
+    free(line);
+    check(js_PublishAsyncComplete(js, &po), "publish complete");
+}
+
+static void consumer(const char *stream, const char *name)
+{
+    jsConsumerInfo *ci = NULL;
+
+    check(js_GetConsumerInfo(&ci, js, stream, name, NULL, NULL),
+          "consumer info");
+    printf("%llu %lld %llu\n", (unsigned long long)ci->AckFloor.Stream,
+           (long long)ci->NumAckPending, (unsigned long long)ci->NumPending);
+    jsConsumerInfo_Destroy(ci);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t msgs;
@@ -124,6 +160,10 @@ int main(int argc, char **argv)
         leader(argv[3]);
     else if (strcmp(argv[1], "dump") == 0)
         dump(argv[3]);
+    else if (strcmp(argv[1], "publish") == 0)
+        publish(argv[3]);
+    else if (strcmp(argv[1], "consumer") == 0 && argc == 5)
+        consumer(argv[3], argv[4]);
     else
         return 2;
     fflush(stdout);

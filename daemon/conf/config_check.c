@@ -532,6 +532,7 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         if (s->kind == ADDR_JETSTREAM) {
             check_secret(s, "creds", s->creds, diag);
             check_secret(s, "ca", s->ca, diag);
+            check_dead_letter(s, diag);
         }
         conf_tls_check(s, diag);
         /* The series and the board tell sinks apart by their label (an

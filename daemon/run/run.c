@@ -393,6 +393,9 @@ static uint64_t pipe_refused(const struct pipeline *pl, const struct stream *s)
         else if (pl->p->sinks[i]->kind == ADDR_KAFKA)
             n = atomic_load_explicit(&sl->kafka.err_rejected,
                                      memory_order_relaxed);
+        else if (pl->p->sinks[i]->kind == ADDR_JETSTREAM)
+            n = atomic_load_explicit(&sl->jetstream.dead_letter,
+                                     memory_order_relaxed);
         else
             continue;
         if (n)

@@ -20,6 +20,7 @@ void js_num_add(struct js_num *j, const struct weir_jetstream_counters *c,
     j->v[JN_ERR_TIMEOUT] += get(&c->err_timeout);
     j->v[JN_ERR_NO_RESPONDERS] += get(&c->err_no_responders);
     j->v[JN_ERR_OTHER] += get(&c->err_other);
+    j->v[JN_DEAD_LETTER] += get(&c->dead_letter);
     if (live)
         j->v[JN_IN_FLIGHT] += get(&c->in_flight);
 }
@@ -52,6 +53,11 @@ static const struct {
      "Failed publishes by reason: timeout (no acknowledgement in time), "
      "no_responders (no stream answered), other.",
      -1},
+    {"weir_jetstream_dead_letter_records_total", "counter",
+     "Records not stored: refused for good (over the server's max_payload "
+     "or the stream's max_msg_size) or given up after retries; in the "
+     "dead_letter file when there is one.",
+     JN_DEAD_LETTER},
     {"weir_jetstream_in_flight", "gauge",
      "Records published and not yet answered.", JN_IN_FLIGHT},
 };
@@ -101,12 +107,13 @@ void js_json(struct text *t, const struct js_num *j)
     text_put(t,
              ",\"jetstream\":{\"records_acked\":%llu,\"bytes_acked\":%llu,"
              "\"duplicates\":%llu,\"in_flight\":%llu,\"retries\":%llu,"
-             "\"errors\":{",
+             "\"dead_letter_records\":%llu,\"errors\":{",
              (unsigned long long)j->v[JN_RECORDS],
              (unsigned long long)j->v[JN_BYTES],
              (unsigned long long)j->v[JN_DUPLICATES],
              (unsigned long long)j->v[JN_IN_FLIGHT],
-             (unsigned long long)j->v[JN_RETRIES]);
+             (unsigned long long)j->v[JN_RETRIES],
+             (unsigned long long)j->v[JN_DEAD_LETTER]);
     for (int i = 0; i < 3; i++)
         text_put(t, "\"%s\":%llu%s", reasons[i],
                  (unsigned long long)j->v[JN_ERR_TIMEOUT + i],

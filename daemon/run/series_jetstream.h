@@ -21,6 +21,7 @@ enum js_num_field {
     JN_ERR_TIMEOUT,
     JN_ERR_NO_RESPONDERS,
     JN_ERR_OTHER,
+    JN_DEAD_LETTER,
     JN_IN_FLIGHT, /* a gauge: live streams only */
     JN_FIELDS,
 };

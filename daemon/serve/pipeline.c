@@ -423,7 +423,8 @@ static int open_file_sinks(struct pipeline *pl)
     for (size_t i = 0; i < p->nsinks; i++) {
         const struct weir_address *a = p->sinks[i];
         const char *path = a->kind == ADDR_FILE ? a->path : a->dead_letter;
-        bool dead = a->kind == ADDR_HTTP || a->kind == ADDR_KAFKA;
+        bool dead = a->kind == ADDR_HTTP || a->kind == ADDR_KAFKA ||
+                    a->kind == ADDR_JETSTREAM;
         int fd;
 
         if ((a->kind != ADDR_FILE && !(dead && path)) ||

@@ -47,6 +47,7 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae,
     struct js_note note = {
         .msg = msg,
         .st = pa ? NATS_OK : (pae ? pae->Err : NATS_ERR),
+        .jerr = pae ? (int)pae->ErrCode : 0,
         .duplicate = pa && pa->Duplicate,
     };
     bool was_empty;

@@ -28,6 +28,7 @@
 struct js_note {
     natsMsg *msg;
     natsStatus st;  /* NATS_OK: acknowledged */
+    int jerr;       /* the stream's error code, when it answered one */
     bool duplicate; /* acknowledged as one the stream had already */
 };
 

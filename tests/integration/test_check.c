@@ -659,6 +659,13 @@ static const struct bad_case bad_cases[] = {
      "name=d\n",
      {3, 4, 5, 6},
      "names no subject: write jetstream:nats://HOST:PORT"},
+    {"jetstream_dead_letter",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs,"
+     "dead_letter=/nonexistent/dir/dead.jsonl\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs,retries=never,name=b\n",
+     {3, 4},
+     "sink: dead_letter directory '/nonexistent/dir'"},
     {"jetstream_source_address",
      "[pipeline a]\nsource = jetstream:nats://127.0.0.1:4222\nsink = null\n"
      "[pipeline b]\nsource = jetstream:nats://127.0.0.1:4222/lo.gs\n"
@@ -832,7 +839,7 @@ static void test_good_configs(void **state)
              "[pipeline a]\nsource = file:data.txt\n"
              "sink = jetstream:nats://n1:4222,nats://127.0.0.1:4223,"
              "tls://[::1]:4224/logs.app.1,ca=/etc/ssl/certs/"
-             "ca-certificates.crt\n");
+             "ca-certificates.crt,dead_letter=/tmp/js.dead,retries=10\n");
     /* A jetstream source with every option, into a file; and one served
      * to tcp-listen clients. */
     check_ok("jetstream_source",

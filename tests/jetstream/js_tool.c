@@ -2,7 +2,8 @@
  * js_tool.c - the test's own JetStream client (the nats CLI is not in
  * Debian), on the NATS C client:
  *
- *   js_tool create URLS STREAM SUBJECT   a file-stored stream of SUBJECT
+ *   js_tool create URLS STREAM SUBJECT [MAX_MSG_SIZE]
+ *                                        a file-stored stream of SUBJECT
  *                                        with three replicas (retried
  *                                        while the cluster elects its
  *                                        leaders)
@@ -54,7 +55,8 @@ static void connect_to(char *urls)
     natsOptions_Destroy(o);
 }
 
-static void create(const char *stream, const char *subject)
+static void create(const char *stream, const char *subject,
+                   int32_t max_msg_size)
 {
     jsStreamConfig cfg;
     jsStreamInfo *si = NULL;
@@ -66,6 +68,8 @@ static void create(const char *stream, const char *subject)
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
     cfg.Replicas = 3;
+    if (max_msg_size)
+        cfg.MaxMsgSize = max_msg_size;
     /* Until the cluster has a meta leader and three peers: bounded. */
     for (int i = 0; i < 150 && st != NATS_OK; i++) {
         st = js_AddStream(&si, js, &cfg, NULL, NULL);
@@ -151,8 +155,8 @@ int main(int argc, char **argv)
         return 2;
     }
     connect_to(argv[2]);
-    if (strcmp(argv[1], "create") == 0 && argc == 5)
-        create(argv[3], argv[4]);
+    if (strcmp(argv[1], "create") == 0 && (argc == 5 || argc == 6))
+        create(argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 0);
     else if (strcmp(argv[1], "count") == 0)
         (void)last_seq(argv[3], &msgs),
             printf("%llu\n", (unsigned long long)msgs);

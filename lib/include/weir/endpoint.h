@@ -96,8 +96,12 @@ enum weir_endpoint_event {
     WEIR_EP_KAFKA_REJECTED,
     /* A jetstream sink: a publish failed or was not acknowledged in time
      * and is sent again; err: the NATS client's status (for
-     * weir_jetstream_strerror). CONNECTED follows at the next ack. */
+     * weir_jetstream_strerror). CONNECTED follows at the next ack.
+     * REJECTED: a record refused for good (larger than the server's
+     * max_payload or the stream's max_msg_size) or given up after
+     * retry_limit failures; err: the status; offset: how many so far. */
     WEIR_EP_JETSTREAM_FAILING,
+    WEIR_EP_JETSTREAM_REJECTED,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -456,6 +460,9 @@ struct weir_jetstream_counters {
      * (no responders: a leader being elected, no stream for the
      * subject), any other. */
     _Atomic uint64_t err_timeout, err_no_responders, err_other;
+    /* Records refused for good or given up after retry_limit: in the
+     * dead letters, not the stream. */
+    _Atomic uint64_t dead_letter;
 };
 
 /*
@@ -484,6 +491,15 @@ struct weir_jetstream_sink_options {
                              again; 0: 5 s */
     const char *creds;    /* a NATS credentials file; NULL: none */
     const char *ca;       /* tls://: a PEM file of CAs; NULL: system */
+    /* A record the server refuses for good (larger than its max_payload
+     * or the stream's max_msg_size), or the oldest one out after
+     * retry_limit failed publishes in a row (0: never given up), is
+     * counted as handled, not stored: with has_dead_letter, one JSON
+     * line {"error":"...","record":"..."} is appended to dead_letter_fd
+     * (a regular file's write, on the loop). */
+    unsigned retry_limit;
+    bool has_dead_letter;
+    int dead_letter_fd;
     weir_endpoint_event_fn on_event; /* may be NULL */
     void *event_arg;
 };

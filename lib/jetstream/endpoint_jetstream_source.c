@@ -325,6 +325,11 @@ static void jss_close(struct weir_endpoint *ep)
     weir__ep_timer_stop(ep);
     weir_readable_destroy(ep->rs);
     ep->rs = NULL;
+    /* Nothing is held any more, for the figures; their memory is the
+     * owner's, gone by the release. */
+    if (s->stats)
+        atomic_store_explicit(&s->stats->unacked, 0, memory_order_relaxed);
+    s->stats = NULL;
 }
 
 static void jss_release(struct weir_endpoint *ep)
@@ -335,8 +340,6 @@ static void jss_release(struct weir_endpoint *ep)
      * thread sends the acks it was handed, then lets go of the rest. */
     for (size_t i = s->head; i < s->n; i++)
         natsMsg_Destroy(s->v[i].m);
-    if (s->stats)
-        atomic_store_explicit(&s->stats->unacked, 0, memory_order_relaxed);
     free(s->v);
     if (s->fetch)
         weir__js_fetch_release(s->fetch);

@@ -168,7 +168,9 @@ static void js_event(void *arg, enum weir_endpoint_event ev, int err,
     const struct weir_pipeline *p = s->sp->p;
 
     (void)off;
-    if (ev == WEIR_EP_JETSTREAM_FAILING)
+    if (ev == WEIR_EP_JETSTREAM_READ)
+        stream_ckpt_soon(s); /* what the sinks took, acknowledged soon */
+    else if (ev == WEIR_EP_JETSTREAM_FAILING)
         log_warnx("pipeline %s: source %s: cannot read its consumer: %s; "
                   "trying again",
                   p->name, p->source->text, weir_jetstream_strerror(err));

@@ -337,15 +337,22 @@ static void ckpt_soon_fire(struct weir_op *op, int res, uint32_t flags)
         stream_try_reap(s);
         return;
     }
-    if (!h->finished)
+    if (!h->finished) {
         ckpt_set_sample(s, false);
+        source_ack_sample(s, false);
+    }
 }
 
 void stream_ckpt_soon(struct stream *s)
 {
     struct stream_home *h = &s->home;
 
-    if (!s->sp->ckset || h->finished || h->reap || h->ck_soon.op.pending)
+    /* A jetstream source without transforms too: its sinks' bytes are
+     * its messages, told at once (with transforms only a stream at
+     * rest tells, which the watch's pace judges). */
+    if ((!s->sp->ckset &&
+         !(s->src_remote && s->sp->p->ntransforms == 0 && h->sinks)) ||
+        h->finished || h->reap || h->ck_soon.op.pending)
         return;
     h->ck_soon.op.fn = ckpt_soon_fire;
     weir_loop_timer_start(h->loop, &h->ck_soon, 1000 * 1000);

@@ -78,6 +78,7 @@ static size_t msg_len(natsMsg *m, const uint8_t **data, size_t *payload)
 /* ---- into the stream ---- */
 
 static void jss_fill(struct js_source *s);
+static void event(struct js_source *s, enum weir_endpoint_event ev, int err);
 
 static void jss_timer(struct weir_endpoint *ep)
 {
@@ -89,6 +90,7 @@ static void jss_fill(struct js_source *s)
 {
     struct weir_endpoint *ep = &s->ep;
     size_t cap = weir_pool_buf_size(s->pool);
+    uint64_t was = s->out;
 
     while (!ep->destroyed && !s->ended && !s->held && s->copied < s->n &&
            weir_readable_desired_size(ep->rs) > 0) {
@@ -135,6 +137,8 @@ static void jss_fill(struct js_source *s)
         weir__ep_count(ep, used);
         weir_readable_enqueue(ep->rs, weir_chunk_of(b, (uint32_t)used));
     }
+    if (s->out != was && !ep->destroyed)
+        event(s, WEIR_EP_JETSTREAM_READ, 0);
 }
 
 static int jss_push(struct js_source *s, natsMsg *m)

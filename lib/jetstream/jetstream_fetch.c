@@ -418,7 +418,7 @@ int weir__js_fetch_start(struct js_fetch **out, natsOptions *opts,
     f->filter = dup_or_null(o->filter, &oom);
     f->ack_wait_ns =
         o->ack_wait_ns ? (int64_t)o->ack_wait_ns : 60ll * 1000 * 1000 * 1000;
-    f->batch = o->batch ? (int)o->batch : 256;
+    f->batch = o->batch ? (int)o->batch : 1024;
     f->hwm = o->hwm ? o->hwm : 1u << 20;
     f->st = NATS_NOT_YET_CONNECTED; /* so that the first read is news */
     if (o->nsync_fds) {

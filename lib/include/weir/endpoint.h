@@ -102,6 +102,11 @@ enum weir_endpoint_event {
      * retry_limit failures; err: the status; offset: how many so far. */
     WEIR_EP_JETSTREAM_FAILING,
     WEIR_EP_JETSTREAM_REJECTED,
+    /* A jetstream source put messages into its stream: the owner may
+     * soon say what its sinks took (weir_jetstream_source_ack), so that
+     * the credit they hold comes back without waiting. offset: its
+     * stream's bytes so far. */
+    WEIR_EP_JETSTREAM_READ,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -538,7 +543,7 @@ struct weir_jetstream_source_counters {
  */
 struct weir_jetstream_source_options {
     uint64_t hwm;         /* payload bytes held unacknowledged; 0: 1 MiB */
-    uint32_t batch;       /* messages per fetch, at most; 0: 256 */
+    uint32_t batch;       /* messages per fetch, at most; 0: 1024 */
     uint64_t ack_wait_ns; /* the consumer's, when it is made; 0: 60 s */
     _Atomic uint64_t *counter;
     struct weir_jetstream_source_counters *stats; /* may be NULL */

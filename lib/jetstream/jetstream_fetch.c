@@ -35,6 +35,41 @@
 /* Between two attempts to bind the consumer, or after a failed fetch. */
 #define RETRY_WAIT_NS (500ll * 1000 * 1000)
 
+/* The fetch threads running, for weir_jetstream_sources_wait. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t live_cv = PTHREAD_COND_INITIALIZER;
+static unsigned live;
+
+static void live_add(int n)
+{
+    pthread_mutex_lock(&live_mu);
+    live = (unsigned)((int)live + n);
+    if (live == 0)
+        pthread_cond_broadcast(&live_cv);
+    pthread_mutex_unlock(&live_mu);
+}
+
+bool weir_jetstream_sources_wait(uint64_t timeout_ns)
+{
+    struct timespec t;
+    bool none;
+
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += (time_t)(timeout_ns / 1000000000);
+    t.tv_nsec += (long)(timeout_ns % 1000000000);
+    if (t.tv_nsec >= 1000000000) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&live_mu);
+    while (live > 0 &&
+           pthread_cond_timedwait(&live_cv, &live_mu, &t) != ETIMEDOUT) {
+    }
+    none = live == 0;
+    pthread_mutex_unlock(&live_mu);
+    return none;
+}
+
 static void wake(struct js_fetch *f)
 {
     uint64_t one = 1;
@@ -371,6 +406,7 @@ static void *fetch_thread(void *arg)
     if (nc)
         natsConnection_Destroy(nc);
     fetch_free(f);
+    live_add(-1);
     return NULL;
 }
 
@@ -436,12 +472,14 @@ int weir__js_fetch_start(struct js_fetch **out, natsOptions *opts,
         return -ENOMEM;
     }
     rc = pthread_attr_init(&at);
+    live_add(1);
     if (rc == 0) {
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         rc = pthread_create(&t, &at, fetch_thread, f);
         pthread_attr_destroy(&at);
     }
     if (rc) {
+        live_add(-1);
         fetch_free(f);
         return -rc;
     }

@@ -569,6 +569,10 @@ int weir_endpoint_jetstream_source(
  * by every sink: the messages that end there are acknowledged (on the
  * source's thread). Returns how many messages that was. */
 uint64_t weir_jetstream_source_ack(struct weir_endpoint *ep, uint64_t acked);
+/* Waits, up to timeout_ns, until every jetstream source's thread has
+ * sent the acknowledgements it was handed and closed its connection (a
+ * program's exit: the threads are detached). False on the timeout. */
+bool weir_jetstream_sources_wait(uint64_t timeout_ns);
 /* Owner. While held, the source puts nothing more into its stream (a
  * broadcast with no client): what it fetched waits, and, its credit
  * spent, the fetches stop. */

@@ -67,8 +67,13 @@ def daemon(conf, name):
 
 
 def consumer(urls, name):
-    floor, pending, waiting = tool("consumer", urls, STREAM,
-                                   name).decode().split()
+    """The consumer's ack floor, pending and waiting counts; -1s while it
+    is not there (a restarted weir makes it again at its ack floor)."""
+    r = subprocess.run([TOOL, "consumer", urls, STREAM, name],
+                       capture_output=True, timeout=60)
+    if r.returncode != 0:
+        return -1, -1, -1
+    floor, pending, waiting = r.stdout.decode().split()
     return int(floor), int(pending), int(waiting)
 
 

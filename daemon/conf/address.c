@@ -403,16 +403,39 @@ static int parse_kafka(struct weir_address *a, const char *arg, char *err,
 }
 
 /* jetstream: the servers (nats:// or tls:// URLs, comma-separated) and,
- * after a slash, the subject to publish to (no wildcards, no spaces). */
+ * after a slash, the subject to publish to (no wildcards, no spaces), or
+ * for a source the stream to read (JetStream's names: no '.', '*', '>',
+ * '/', '\\' or spaces). */
 static int parse_jetstream(struct weir_address *a, const char *arg, char *err,
                            size_t errlen)
 {
     const char *slash = subject_slash(arg);
+    bool source = a->role == ADDR_SOURCE;
 
     if (slash == NULL || slash == arg || slash[1] == '\0') {
         snprintf(err, errlen, "'%s' names no %s: write %s", a->text,
-                 slash == arg ? "server" : "subject", kinds[a->kind].usage);
+                 slash == arg ? "server"
+                 : source     ? "stream"
+                              : "subject",
+                 source ? "jetstream:nats://HOST:PORT[,nats://HOST:PORT...]/"
+                          "STREAM"
+                        : kinds[a->kind].usage);
         return -EINVAL;
+    }
+    if (source &&
+        (strpbrk(slash + 1, " \t.*>/\\") != NULL || strlen(slash + 1) > 255)) {
+        snprintf(err, errlen,
+                 "'%s' is not a JetStream stream's name (no '.', '*', '>', "
+                 "'/', '\\' or spaces)",
+                 slash + 1);
+        return -EINVAL;
+    }
+    if (source) {
+        a->js_stream = strdup(slash + 1);
+        a->servers = strndup(arg, (size_t)(slash - arg));
+        if (a->js_stream == NULL || a->servers == NULL)
+            return -ENOMEM;
+        return check_servers(a->servers, true, err, errlen);
     }
     if (strpbrk(slash + 1, " \t*>") != NULL || slash[1] == '.' ||
         slash[strlen(slash) - 1] == '.' || strstr(slash, "..") != NULL) {
@@ -631,6 +654,8 @@ void address_free(struct weir_address *a)
     free(a->kafka_props);
     free(a->servers);
     free(a->subject);
+    free(a->js_stream);
+    free(a->consumer);
     free(a->creds);
     free(a->url_path);
     free(a->access_log);

@@ -57,7 +57,7 @@ static const struct kind_def kinds[] = {
     [ADDR_HTTP] = {"http", true, ROLE(ADDR_SINK), "http://HOST:PORT/PATH"},
     [ADDR_KAFKA] = {"kafka", true, ROLE(ADDR_SINK),
                     "kafka:HOST:PORT[,HOST:PORT...]/TOPIC"},
-    [ADDR_JETSTREAM] = {"jetstream", true, ROLE(ADDR_SINK),
+    [ADDR_JETSTREAM] = {"jetstream", true, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK),
                         "jetstream:nats://HOST:PORT[,nats://HOST:PORT...]/"
                         "SUBJECT"},
     [ADDR_DIR] = {"dir", true, ROLE(ADDR_SOURCE), "dir:PATH"},

@@ -525,6 +525,42 @@ static int opt_creds(struct weir_address *a, const char *v, char *err,
     return opt_str(&a->creds, v);
 }
 
+/* A jetstream source's durable consumer: JetStream's names, no '.'. */
+static int opt_consumer(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    if (!*v || strpbrk(v, " \t.*>/\\") != NULL || strlen(v) > 255) {
+        snprintf(err, errlen,
+                 "'%s' is not a consumer's name (no '.', '*', '>', '/', "
+                 "'\\' or spaces)",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->consumer, v);
+}
+
+/* A jetstream source's filter: a subject, wildcards allowed. */
+static int opt_js_subject(struct weir_address *a, const char *v, char *err,
+                          size_t errlen)
+{
+    if (!*v || strpbrk(v, " \t") != NULL || v[0] == '.' ||
+        v[strlen(v) - 1] == '.' || strstr(v, "..") != NULL) {
+        snprintf(err, errlen,
+                 "'%s' is not a subject (dot-separated tokens, * and > "
+                 "as wildcards)",
+                 v);
+        return -EINVAL;
+    }
+    return opt_str(&a->subject, v);
+}
+
+static int opt_ack_wait(struct weir_address *a, const char *v, char *err,
+                        size_t errlen)
+{
+    return value_duration_ms(v, 1000, CONF_MAX_JS_ACK_WAIT_MS, &a->ack_wait_ms,
+                             err, errlen);
+}
+
 #define HTTP      KIND(ADDR_HTTP)
 #define KAFKA     KIND(ADDR_KAFKA)
 #define JETSTREAM KIND(ADDR_JETSTREAM)
@@ -643,18 +679,26 @@ static const struct option_def options[] = {
     {"user", HTTP, ROLE(ADDR_SINK), "http and https", opt_user},
     {"password_file", HTTP, ROLE(ADDR_SINK), "http and https",
      opt_password_file},
-    {"dead_letter", HTTP | KAFKA, ROLE(ADDR_SINK), "http, https and kafka",
-     opt_dead_letter},
+    {"dead_letter", HTTP | KAFKA | JETSTREAM, ROLE(ADDR_SINK),
+     "http, https, kafka and jetstream", opt_dead_letter},
     {"batch_bytes", HTTP, ROLE(ADDR_SINK), "http and https", opt_batch_bytes},
     {"batch_records", HTTP, ROLE(ADDR_SINK), "http and https",
      opt_batch_records},
     {"batch_age", HTTP, ROLE(ADDR_SINK), "http and https", opt_batch_age},
     {"concurrency", HTTP, ROLE(ADDR_SINK), "http and https", opt_concurrency},
     {"timeout", HTTP, ROLE(ADDR_SINK), "http and https", opt_timeout},
-    {"retries", HTTP, ROLE(ADDR_SINK), "http and https", opt_retries},
+    {"retries", HTTP | JETSTREAM, ROLE(ADDR_SINK), "http, https and jetstream",
+     opt_retries},
     {"key", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_key},
     {"compression", KAFKA, ROLE(ADDR_SINK), "kafka", opt_kafka_compression},
-    {"creds", JETSTREAM, ROLE(ADDR_SINK), "jetstream", opt_creds},
+    {"creds", JETSTREAM, ROLE(ADDR_SOURCE) | ROLE(ADDR_SINK), "jetstream",
+     opt_creds},
+    {"consumer", JETSTREAM, ROLE(ADDR_SOURCE), "a jetstream source",
+     opt_consumer},
+    {"subject", JETSTREAM, ROLE(ADDR_SOURCE), "a jetstream source",
+     opt_js_subject},
+    {"ack_wait", JETSTREAM, ROLE(ADDR_SOURCE), "a jetstream source",
+     opt_ack_wait},
     {"path", HTTPD, ROLE(ADDR_SINK), "http-listen and https-listen",
      opt_url_path},
     {"server", HTTPD, ROLE(ADDR_SINK), "http-listen and https-listen",

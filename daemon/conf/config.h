@@ -44,18 +44,22 @@
 /* Unsent bytes a served client's socket may queue (TCP_NOTSENT_LOWAT):
  * by default chosen from the congestion control of the listening socket
  * (listener.c), 128 KiB under bbr and 1 MiB under the others. */
-#define CONF_NOTSENT_AUTO         UINT64_MAX
-#define CONF_NOTSENT_PACED        (128u << 10)
-#define CONF_NOTSENT_UNPACED      (1u << 20)
-#define CONF_MAX_NOTSENT          (1ull << 30)
-#define CONF_MAX_CLIENTS          1000000
-#define CONF_MAX_NAME             64
-#define CONF_MAX_TRANSFORMS       32
-#define CONF_MAX_SINKS            64
-#define CONF_ERRORS_SHOWN         100        /* then only counted */
-#define CONF_MAX_FILE_SIZE        (16 * MiB) /* a config file, in bytes */
-#define CONF_DEFAULT_HANDSHAKE_MS 30000      /* tls, tls-listen */
-#define CONF_MAX_HANDSHAKE_MS     (3600 * 1000)
+#define CONF_NOTSENT_AUTO    UINT64_MAX
+#define CONF_NOTSENT_PACED   (128u << 10)
+#define CONF_NOTSENT_UNPACED (1u << 20)
+#define CONF_MAX_NOTSENT     (1ull << 30)
+#define CONF_MAX_CLIENTS     1000000
+#define CONF_MAX_NAME        64
+/* A jetstream source's consumer: how long a message may stay
+ * unacknowledged before the server delivers it again. */
+#define CONF_DEFAULT_JS_ACK_WAIT_MS (60 * 1000)
+#define CONF_MAX_JS_ACK_WAIT_MS     (24 * 3600 * 1000)
+#define CONF_MAX_TRANSFORMS         32
+#define CONF_MAX_SINKS              64
+#define CONF_ERRORS_SHOWN           100        /* then only counted */
+#define CONF_MAX_FILE_SIZE          (16 * MiB) /* a config file, in bytes */
+#define CONF_DEFAULT_HANDSHAKE_MS   30000      /* tls, tls-listen */
+#define CONF_MAX_HANDSHAKE_MS       (3600 * 1000)
 /* http-listen: a request's head (and a kept-alive connection's next
  * one) must arrive within this. */
 #define CONF_DEFAULT_HEADER_TIMEOUT_MS 10000
@@ -262,8 +266,13 @@ struct weir_address {
     char **kafka_props;
     unsigned nkafka_props;
     /* jetstream: the servers as written (nats://H:P,...), the subject, a
-     * credentials file (ca= is the tls option above). */
+     * credentials file (ca= is the tls option above). A jetstream source:
+     * the stream after the slash, its durable consumer (consumer=; by
+     * default weir_ and the pipeline's name), subject= its filter, and
+     * ack_wait= the consumer's when weir makes it. */
     char *servers, *subject, *creds;
+    char *js_stream, *consumer;
+    uint64_t ack_wait_ms;
     /* http-listen: is tcp-listen with serve_http set: files served over
      * HTTP (daemon/httpd). */
     bool serve_http;

@@ -347,8 +347,28 @@ static void check_secret(const struct weir_address *a, const char *key,
                          const char *path, struct conf_diag *diag)
 {
     if (path != NULL && access(path, R_OK) != 0)
-        config_error(diag, &a->loc, "sink: %s '%s': %s", key, path,
+        config_error(diag, &a->loc, "%s: %s '%s': %s",
+                     a->role == ADDR_SOURCE ? "source" : "sink", key, path,
                      strerror(errno));
+}
+
+/* A jetstream source: its files readable, and its consumer named (by
+ * default weir_ and the pipeline's name, its bytes outside
+ * [A-Za-z0-9_-] as '_'). */
+static void check_js_source(const struct weir_pipeline *p,
+                            struct weir_address *a, struct conf_diag *diag)
+{
+    check_secret(a, "creds", a->creds, diag);
+    check_secret(a, "ca", a->ca, diag);
+    if (a->ack_wait_ms == 0)
+        a->ack_wait_ms = CONF_DEFAULT_JS_ACK_WAIT_MS;
+    if (a->consumer == NULL && (a->consumer = malloc(strlen(p->name) + 6))) {
+        char *c = a->consumer + sprintf(a->consumer, "weir_");
+
+        for (const char *n = p->name; *n; n++)
+            *c++ = isalnum((unsigned char)*n) || *n == '-' ? *n : '_';
+        *c = '\0';
+    }
 }
 
 /* The dead letters' file is opened at the start: its directory must be
@@ -495,6 +515,8 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         check_source_file(src, p->follow || src->follow, diag);
     if (src != NULL && src->kind == ADDR_UNIX_LISTEN)
         check_created_path(src, "source", diag);
+    if (src != NULL && src->kind == ADDR_JETSTREAM)
+        check_js_source(p, src, diag);
     if (src != NULL)
         conf_tls_check(src, diag);
     for (size_t i = 0; i < p->nsinks; i++) {
@@ -515,6 +537,7 @@ static void check_pipeline(struct weir_pipeline *p, bool oneshot,
         if (s->kind == ADDR_JETSTREAM) {
             check_secret(s, "creds", s->creds, diag);
             check_secret(s, "ca", s->ca, diag);
+            check_dead_letter(s, diag);
         }
         conf_tls_check(s, diag);
         /* The series and the board tell sinks apart by their label (an

@@ -707,6 +707,7 @@ static void json_pipeline(struct text *t, const struct run *r,
     json_u(t, "transform", pn->errors[ERR_TRANSFORM], false);
     text_put(t, "},");
     board_files_json(t, &pn->files);
+    jss_json(t, &pn->js_source);
     text_put(t, "\"sinks\":[");
     for (size_t i = 0; i < n; i++) {
         json_sink(t, &rows->v[first + i]);
@@ -766,6 +767,8 @@ char *board_render(const struct run *r, bool json, bool worst, size_t width,
             qsort(rows.v, rows.n, sizeof(*rows.v), row_cmp_worst);
         put_table(&t, &rows, width);
         board_files_text(&t, snap);
+        for (size_t i = 0; i < snap->npls; i++)
+            jss_text(&t, &snap->pls[i].js_source, snap->pls[i].name);
     }
     free(rows.v);
     series_free(snap);

@@ -394,6 +394,9 @@ static uint64_t pipe_refused(const struct pipeline *pl, const struct stream *s)
         else if (pl->p->sinks[i]->kind == ADDR_KAFKA)
             n = atomic_load_explicit(&sl->kafka.err_rejected,
                                      memory_order_relaxed);
+        else if (pl->p->sinks[i]->kind == ADDR_JETSTREAM)
+            n = atomic_load_explicit(&sl->jetstream.dead_letter,
+                                     memory_order_relaxed);
         else
             continue;
         if (n)
@@ -610,6 +613,12 @@ int daemon_run(struct weir_config *conf, const char *conffile, bool verbose)
     /* Workers first: after this nothing posts to the main loop. */
     if (weir_workers_stop(r.cx.workers) != 0)
         log_debug("buffers were still in use at exit");
+    /* A jetstream source's last acknowledgements leave on its thread,
+     * after its stream ended: they go out before weir does. */
+    if (!weir_jetstream_sources_wait(5ull * 1000 * 1000 * 1000))
+        log_warnx("a jetstream source's last acknowledgements may not have "
+                  "reached the server: its consumer delivers those "
+                  "messages again");
     /* A worker whose wait failed while the main loop was stopping: its
      * task came too late to run, so its line is written here. */
     run_worker_fail_tell(&r);

@@ -219,6 +219,8 @@ void series_stream_ended(struct series *t, const struct stream *s)
     pn->read += bytes_read(s);
     (void)add_xforms(pn, s);
     files_add(&pn->files, s, false);
+    if (p->source->kind == ADDR_JETSTREAM)
+        jss_num_add(&pn->js_source, stream_src_js(s), false);
     if (failed(stream_src_rc(s)))
         pn->errors[stream_peer(s)[0] && !sp->client_sink ? ERR_CLIENT
                                                          : ERR_SOURCE]++;
@@ -287,6 +289,7 @@ static bool snap_add(struct series *snap, const struct series *t)
             b->errors[k] += a->errors[k];
         files_counters(&b->files, &a->files);
         httpd_num_merge(&b->httpd, &a->httpd);
+        jss_num_merge(&b->js_source, &a->js_source);
         for (size_t j = 0; j < a->nsinks; j++) {
             struct sink_num *sn = sink_of(b, a->sinks[j].name);
 
@@ -328,6 +331,8 @@ static void live_stream(void *arg, const struct stream *s)
     ls->pn->streams++;
     ls->pn->read += bytes_read(s);
     files_add(&ls->pn->files, s, true);
+    if (p->source->kind == ADDR_JETSTREAM)
+        jss_num_add(&ls->pn->js_source, stream_src_js(s), true);
     if (!add_xforms(ls->pn, s)) {
         ls->oom = true;
         return;
@@ -645,6 +650,20 @@ static void put_kafka(struct text *t, const struct series *snap)
 }
 
 /* The jetstream sinks' families, the same way. */
+/* The jetstream sources' families, by pipeline. */
+static void put_js_sources(struct text *t, const struct series *snap)
+{
+    bool any = false;
+
+    for (size_t i = 0; i < snap->npls; i++)
+        any |= snap->pls[i].js_source.any;
+    for (unsigned k = 0; any && k < jss_families(); k++) {
+        jss_family_head(t, k);
+        for (size_t i = 0; i < snap->npls; i++)
+            jss_family_put(t, k, &snap->pls[i].js_source, snap->pls[i].name);
+    }
+}
+
 static void put_jetstream(struct text *t, const struct series *snap)
 {
     bool any = false;
@@ -858,6 +877,7 @@ char *series_render(const struct run *r, size_t *len)
     put_sink_queues(&t, &snap);
     put_xforms(&t, &snap);
     put_files(&t, &snap);
+    put_js_sources(&t, &snap);
     put_httpd(&t, &snap);
     put_process(&t, r);
     pls_free(snap.pls, snap.npls);

@@ -59,7 +59,8 @@ struct pl_num {
     struct xf_num *xfs;
     size_t nxfs;
     struct files_num files;
-    struct httpd_num httpd; /* an http-listen pipeline's */
+    struct httpd_num httpd;   /* an http-listen pipeline's */
+    struct jss_num js_source; /* a jetstream source's */
 };
 
 struct series {

@@ -21,6 +21,7 @@ enum js_num_field {
     JN_ERR_TIMEOUT,
     JN_ERR_NO_RESPONDERS,
     JN_ERR_OTHER,
+    JN_DEAD_LETTER,
     JN_IN_FLIGHT, /* a gauge: live streams only */
     JN_FIELDS,
 };
@@ -43,5 +44,34 @@ void js_family_put(struct text *t, unsigned f, const struct js_num *j,
                    const char *pl, const char *sink);
 /* ,"jetstream":{...} for `weir status --json`. */
 void js_json(struct text *t, const struct js_num *j);
+
+/* A jetstream source's numbers (struct weir_jetstream_source_counters),
+ * by pipeline. */
+enum jss_num_field {
+    JSS_RECORDS,
+    JSS_BYTES,
+    JSS_ACKED,
+    JSS_REDELIVERED,
+    JSS_ERRORS,
+    JSS_UNACKED, /* a gauge: live streams only */
+    JSS_FIELDS,
+};
+
+struct jss_num {
+    bool any; /* the pipeline's source is a jetstream consumer */
+    uint64_t v[JSS_FIELDS];
+};
+
+void jss_num_add(struct jss_num *j,
+                 const struct weir_jetstream_source_counters *c, bool live);
+void jss_num_merge(struct jss_num *a, const struct jss_num *b);
+unsigned jss_families(void);
+void jss_family_head(struct text *t, unsigned f);
+void jss_family_put(struct text *t, unsigned f, const struct jss_num *j,
+                    const char *pl);
+/* "jetstream_source":{...}, with its comma, or nothing; and the line of
+ * the text board. */
+void jss_json(struct text *t, const struct jss_num *j);
+void jss_text(struct text *t, const struct jss_num *j, const char *pl);
 
 #endif

@@ -113,6 +113,7 @@ static void tail_build(struct stream *s, struct weir_readable *rs)
         stream_set_tail_state(s, hub);
         rc = weir_tee_create_live(&hub->tee, rs, &o);
         if (rc == 0) {
+            stream_source_hold(s, true); /* until a client is here */
             bc->hub = hub;
             stream_hold(s); /* until the source ends */
             stream_watch_start(s);
@@ -130,6 +131,8 @@ static void tail_build(struct stream *s, struct weir_readable *rs)
     }
 }
 
+static void hub_ack(struct bhub *hub);
+
 static void tail_teardown(struct stream *s)
 {
     struct bhub *hub = stream_tail_state(s);
@@ -138,6 +141,8 @@ static void tail_teardown(struct stream *s)
 
     if (!hub)
         return;
+    if (hub->tee)
+        hub_ack(hub); /* the last, while the clients can be asked */
     if (bc->hub == hub) {
         bc->hub = NULL;
         while ((c = waiting_pop(bc)))
@@ -147,6 +152,8 @@ static void tail_teardown(struct stream *s)
     stream_set_tail_state(s, NULL);
     free(hub);
 }
+
+static void hub_hold(struct bhub *hub);
 
 /* Worker: the client's pipe ended; its branch and sink go, and the
  * shared stream's sink counters add its share. */
@@ -176,6 +183,7 @@ static void client_piped(void *ctx, int rc)
     c->cut_fd = -1;
     c->hub = NULL;
     weir_loop_post(c->bc->env.cx->main, &c->done);
+    hub_hold(hub);
     stream_put(s);
 }
 
@@ -262,6 +270,24 @@ static void client_attach(struct bhub *hub, struct bclient *c)
                       weir_endpoint_writable(c->ep), NULL, client_piped, c);
     if (rc != WEIR_PENDING)
         client_piped(c, rc);
+    else
+        hub_hold(hub);
+}
+
+/* Worker: a source that keeps what nobody reads (a jetstream consumer)
+ * is held while the hub has no client. */
+static void hub_hold(struct bhub *hub)
+{
+    struct weir_list *pos, *tmp;
+    bool any = false;
+
+    weir_list_for_each(pos, tmp, &hub->bc->joined)
+    {
+        const struct bclient *c = weir_list_entry(pos, struct bclient, wlink);
+
+        any = any || c->hub == hub;
+    }
+    stream_source_hold(hub->s, !any);
 }
 
 /*
@@ -397,6 +423,33 @@ static void watch_clients(struct bhub *hub, int64_t now)
     }
 }
 
+/* Worker: what every block client has of the tee's output, told to the
+ * stream (a jetstream source acknowledges it). A client's branch and its
+ * socket both count from its join: what the branch was given less what
+ * the client's peer acknowledged is what it still lacks. A client that
+ * left lacks nothing any more. */
+static void hub_ack(struct bhub *hub)
+{
+    uint64_t made = weir_tee_produced_bytes(hub->tee), behind = 0, a;
+    struct weir_list *pos, *tmp;
+
+    weir_list_for_each(pos, tmp, &hub->bc->joined)
+    {
+        const struct bclient *c = weir_list_entry(pos, struct bclient, wlink);
+        struct weir_tee_stats st;
+        uint64_t lack;
+
+        if (c->hub != hub || !c->ep || c->addr->on_full != ON_FULL_BLOCK)
+            continue;
+        weir_tee_stats(hub->tee, c->branch, &st);
+        if (weir_endpoint_acked(c->ep, &a) != 0)
+            a = 0;
+        lack = st.delivered_bytes > a ? st.delivered_bytes - a : 0;
+        behind = lack > behind ? lack : behind;
+    }
+    stream_source_acked_out(hub->s, made - behind, made);
+}
+
 static uint64_t tail_watch(struct stream *s, int64_t now)
 {
     struct bhub *hub = stream_tail_state(s);
@@ -412,6 +465,7 @@ static uint64_t tail_watch(struct stream *s, int64_t now)
     if (now - hub->watched >= (int64_t)(WATCH_NS - JOIN_RETRY_NS / 2)) {
         hub->watched = now;
         watch_clients(hub, now);
+        hub_ack(hub);
         /* A live source gone quiet: the compressor's held-back output
          * goes out to the clients, as for a followed file's stream. */
         if (!hub->ended)

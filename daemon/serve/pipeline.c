@@ -357,14 +357,15 @@ static bool path_is_fifo(const char *path)
 }
 
 /* A source that has no beginning to serve from: a followed file, a FIFO,
- * a connection. */
+ * a connection, a jetstream consumer (one for every client). */
 static bool source_live(const struct weir_pipeline *p)
 {
     const struct weir_address *a = p->source;
 
     if (a->kind == ADDR_FILE)
         return p->follow || a->follow || (a->fifo && path_is_fifo(a->path));
-    return a->kind == ADDR_TCP || a->kind == ADDR_UNIX;
+    return a->kind == ADDR_TCP || a->kind == ADDR_UNIX ||
+           a->kind == ADDR_JETSTREAM;
 }
 
 static const struct pl_mode *mode_of(const struct weir_pipeline *p)
@@ -447,7 +448,8 @@ static int open_file_sinks(struct pipeline *pl)
     for (size_t i = 0; i < p->nsinks; i++) {
         const struct weir_address *a = p->sinks[i];
         const char *path = a->kind == ADDR_FILE ? a->path : a->dead_letter;
-        bool dead = a->kind == ADDR_HTTP || a->kind == ADDR_KAFKA;
+        bool dead = a->kind == ADDR_HTTP || a->kind == ADDR_KAFKA ||
+                    a->kind == ADDR_JETSTREAM;
         int fd;
 
         if ((a->kind != ADDR_FILE && !(dead && path)) ||

@@ -159,6 +159,67 @@ static int make_file_set(struct stream *s)
     return rc;
 }
 
+/* What a jetstream source's consumer does, for the operator: one line
+ * per change. */
+static void js_event(void *arg, enum weir_endpoint_event ev, int err,
+                     uint64_t off)
+{
+    struct stream *s = arg;
+    const struct weir_pipeline *p = s->sp->p;
+
+    (void)off;
+    if (ev == WEIR_EP_JETSTREAM_READ)
+        stream_ckpt_soon(s); /* what the sinks took, acknowledged soon */
+    else if (ev == WEIR_EP_JETSTREAM_FAILING)
+        log_warnx("pipeline %s: source %s: cannot read its consumer: %s; "
+                  "trying again",
+                  p->name, p->source->text, weir_jetstream_strerror(err));
+    else if (ev == WEIR_EP_CONNECTED)
+        log_info("pipeline %s: source %s: reading stream %s through "
+                 "consumer %s",
+                 p->name, p->source->text, p->source->js_stream,
+                 p->source->consumer);
+}
+
+/* A jetstream source: its thread fdatasyncs the file sinks before each
+ * acknowledgement it sends. */
+static int make_jetstream_source(struct stream *s)
+{
+    const struct weir_pipeline *p = s->sp->p;
+    const struct weir_address *a = p->source;
+    int *fds = calloc(s->sp->nsinks + 1, sizeof(int));
+    struct weir_jetstream_source_options o = {
+        .hwm = p->high_water_mark,
+        .ack_wait_ns = a->ack_wait_ms * 1000 * 1000,
+        .counter = &s->bytes_in,
+        .stats = &s->src_js,
+        .servers = a->servers,
+        .stream = a->js_stream,
+        .consumer = a->consumer,
+        .filter = a->subject,
+        .creds = a->creds,
+        .ca = a->ca,
+        .sync_fds = fds,
+        .on_event = js_event,
+        .event_arg = s,
+    };
+    int rc;
+
+    if (!fds)
+        return -ENOMEM;
+    for (unsigned i = 0; i < s->sp->nsinks; i++)
+        if (p->sinks[i]->kind == ADDR_FILE && s->sp->res &&
+            s->sp->res[i].file_fd >= 0)
+            fds[o.nsync_fds++] = s->sp->res[i].file_fd;
+    rc = weir_endpoint_jetstream_source(&s->home.src, s->home.loop,
+                                        weir_worker_pool(), &o);
+    free(fds);
+    if (rc)
+        log_warnx("pipeline %s: cannot read %s: %s", p->name, a->text,
+                  strerror(-rc));
+    return rc;
+}
+
 static int make_source(struct stream *s)
 {
     struct stream_home *h = &s->home;
@@ -180,6 +241,8 @@ static int make_source(struct stream *s)
 
     if (s->src_set)
         return make_file_set(s);
+    if (s->src_remote)
+        return make_jetstream_source(s);
     stream_peer_options(p, p->source, &fo.peer);
     if (o.follow && p->source->kind == ADDR_FILE) {
         o.follow_path = p->source->path;

@@ -153,6 +153,17 @@ static void sink_event(void *arg, enum weir_endpoint_event ev, int err,
                   "records are acknowledged again)",
                   name, a->label, weir_jetstream_strerror(err));
         break;
+    case WEIR_EP_JETSTREAM_REJECTED:
+        /* One line at the 1st, 2nd, 4th, 8th ... record, as for kafka. */
+        if (off & (off - 1))
+            break;
+        log_errx("pipeline %s: %s: a record not stored (%s; %llu so far); "
+                 "%s",
+                 name, a->label, weir_jetstream_strerror(err),
+                 (unsigned long long)off,
+                 a->dead_letter ? "written to its dead_letter file"
+                                : "dropped: the sink has no dead_letter=");
+        break;
     case WEIR_EP_RESUMED:
         log_info("pipeline %s: reconnected to %s, resending from byte %llu",
                  name, a->text, (unsigned long long)off);
@@ -373,6 +384,9 @@ static int make_jetstream(struct stream *s, unsigned i, uint64_t hwm,
         .subject = a->subject,
         .creds = a->creds,
         .ca = a->ca,
+        .retry_limit = http_retry_limit(s, a),
+        .has_dead_letter = s->sp->res[i].file_fd >= 0,
+        .dead_letter_fd = s->sp->res[i].file_fd,
         .on_event = sink_event,
         .event_arg = stream_pipe_ctx(s, (int)i),
     };

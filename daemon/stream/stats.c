@@ -98,6 +98,12 @@ struct sink_live *stream_sink_live(const struct stream *s, unsigned i)
     return &s->live[i];
 }
 
+const struct weir_jetstream_source_counters *
+stream_src_js(const struct stream *s)
+{
+    return &s->src_js;
+}
+
 struct xf_live *stream_xf_live(const struct stream *s, unsigned k)
 {
     return &s->xf_live[k];

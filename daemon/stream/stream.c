@@ -227,6 +227,10 @@ static int open_source(struct stream *s)
         /* The file set opens its files on the worker, as it finds them. */
         s->src_set = true;
         return -1;
+    case ADDR_JETSTREAM:
+        /* Its thread connects once the worker made it. */
+        s->src_remote = true;
+        return -1;
     case ADDR_STDIN:
         fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
         return fd < 0 ? -errno : fd;
@@ -313,7 +317,8 @@ struct stream *stream_new(struct stream_ctx *cx, const struct stream_spec *sp,
     } else {
         s->src_fd = open_source(s);
         if (s->src_fd < 0) {
-            s->src_rc = s->src_waits || s->src_set ? 0 : s->src_fd;
+            s->src_rc =
+                s->src_waits || s->src_set || s->src_remote ? 0 : s->src_fd;
             s->src_fd = -1;
         }
     }
@@ -360,7 +365,8 @@ void stream_start(struct stream *s, int worker)
     weir_task_init(&h->stop, stream_stop_task);
     weir_task_init(&h->cut, stream_cut_task);
     weir_task_init(&h->cut_ack, cut_ack_task);
-    if (s->src_fd < 0 && !s->src_waits && !s->src_set && !s->sp->http) {
+    if (s->src_fd < 0 && !s->src_waits && !s->src_set && !s->src_remote &&
+        !s->sp->http) {
         /* The source could not be opened: the stream ends at once. */
         weir_loop_post(cx->main, &s->done);
         return;

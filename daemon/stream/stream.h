@@ -294,6 +294,9 @@ const char *stream_error_text(const struct stream *s, int err, char *buf,
 uint64_t stream_bytes_in(const struct stream *s);
 uint64_t stream_sink_out(const struct stream *s, unsigned i);
 struct sink_live *stream_sink_live(const struct stream *s, unsigned i);
+/* A jetstream source's figures (its endpoint adds to them). */
+const struct weir_jetstream_source_counters *
+stream_src_js(const struct stream *s);
 struct xf_live *stream_xf_live(const struct stream *s, unsigned k);
 
 /* A glob source's files as its worker last sampled them (~250 ms ago):

@@ -57,6 +57,7 @@ struct stream {
     bool src_regular;
     bool src_waits;      /* a followed file that does not exist yet */
     bool src_set;        /* a glob source (weir/file_set.h): opens nothing */
+    bool src_remote;     /* a jetstream source: made on the worker */
     uint64_t src_size;   /* a regular file not followed: its size; else 0 */
     uint64_t src_offset; /* where reading the source file starts */
     struct ckpt_track ck_track; /* sp->ckpt: the worker's samples */
@@ -106,9 +107,10 @@ struct stream {
     bool quiet;
     uint64_t carried_bytes, carried_requests; /* stream_set_carried */
     _Atomic uint64_t bytes_in;
-    _Atomic uint64_t bytes_out; /* sink 0's */
-    struct sink_live *live;     /* [nsinks] */
-    struct xf_live *xf_live;    /* [p->ntransforms] */
+    struct weir_jetstream_source_counters src_js; /* a jetstream source's */
+    _Atomic uint64_t bytes_out;                   /* sink 0's */
+    struct sink_live *live;                       /* [nsinks] */
+    struct xf_live *xf_live;                      /* [p->ntransforms] */
     /* A glob source's figures: the worker's newest, left in a one-slot
      * mailbox, and what the main thread took last (fileset_live.c). */
     _Atomic(struct stream_fs_view *) fs_mail;

@@ -51,6 +51,13 @@ void stream_sync_idle(struct stream *s);
 /* The stream's last transform, or NULL. */
 struct weir_xform *stream_last_xform(const struct stream *s);
 
+/* Every byte of the stage's input (the last transform's output) before
+ * `acked` has reached every block client, of `made` so far
+ * (source_ack.c): a jetstream source acknowledges what that covers. */
+void stream_source_acked_out(struct stream *s, uint64_t acked, uint64_t made);
+/* While nobody takes the stage's output (a broadcast with no client), a
+ * jetstream source reads nothing more: its stream keeps its messages. */
+void stream_source_hold(struct stream *s, bool hold);
 /* The source failed with rc (the first error is kept). */
 void stream_source_failed(struct stream *s, int rc);
 /* A share of sink i's results that the stage counted itself (a client of

@@ -9,6 +9,7 @@
 
 #include "stream/checkpoint_set.h"
 #include "stream/fileset_live.h"
+#include "stream/source_ack.h"
 #include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -232,6 +233,7 @@ static void watch_fire(struct weir_op *op, int res, uint32_t flags)
         stream_sync_idle(s);
     ckpt_sample(s, false);
     ckpt_set_sample(s, false);
+    source_ack_sample(s, false);
     /* A glob source's figures walk every file it knows: once a second is
      * what status and /metrics show. */
     if (now - s->fs_sampled >= FS_SAMPLE_NS) {
@@ -335,15 +337,22 @@ static void ckpt_soon_fire(struct weir_op *op, int res, uint32_t flags)
         stream_try_reap(s);
         return;
     }
-    if (!h->finished)
+    if (!h->finished) {
         ckpt_set_sample(s, false);
+        source_ack_sample(s, false);
+    }
 }
 
 void stream_ckpt_soon(struct stream *s)
 {
     struct stream_home *h = &s->home;
 
-    if (!s->sp->ckset || h->finished || h->reap || h->ck_soon.op.pending)
+    /* A jetstream source without transforms too: its sinks' bytes are
+     * its messages, told at once (with transforms only a stream at
+     * rest tells, which the watch's pace judges). */
+    if ((!s->sp->ckset &&
+         !(s->src_remote && s->sp->p->ntransforms == 0 && h->sinks)) ||
+        h->finished || h->reap || h->ck_soon.op.pending)
         return;
     h->ck_soon.op.fn = ckpt_soon_fire;
     weir_loop_timer_start(h->loop, &h->ck_soon, 1000 * 1000);

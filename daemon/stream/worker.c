@@ -16,6 +16,7 @@
 #include "stream/budget.h"
 #include "stream/checkpoint_set.h"
 #include "stream/fileset_live.h"
+#include "stream/source_ack.h"
 #include "stream/stream_impl.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -50,6 +51,7 @@ static void stream_teardown(struct stream *s)
     /* The last checkpoint, while the endpoints can still be asked. */
     ckpt_sample(s, true);
     ckpt_set_sample(s, true);
+    source_ack_sample(s, true);
     stream_fs_sample(s);
     if (h->tee) {
         tee_collect(s);

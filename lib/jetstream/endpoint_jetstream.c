@@ -22,6 +22,12 @@
  * Everything not acknowledged counts against the high-water mark: a
  * write that finds `hwm` input bytes held is held itself.
  *
+ * A record the server refuses for good (larger than its max_payload, which
+ * the client checks at the publish, or the stream's max_msg_size, which
+ * the stream answers), or the oldest record out once it failed
+ * retry_limit publishes in a row, goes to the dead letters and counts as
+ * acknowledged: the stream goes on without it.
+ *
  * The client writes what is published into its own buffer and sends it
  * from its flusher thread; the buffer is sized so that a publish does
  * not have to flush it itself (which would write to the socket from the
@@ -42,6 +48,8 @@
  * each failure in a row, up to the most. */
 #define RETRY_MIN_NS 100000000ull
 #define RETRY_MAX_NS 5000000000ull
+/* The record's bytes a dead letter quotes. */
+#define DEAD_RECORD 4096
 
 struct js_sink {
     struct weir_endpoint ep;
@@ -66,8 +74,11 @@ struct js_sink {
      * backoff, not one per record. */
     bool probe_out;
     uint64_t backoff_ns;
-    uint64_t in_total; /* input bytes the cutter took */
-    uint64_t cut_end;  /* input offset past the last record cut */
+    uint64_t rejected;     /* records refused for good or given up */
+    uint64_t oldest_at;    /* the oldest record out, by input offset ... */
+    unsigned oldest_fails; /* ... and its failed publishes in a row */
+    uint64_t in_total;     /* input bytes the cutter took */
+    uint64_t cut_end;      /* input offset past the last record cut */
     bool write_held, closing, failing, up;
     int err;
 };
@@ -104,6 +115,57 @@ static void record_done(struct js_sink *s, uint64_t seq)
 
     if (n)
         weir__ep_count(&s->ep, n);
+}
+
+/* ---- dead letters ---- */
+
+static bool seq_of(struct js_sink *s, natsMsg *m, uint64_t *seq);
+
+/* Why the server will never take a record: its words for it. */
+static const char *refusal(natsStatus st, int jerr)
+{
+    if (jerr == JSStreamMessageExceedsMaximumErr)
+        return "message size exceeds the stream's maximum";
+    return natsStatus_GetText(st);
+}
+
+/* A record refused for good, or given up: one line to the dead letters
+ * (a regular file's append, on the loop: rare, small, and the page cache
+ * takes it), and it counts as acknowledged. */
+static void dead_letter(struct js_sink *s, natsMsg *m, natsStatus st, int jerr)
+{
+    const char *why = refusal(st, jerr);
+    size_t n = (size_t)natsMsg_GetDataLength(m);
+    size_t len = n < DEAD_RECORD ? n : DEAD_RECORD;
+    size_t cap = len * 6 + strlen(why) * 6 + 64, l, off = 0;
+    char *line;
+    uint64_t seq;
+
+    STAT(s, dead_letter, 1);
+    s->rejected++;
+    event(s, WEIR_EP_JETSTREAM_REJECTED, st, s->rejected);
+    if (s->o.has_dead_letter && (line = malloc(cap)) != NULL) {
+        l = (size_t)snprintf(line, cap, "{\"error\":\"");
+        l += weir__json_escape_to(line + l, cap - l, (const uint8_t *)why,
+                                  strlen(why));
+        l += (size_t)snprintf(line + l, cap - l, "\",\"record\":\"");
+        l += weir__json_escape_to(line + l, cap - l,
+                                  (const uint8_t *)natsMsg_GetData(m), len);
+        l += (size_t)snprintf(line + l, cap - l, "\"}\n");
+        if (l >= cap)
+            l = cap - 1; /* cannot happen (cap is the escapes' worst case) */
+        while (off < l) {
+            ssize_t w = write(s->o.dead_letter_fd, line + off, l - off);
+
+            if (w <= 0)
+                break; /* counted and reported; the file is the operator's */
+            off += (size_t)w;
+        }
+        free(line);
+    }
+    if (seq_of(s, m, &seq))
+        record_done(s, seq);
+    natsMsg_Destroy(m);
 }
 
 /* ---- publishing ---- */
@@ -150,12 +212,22 @@ static void on_retry(struct weir_endpoint *ep);
 static int publish(struct js_sink *s, natsMsg *m)
 {
     if (s->js && s->nretry == 0 && !s->failing) {
-        if (js_PublishMsgAsync(s->js, &m, &s->popts) == NATS_OK) {
+        natsStatus st = js_PublishMsgAsync(s->js, &m, &s->popts);
+
+        if (st == NATS_OK) {
             STAT(s, in_flight, 1);
+            return 0;
+        }
+        if (st == NATS_MAX_PAYLOAD) {
+            dead_letter(s, m, st, 0);
             return 0;
         }
         /* Refused at once (the client's buffer full while it
          * reconnects): no answer will come to send it again. */
+        weir__ep_timer(&s->ep, s->backoff_ns, on_retry);
+    } else if (s->js && !s->probe_out) {
+        /* Failing, and no probe out to answer (the last one was given
+         * up): the timer sends the oldest. */
         weir__ep_timer(&s->ep, s->backoff_ns, on_retry);
     }
     return retry_push(s, m);
@@ -171,8 +243,13 @@ static void publish_waiting(struct js_sink *s)
         return;
     for (; i < s->nretry && !s->probe_out; i++) {
         natsMsg *m = s->retry[i].m;
+        natsStatus st = js_PublishMsgAsync(s->js, &m, &s->popts);
 
-        if (js_PublishMsgAsync(s->js, &m, &s->popts) != NATS_OK)
+        if (st == NATS_MAX_PAYLOAD) {
+            dead_letter(s, m, st, 0);
+            continue;
+        }
+        if (st != NATS_OK)
             break;
         STAT(s, in_flight, 1);
         s->probe_out = s->failing;
@@ -273,6 +350,13 @@ static void note(struct js_sink *s, struct js_note *nt)
         publish_waiting(s); /* the probe passed: the rest follows */
         return;
     }
+    if (nt->jerr == JSStreamMessageExceedsMaximumErr ||
+        nt->st == NATS_MAX_PAYLOAD) {
+        STAT(s, err_other, 1);
+        dead_letter(s, nt->msg, nt->st, nt->jerr);
+        publish_waiting(s);
+        return;
+    }
     if (nt->st == NATS_TIMEOUT)
         STAT(s, err_timeout, 1);
     else if (nt->st == NATS_NO_RESPONDERS)
@@ -282,6 +366,22 @@ static void note(struct js_sink *s, struct js_note *nt)
     if (!s->failing)
         event(s, WEIR_EP_JETSTREAM_FAILING, nt->st, s->led.acked);
     s->failing = true;
+    /* The oldest record out failing again and again (no stream takes its
+     * subject): given up after retry_limit, so the rest can follow. */
+    if (s->o.retry_limit && id_offset(nt->msg) - s->o.id_base == s->led.acked) {
+        if (s->oldest_at != s->led.acked || s->oldest_fails == 0) {
+            s->oldest_at = s->led.acked;
+            s->oldest_fails = 0;
+        }
+        if (++s->oldest_fails > s->o.retry_limit) {
+            s->oldest_fails = 0;
+            dead_letter(s, nt->msg, nt->st, nt->jerr);
+            s->backoff_ns = RETRY_MIN_NS;
+            if (s->nretry)
+                weir__ep_timer(&s->ep, s->backoff_ns, on_retry);
+            return;
+        }
+    }
     STAT(s, retries, 1);
     /* Later, with the same id: stored already, it is dropped. */
     if (retry_push(s, nt->msg) != 0) {
@@ -503,46 +603,6 @@ static const struct ep_ops js_ops = {
 
 /* ---- construction ---- */
 
-/* The client's options: every server of the list, reconnecting for ever,
- * its buffers sized by the mark. */
-static natsOptions *client_options(const struct weir_jetstream_sink_options *o,
-                                   uint64_t hwm)
-{
-    natsOptions *no = NULL;
-    char *list = strdup(o->servers), *save = NULL;
-    const char *urls[64];
-    int n = 0;
-    int buf = hwm * 2 > (1u << 30) ? (1 << 30) : (int)(hwm * 2);
-    natsStatus st = list ? natsOptions_Create(&no) : NATS_NO_MEMORY;
-
-    for (char *u = strtok_r(list, ",", &save); st == NATS_OK && u && n < 64;
-         u = strtok_r(NULL, ",", &save))
-        urls[n++] = u;
-    if (st == NATS_OK)
-        st = natsOptions_SetServers(no, urls, n);
-    if (st == NATS_OK)
-        st = natsOptions_SetMaxReconnect(no, -1);
-    if (st == NATS_OK)
-        st = natsOptions_SetReconnectWait(no, 250);
-    if (st == NATS_OK)
-        st = natsOptions_SetRetryOnFailedConnect(no, true, NULL, NULL);
-    if (st == NATS_OK)
-        st = natsOptions_SetReconnectBufSize(no,
-                                             buf < (8 << 20) ? 8 << 20 : buf);
-    if (st == NATS_OK)
-        st = natsOptions_SetIOBufSize(no, buf < (1 << 20) ? 1 << 20 : buf);
-    if (st == NATS_OK && o->creds)
-        st = natsOptions_SetUserCredentialsFromFiles(no, o->creds, NULL);
-    if (st == NATS_OK && o->ca)
-        st = natsOptions_LoadCATrustedCertificates(no, o->ca);
-    free(list);
-    if (st != NATS_OK && no) {
-        natsOptions_Destroy(no);
-        no = NULL;
-    }
-    return no;
-}
-
 int weir_endpoint_jetstream_sink(struct weir_endpoint **out,
                                  struct weir_loop *loop,
                                  const struct weir_jetstream_sink_options *o)
@@ -577,7 +637,9 @@ int weir_endpoint_jetstream_sink(struct weir_endpoint **out,
     }
     s->subject = strdup(o->subject);
     s->prefix = strdup(o->id_prefix ? o->id_prefix : own);
-    no = s->subject && s->prefix ? client_options(o, s->o.hwm) : NULL;
+    no = s->subject && s->prefix
+             ? weir__js_client_options(o->servers, o->creds, o->ca, s->o.hwm)
+             : NULL;
     rc = no ? 0 : -EINVAL;
     /* Records out are bounded by the mark (each at least a byte): the
      * client never stalls a publish for its own bound. */

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -46,6 +47,7 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae,
     struct js_note note = {
         .msg = msg,
         .st = pa ? NATS_OK : (pae ? pae->Err : NATS_ERR),
+        .jerr = pae ? (int)pae->ErrCode : 0,
         .duplicate = pa && pa->Duplicate,
     };
     bool was_empty;
@@ -235,4 +237,44 @@ void weir__js_box_release(struct js_box *b, natsConnection *nc, jsCtx *js)
     /* No thread to spare: here, then. */
     destroy_conn(nc, js);
     free_box(b);
+}
+
+/* The client's options: every server of the list, reconnecting for ever,
+ * its buffers sized by the mark. */
+natsOptions *weir__js_client_options(const char *servers, const char *creds,
+                                     const char *ca, uint64_t hwm)
+{
+    natsOptions *no = NULL;
+    char *list = strdup(servers), *save = NULL;
+    const char *urls[64];
+    int n = 0;
+    int buf = hwm * 2 > (1u << 30) ? (1 << 30) : (int)(hwm * 2);
+    natsStatus st = list ? natsOptions_Create(&no) : NATS_NO_MEMORY;
+
+    for (char *u = strtok_r(list, ",", &save); st == NATS_OK && u && n < 64;
+         u = strtok_r(NULL, ",", &save))
+        urls[n++] = u;
+    if (st == NATS_OK)
+        st = natsOptions_SetServers(no, urls, n);
+    if (st == NATS_OK)
+        st = natsOptions_SetMaxReconnect(no, -1);
+    if (st == NATS_OK)
+        st = natsOptions_SetReconnectWait(no, 250);
+    if (st == NATS_OK)
+        st = natsOptions_SetRetryOnFailedConnect(no, true, NULL, NULL);
+    if (st == NATS_OK)
+        st = natsOptions_SetReconnectBufSize(no,
+                                             buf < (8 << 20) ? 8 << 20 : buf);
+    if (st == NATS_OK)
+        st = natsOptions_SetIOBufSize(no, buf < (1 << 20) ? 1 << 20 : buf);
+    if (st == NATS_OK && creds)
+        st = natsOptions_SetUserCredentialsFromFiles(no, creds, NULL);
+    if (st == NATS_OK && ca)
+        st = natsOptions_LoadCATrustedCertificates(no, ca);
+    free(list);
+    if (st != NATS_OK && no) {
+        natsOptions_Destroy(no);
+        no = NULL;
+    }
+    return no;
 }

@@ -659,6 +659,34 @@ static const struct bad_case bad_cases[] = {
      "name=d\n",
      {3, 4, 5, 6},
      "names no subject: write jetstream:nats://HOST:PORT"},
+    {"jetstream_dead_letter",
+     "[pipeline a]\nsource = file:data.txt\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs,"
+     "dead_letter=/nonexistent/dir/dead.jsonl\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs,retries=never,name=b\n",
+     {3, 4},
+     "sink: dead_letter directory '/nonexistent/dir'"},
+    {"jetstream_source_address",
+     "[pipeline a]\nsource = jetstream:nats://127.0.0.1:4222\nsink = null\n"
+     "[pipeline b]\nsource = jetstream:nats://127.0.0.1:4222/lo.gs\n"
+     "sink = null\n"
+     "[pipeline c]\nsource = jetstream:127.0.0.1:4222/LOGS\nsink = null\n"
+     "[pipeline d]\nsource = jetstream:nats://127.0.0.1:4222/LOGS,"
+     "creds=/nonexistent\nsink = null\n",
+     {2, 5, 8, 11},
+     "names no stream: write jetstream:nats://HOST:PORT[,nats://HOST:PORT"
+     "...]/STREAM"},
+    {"jetstream_source_options",
+     "[pipeline a]\nsource = jetstream:nats://127.0.0.1:4222/LOGS,"
+     "consumer=x.y\nsink = null\n"
+     "[pipeline b]\nsource = jetstream:nats://127.0.0.1:4222/LOGS,"
+     "ack_wait=10ms\nsink = null\n"
+     "[pipeline c]\nsource = jetstream:nats://127.0.0.1:4222/LOGS,"
+     "subject=a..b\nsink = null\n"
+     "[pipeline d]\nsource = file:data.txt\n"
+     "sink = jetstream:nats://127.0.0.1:4222/logs,consumer=x\n",
+     {2, 5, 8, 12},
+     "consumer: 'x.y' is not a consumer's name"},
     {"http_listen_options",
      "[pipeline a]\nsource = file:data.txt\n"
      "sink = http-listen:127.0.0.1:1,header_timeout=soon\n"
@@ -828,7 +856,16 @@ static void test_good_configs(void **state)
              "[pipeline a]\nsource = file:data.txt\n"
              "sink = jetstream:nats://n1:4222,nats://127.0.0.1:4223,"
              "tls://[::1]:4224/logs.app.1,ca=/etc/ssl/certs/"
-             "ca-certificates.crt\n");
+             "ca-certificates.crt,dead_letter=/tmp/js.dead,retries=10\n");
+    /* A jetstream source with every option, into a file; and one served
+     * to tcp-listen clients. */
+    check_ok("jetstream_source",
+             "[pipeline a]\nsource = jetstream:nats://n1:4222,"
+             "tls://127.0.0.1:4223/LOGS,consumer=ship-1,subject=logs.>,"
+             "ack_wait=2min,ca=/etc/ssl/certs/ca-certificates.crt\n"
+             "sink = file:out.txt\n"
+             "[pipeline b]\nsource = jetstream:nats://127.0.0.1:4222/LOGS\n"
+             "sink = tcp-listen:127.0.0.1:7001\n");
     /* Two listeners on one port but different specific hosts are fine. */
     check_ok("two_hosts",
              "[pipeline a]\nsource = file:data.txt\nsink = "

@@ -2,7 +2,8 @@
  * js_tool.c - the test's own JetStream client (the nats CLI is not in
  * Debian), on the NATS C client:
  *
- *   js_tool create URLS STREAM SUBJECT   a file-stored stream of SUBJECT
+ *   js_tool create URLS STREAM SUBJECT [MAX_MSG_SIZE]
+ *                                        a file-stored stream of SUBJECT
  *                                        with three replicas (retried
  *                                        while the cluster elects its
  *                                        leaders)
@@ -10,6 +11,13 @@
  *   js_tool leader URLS STREAM           the server that leads it
  *   js_tool dump URLS STREAM             every message's payload, one a
  *                                        line, in the stream's order
+ *   js_tool publish URLS SUBJECT         each line of standard input a
+ *                                        message (without its newline),
+ *                                        every one acknowledged
+ *   js_tool consumer URLS STREAM NAME    the consumer's ack floor (a
+ *                                        stream sequence), its messages
+ *                                        delivered and not acknowledged,
+ *                                        and those not delivered yet
  *
  * URLS: nats://H:P[,nats://H:P...]. Exits 1 with the client's error.
  */
@@ -47,7 +55,8 @@ static void connect_to(char *urls)
     natsOptions_Destroy(o);
 }
 
-static void create(const char *stream, const char *subject)
+static void create(const char *stream, const char *subject,
+                   int32_t max_msg_size)
 {
     jsStreamConfig cfg;
     jsStreamInfo *si = NULL;
@@ -59,6 +68,8 @@ static void create(const char *stream, const char *subject)
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
     cfg.Replicas = 3;
+    if (max_msg_size)
+        cfg.MaxMsgSize = max_msg_size;
     /* Until the cluster has a meta leader and three peers: bounded. */
     for (int i = 0; i < 150 && st != NATS_OK; i++) {
         st = js_AddStream(&si, js, &cfg, NULL, NULL);
@@ -105,6 +116,35 @@ static void dump(const char *stream)
     }
 }
 
+static void publish(const char *subject)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    jsPubOptions po;
+
+    jsPubOptions_Init(&po);
+    po.MaxWait = 10000;
+    while ((n = getline(&line, &cap, stdin)) > 0) {
+        if (line[n - 1] == '\n')
+            n--;
+        check(js_PublishAsync(js, subject, line, (int)n, NULL), "publish");
+    }
+    free(line);
+    check(js_PublishAsyncComplete(js, &po), "publish complete");
+}
+
+static void consumer(const char *stream, const char *name)
+{
+    jsConsumerInfo *ci = NULL;
+
+    check(js_GetConsumerInfo(&ci, js, stream, name, NULL, NULL),
+          "consumer info");
+    printf("%llu %lld %llu\n", (unsigned long long)ci->AckFloor.Stream,
+           (long long)ci->NumAckPending, (unsigned long long)ci->NumPending);
+    jsConsumerInfo_Destroy(ci);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t msgs;
@@ -115,8 +155,8 @@ int main(int argc, char **argv)
         return 2;
     }
     connect_to(argv[2]);
-    if (strcmp(argv[1], "create") == 0 && argc == 5)
-        create(argv[3], argv[4]);
+    if (strcmp(argv[1], "create") == 0 && (argc == 5 || argc == 6))
+        create(argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 0);
     else if (strcmp(argv[1], "count") == 0)
         (void)last_seq(argv[3], &msgs),
             printf("%llu\n", (unsigned long long)msgs);
@@ -124,6 +164,10 @@ int main(int argc, char **argv)
         leader(argv[3]);
     else if (strcmp(argv[1], "dump") == 0)
         dump(argv[3]);
+    else if (strcmp(argv[1], "publish") == 0)
+        publish(argv[3]);
+    else if (strcmp(argv[1], "consumer") == 0 && argc == 5)
+        consumer(argv[3], argv[4]);
     else
         return 2;
     fflush(stdout);

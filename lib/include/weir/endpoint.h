@@ -96,8 +96,17 @@ enum weir_endpoint_event {
     WEIR_EP_KAFKA_REJECTED,
     /* A jetstream sink: a publish failed or was not acknowledged in time
      * and is sent again; err: the NATS client's status (for
-     * weir_jetstream_strerror). CONNECTED follows at the next ack. */
+     * weir_jetstream_strerror). CONNECTED follows at the next ack.
+     * REJECTED: a record refused for good (larger than the server's
+     * max_payload or the stream's max_msg_size) or given up after
+     * retry_limit failures; err: the status; offset: how many so far. */
     WEIR_EP_JETSTREAM_FAILING,
+    WEIR_EP_JETSTREAM_REJECTED,
+    /* A jetstream source put messages into its stream: the owner may
+     * soon say what its sinks took (weir_jetstream_source_ack), so that
+     * the credit they hold comes back without waiting. offset: its
+     * stream's bytes so far. */
+    WEIR_EP_JETSTREAM_READ,
 };
 
 typedef void (*weir_endpoint_event_fn)(void *arg, enum weir_endpoint_event ev,
@@ -456,6 +465,9 @@ struct weir_jetstream_counters {
      * (no responders: a leader being elected, no stream for the
      * subject), any other. */
     _Atomic uint64_t err_timeout, err_no_responders, err_other;
+    /* Records refused for good or given up after retry_limit: in the
+     * dead letters, not the stream. */
+    _Atomic uint64_t dead_letter;
 };
 
 /*
@@ -484,6 +496,15 @@ struct weir_jetstream_sink_options {
                              again; 0: 5 s */
     const char *creds;    /* a NATS credentials file; NULL: none */
     const char *ca;       /* tls://: a PEM file of CAs; NULL: system */
+    /* A record the server refuses for good (larger than its max_payload
+     * or the stream's max_msg_size), or the oldest one out after
+     * retry_limit failed publishes in a row (0: never given up), is
+     * counted as handled, not stored: with has_dead_letter, one JSON
+     * line {"error":"...","record":"..."} is appended to dead_letter_fd
+     * (a regular file's write, on the loop). */
+    unsigned retry_limit;
+    bool has_dead_letter;
+    int dead_letter_fd;
     weir_endpoint_event_fn on_event; /* may be NULL */
     void *event_arg;
 };
@@ -493,6 +514,69 @@ struct weir_jetstream_sink_options {
 int weir_endpoint_jetstream_sink(struct weir_endpoint **out,
                                  struct weir_loop *loop,
                                  const struct weir_jetstream_sink_options *o);
+/* What a jetstream source has done, added relaxed (another thread
+ * samples). */
+struct weir_jetstream_source_counters {
+    _Atomic uint64_t records, bytes; /* messages read into the stream */
+    _Atomic uint64_t acked;          /* messages acknowledged to the consumer */
+    _Atomic uint64_t unacked;        /* gauge: read, not acknowledged yet */
+    /* Deliveries dropped: a message delivered again while its first
+     * delivery was still held (the consumer's ack_wait ran out). */
+    _Atomic uint64_t redelivered;
+    _Atomic uint64_t errors; /* fetches or acks that failed */
+};
+
+/*
+ * Options of a jetstream source (weir_endpoint_jetstream_source). Strings
+ * are copied. It reads `stream` through the durable pull consumer
+ * `consumer` (explicit acks; made when missing, with `filter` as its
+ * filter subject and `ack_wait_ns` as its ack wait), one message a record:
+ * the payload, and a '\n' after it unless it ends with one. A message is
+ * acknowledged only when the owner says every byte of it has been taken
+ * (weir_jetstream_source_ack): never on read. The client's calls run on a
+ * thread of the source's own, which fetches only while fewer than `hwm`
+ * payload bytes are held unacknowledged. Before an acknowledgement is
+ * sent the thread fdatasyncs `sync_fds` (the daemon's file sinks; dup'd).
+ * At a start, a consumer that still has messages delivered and not
+ * acknowledged (a run that was killed) is made again at its ack floor,
+ * so they come again first and in order.
+ */
+struct weir_jetstream_source_options {
+    uint64_t hwm;         /* payload bytes held unacknowledged; 0: 1 MiB */
+    uint32_t batch;       /* messages per fetch, at most; 0: 1024 */
+    uint64_t ack_wait_ns; /* the consumer's, when it is made; 0: 60 s */
+    _Atomic uint64_t *counter;
+    struct weir_jetstream_source_counters *stats; /* may be NULL */
+    const char *servers;  /* "nats://host:port[,nats://host:port...]" */
+    const char *stream;   /* the JetStream stream */
+    const char *consumer; /* its durable name (no '.') */
+    const char *filter;   /* a subject filter; NULL: every message */
+    const char *creds;    /* a NATS credentials file; NULL: none */
+    const char *ca;       /* tls://: a PEM file of CAs; NULL: system */
+    const int *sync_fds;
+    unsigned nsync_fds;
+    /* WEIR_EP_JETSTREAM_FAILING (err: the client's status) while the
+     * consumer cannot be had or a fetch fails; CONNECTED once it reads. */
+    weir_endpoint_event_fn on_event;
+    void *event_arg;
+};
+
+/* libweir built with the NATS C client. -EINVAL, -ENOMEM. */
+int weir_endpoint_jetstream_source(
+    struct weir_endpoint **out, struct weir_loop *loop, struct weir_pool *pool,
+    const struct weir_jetstream_source_options *o);
+/* Owner. Every byte of the source's stream before `acked` has been taken
+ * by every sink: the messages that end there are acknowledged (on the
+ * source's thread). Returns how many messages that was. */
+uint64_t weir_jetstream_source_ack(struct weir_endpoint *ep, uint64_t acked);
+/* Waits, up to timeout_ns, until every jetstream source's thread has
+ * sent the acknowledgements it was handed and closed its connection (a
+ * program's exit: the threads are detached). False on the timeout. */
+bool weir_jetstream_sources_wait(uint64_t timeout_ns);
+/* Owner. While held, the source puts nothing more into its stream (a
+ * broadcast with no client): what it fetched waits, and, its credit
+ * spent, the fetches stop. */
+void weir_jetstream_source_hold(struct weir_endpoint *ep, bool hold);
 /* The NATS client's text for one of its statuses. */
 const char *weir_jetstream_strerror(int err);
 /* The NATS C client libweir runs with ("3.4.1"). */

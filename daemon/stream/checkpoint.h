@@ -58,6 +58,19 @@ struct ckpt_track {
      * not made again. */
     int64_t set_at; /* clock_now_ns when it was made */
     struct weir_file_set_changes set_seen;
+    /* The last text's file lines, kept by the worker: while no file was
+     * found, forgotten or renamed, the walk meets the same files in the
+     * same order, and a file whose offset did not move has the same line
+     * (checkpoint_set.c). */
+    struct ckpt_set_lines {
+        char *text;
+        size_t len, cap;
+        struct ckpt_set_line {
+            size_t off, len;
+            uint64_t acked;
+        } * v;
+        size_t n, cap_v;
+    } set_lines;
     bool set_sent;
     struct ckpt_slot slot;
 };

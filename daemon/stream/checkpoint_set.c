@@ -260,12 +260,33 @@ struct writer {
     char *buf;
     size_t len, size;
     time_t now;
+    const struct ckpt_set_lines *old; /* NULL: every line made anew */
+    struct ckpt_set_line *v;          /* this text's lines */
+    size_t n, cap_v;
+    bool failed;
 };
+
+static bool writer_room(struct writer *w, size_t need)
+{
+    size_t size;
+    char *b;
+
+    if (w->size - w->len >= need)
+        return true;
+    size = w->size * 2 > w->len + need ? w->size * 2 : w->len + need;
+    b = realloc(w->buf, size);
+    if (!b)
+        return false;
+    w->buf = b;
+    w->size = size;
+    return true;
+}
 
 static int write_file(void *arg, const struct weir_file_set_file *f)
 {
     struct writer *w = arg;
-    size_t need = CKPT_SET_LINE_MAX(strlen(f->path)) + 1;
+    const struct ckpt_set_line *was =
+        w->old && w->n < w->old->n ? &w->old->v[w->n] : NULL;
     struct ckpt_set_entry e = {
         .fp = f->fingerprint,
         .fplen = f->fingerprint_len,
@@ -275,18 +296,66 @@ static int write_file(void *arg, const struct weir_file_set_file *f)
         .written = w->now,
         .path = (char *)f->path,
     };
+    size_t at = w->len;
 
-    if (w->size - w->len < need) {
-        size_t size = w->size * 2 > w->len + need ? w->size * 2 : w->len + need;
-        char *b = realloc(w->buf, size);
+    if (w->n == w->cap_v) {
+        size_t cap = w->cap_v ? w->cap_v * 2 : 256;
+        struct ckpt_set_line *v = realloc(w->v, cap * sizeof(*v));
+
+        if (!v)
+            goto fail;
+        w->v = v;
+        w->cap_v = cap;
+    }
+    if (was && was->acked == f->acked) {
+        /* Not moved: its line as it was, with the time it was written. */
+        if (!writer_room(w, was->len + 1))
+            goto fail;
+        memcpy(w->buf + w->len, w->old->text + was->off, was->len);
+        w->len += was->len;
+    } else {
+        if (!writer_room(w, CKPT_SET_LINE_MAX(strlen(f->path)) + 1))
+            goto fail;
+        w->len += ckpt_set_text_line(&e, w->buf + w->len, w->size - w->len);
+    }
+    w->v[w->n++] = (struct ckpt_set_line){at, w->len - at, f->acked};
+    return 0;
+fail:
+    w->failed = true;
+    return 1;
+}
+
+/* Keeps the lines of the text just made (from `from` in w->buf on) for
+ * the next one; false when there is no memory for them. */
+static bool keep_lines(struct ckpt_set_lines *k, struct writer *w, size_t from)
+{
+    size_t len = w->len - from;
+
+    if (k->cap < len) {
+        char *b = realloc(k->text, len);
 
         if (!b)
-            return 1;
-        w->buf = b;
-        w->size = size;
+            return false;
+        k->text = b;
+        k->cap = len;
     }
-    w->len += ckpt_set_text_line(&e, w->buf + w->len, w->size - w->len);
-    return 0;
+    memcpy(k->text, w->buf + from, len);
+    k->len = len;
+    for (size_t i = 0; i < w->n; i++)
+        w->v[i].off -= from;
+    free(k->v);
+    k->v = w->v;
+    k->n = w->n;
+    k->cap_v = w->cap_v;
+    w->v = NULL;
+    return true;
+}
+
+void ckpt_set_lines_free(struct ckpt_set_lines *k)
+{
+    free(k->text);
+    free(k->v);
+    memset(k, 0, sizeof(*k));
 }
 
 void ckpt_set_sample(struct stream *s, bool final)
@@ -298,6 +367,7 @@ void ckpt_set_sample(struct stream *s, bool final)
     struct writer w;
     bool named;
     uint64_t a;
+    size_t head;
     int64_t now;
 
     if (!s->src_set || !h->src)
@@ -319,17 +389,28 @@ void ckpt_set_sample(struct stream *s, bool final)
         (ch.offsets == t->set_seen.offsets ||
          (uint64_t)(now - t->set_at) < cs->interval_ns))
         return;
-    w.now = time(NULL);
-    w.size = CKPT_SET_HEADER_MAX(strlen(s->sp->p->name)) + 4096;
+    w = (struct writer){
+        .now = time(NULL),
+        .size = CKPT_SET_HEADER_MAX(strlen(s->sp->p->name)) + 4096,
+        .old = named ? NULL : &t->set_lines,
+    };
     w.buf = malloc(w.size);
     if (!w.buf)
         return; /* the next sample tries again */
     w.len = ckpt_set_text_header(s->sp->p->name, w.now, w.buf, w.size);
-    if (weir_file_set_foreach(h->src, write_file, &w) != 0 || w.len == w.size) {
+    head = w.len;
+    if (weir_file_set_foreach(h->src, write_file, &w) != 0 || w.failed ||
+        w.len == w.size) {
         free(w.buf);
+        free(w.v);
         return;
     }
     w.buf[w.len] = '\0';
+    if (!keep_lines(&t->set_lines, &w, head)) {
+        /* Without them the next text makes every line anew. */
+        ckpt_set_lines_free(&t->set_lines);
+        free(w.v);
+    }
     t->set_sent = true;
     t->set_at = now;
     t->set_seen = ch;

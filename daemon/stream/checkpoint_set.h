@@ -28,6 +28,7 @@
 #include "weir/file_set.h"
 
 struct ckpt_set;
+struct ckpt_set_lines;
 struct stream;
 
 /* ckpt_set_new and ckpt_set_free, for the pipeline, are in stream.h. */
@@ -48,6 +49,8 @@ size_t ckpt_set_known(const struct ckpt_set *cs,
 /* Worker. One sample (`final` once the pipes have ended): the
  * acknowledgement to the file set, and the text when it changed. */
 void ckpt_set_sample(struct stream *s, bool final);
+/* The lines ckpt_set_sample keeps from one text to the next. */
+void ckpt_set_lines_free(struct ckpt_set_lines *k);
 /* Main loop: the task ckpt_set_sample posts (s->ck_save) when its text
  * names a file the last one did not. */
 void ckpt_set_save_task(struct weir_task *t);

@@ -51,7 +51,9 @@ void stream_fs_sample(struct stream *s)
     v->rotations = st.rotations;
     v->truncated = st.records.truncated;
     v->skipped = st.records.skipped;
-    weir_file_set_foreach(s->home.src, rank_file, v);
+    /* None behind, none to rank: the walk of every file is spared. */
+    if (st.behind > 0)
+        weir_file_set_foreach(s->home.src, rank_file, v);
     /* Release: the block's contents before the pointer, for the main
      * thread's acquire; acquire: one handed back is this thread's own. */
     free(atomic_exchange_explicit(&s->fs_mail, v, memory_order_acq_rel));

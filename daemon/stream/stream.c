@@ -115,6 +115,7 @@ static void stream_free(struct stream *s)
     free(s->pc);
     free(atomic_exchange_explicit(&s->fs_mail, NULL, memory_order_acq_rel));
     free(s->fs_seen);
+    ckpt_set_lines_free(&s->ck_track.set_lines);
     free(s);
 }
 

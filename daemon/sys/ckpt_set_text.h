@@ -8,9 +8,10 @@
  *
  * fp is the hash of the file's first fplen bytes (0: it had fewer then,
  * and dev/ino alone name it); offset is where every sink has the file's
- * records up to; written is when that was sampled. path comes last and
- * runs to the end of the line, so it may hold spaces and be of any
- * length; its backslashes, control bytes and DEL are written \xNN, so a
+ * records up to; written is when that offset was sampled (a file whose
+ * offset has not moved keeps the time of the text that first had it). path
+ * comes last and runs to the end of the line, so it may hold spaces and be of
+ * any length; its backslashes, control bytes and DEL are written \xNN, so a
  * newline in a file name cannot end the line. A person can read it, and
  * edit it: the reader checks every field.
  */

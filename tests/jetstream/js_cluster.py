@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-TMP = tempfile.mkdtemp(prefix="wt-js-it-")
+TMP = tempfile.mkdtemp(prefix="weir-js-")
 PROCS = []
 
 

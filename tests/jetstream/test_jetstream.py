@@ -18,63 +18,18 @@ The engine is whatever WEIR_ENGINE says (meson test --setup epoll).
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from js_cluster import (PROCS, TMP, cluster, deadline_wait,  # noqa: E402
+                        free_port, lines, path, stop_all)
+
 WEIR = os.path.abspath(sys.argv[1])
 TOOL = os.path.abspath(sys.argv[2])
-TMP = tempfile.mkdtemp(prefix="wt-js-it-")
-PROCS = []
 STREAM, SUBJECT = "LOGS", "logs.app"
-
-
-def path(name):
-    return os.path.join(TMP, name)
-
-
-def deadline_wait(pred, what, timeout=20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Node:
-    def __init__(self, i, ports, routes):
-        self.name = "n%d" % i
-        self.conf = path(self.name + ".conf")
-        with open(self.conf, "w") as f:
-            f.write("listen: 127.0.0.1:%d\nserver_name: %s\n"
-                    "jetstream { store_dir: %s }\n"
-                    "cluster { name: c1, listen: 127.0.0.1:%d, routes: [%s] }\n"
-                    % (ports[0], self.name, path(self.name + ".store"),
-                       ports[1], routes))
-        self.url = "nats://127.0.0.1:%d" % ports[0]
-        self.start()
-
-    def start(self):
-        self.log = open(path(self.name + ".log"), "ab")
-        self.p = subprocess.Popen(["nats-server", "-c", self.conf],
-                                  stdout=self.log, stderr=self.log)
-        PROCS.append(self.p)
-
-    def kill(self):
-        self.p.send_signal(signal.SIGKILL)
-        self.p.wait(10)
 
 
 def metric(port, prefix):
@@ -89,25 +44,10 @@ def metric(port, prefix):
     return -1
 
 
-def accepts(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
 def tool(*args):
     r = subprocess.run([TOOL] + list(args), capture_output=True, timeout=30)
     assert r.returncode == 0, r.stderr.decode()
     return r.stdout
-
-
-def lines(n, start=0):
-    # Lines of different lengths, so that a shifted byte shows.
-    return b"".join(("r%07u some text for the record %s\n" %
-                     (i, "x" * (i % 37))).encode()
-                    for i in range(start, start + n))
 
 
 def main():
@@ -115,12 +55,7 @@ def main():
         print("skipped: nats-server is not installed (Debian's "
               "nats-server)")
         return 77
-    ports = [(free_port(), free_port()) for _ in range(3)]
-    routes = ", ".join("nats-route://127.0.0.1:%d" % p[1] for p in ports)
-    nodes = [Node(i + 1, ports[i], routes) for i in range(3)]
-    urls = ",".join(n.url for n in nodes)
-    for p in ports:
-        deadline_wait(lambda: accepts(p[0]), "nats-server on port %d" % p[0])
+    nodes, urls = cluster()
     tool("create", urls, STREAM, SUBJECT)
 
     src, state, mport = path("app.log"), path("state"), free_port()
@@ -209,9 +144,6 @@ if __name__ == "__main__":
                     sys.stderr.write(f.read()[-8000:].decode(errors="replace"))
             except OSError:
                 pass
-        for p in PROCS:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        stop_all()
         shutil.rmtree(TMP, ignore_errors=True)
     sys.exit(rc)

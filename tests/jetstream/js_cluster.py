@@ -8,6 +8,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 TMP = tempfile.mkdtemp(prefix="weir-js-")
 PROCS = []
@@ -32,6 +33,20 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def metric(port, prefix):
+    """The value of the first /metrics line at port that starts with
+    prefix, or -1."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                    timeout=10) as r:
+            for ln in r.read().decode().splitlines():
+                if ln.startswith(prefix):
+                    return int(float(ln[len(prefix):]))
+    except OSError:
+        pass
+    return -1
 
 
 def accepts(port):

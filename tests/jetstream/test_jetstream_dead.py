@@ -23,11 +23,10 @@ import os
 import shutil
 import subprocess
 import sys
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from js_cluster import (PROCS, TMP, cluster, deadline_wait,  # noqa: E402
-                        free_port, lines, path, stop_all)
+                        free_port, lines, metric, path, stop_all)
 
 WEIR = os.path.abspath(sys.argv[1])
 TOOL = os.path.abspath(sys.argv[2])
@@ -50,16 +49,6 @@ def dead_lines(p):
         return [json.loads(ln) for ln in f]
 
 
-def metric(port, prefix):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
-                                    timeout=10) as r:
-            for ln in r.read().decode().splitlines():
-                if ln.startswith(prefix):
-                    return int(float(ln[len(prefix):]))
-    except OSError:
-        pass
-    return -1
 
 
 def big(i):

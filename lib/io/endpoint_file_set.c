@@ -137,6 +137,25 @@ static bool fs_same_dir_in(struct fs_map *m, size_t off, uint64_t fp,
     return false;
 }
 
+/* f has the head of a copy waiting to be read as a file's of f's
+ * directory: it is that copy (or a copy of it). */
+static bool fs_copy_waits(struct fs_set *s, const struct fs_file *f)
+{
+    const char *slash = strrchr(f->path, '/');
+    size_t dlen = (size_t)(slash - f->path);
+
+    for (struct fs_link *l = weir__fs_map_find(&s->next_map, f->fp); l;
+         l = l->next) {
+        const struct fs_file *g = EP_CONTAINER(l, struct fs_copy, by_fp)->of;
+
+        if (l->key == f->fp && g != f && !g->done &&
+            strncmp(g->path, f->path, dlen + 1) == 0 &&
+            !strchr(g->path + dlen + 1, '/'))
+            return true;
+    }
+    return false;
+}
+
 /* f is a copy of a file of its directory: it has that file's head, or the
  * head of what a file being cut holds now (the copy of the next cut) or
  * held between two cuts (a copy waiting to be read). */
@@ -146,8 +165,7 @@ static bool fs_same_dir_fp(struct fs_set *s, const struct fs_file *f)
                           f) ||
            fs_same_dir_in(&s->cut_map, offsetof(struct fs_file, by_cut), f->fp,
                           f) ||
-           fs_same_dir_in(&s->next_map, offsetof(struct fs_file, by_next),
-                          f->fp, f);
+           fs_copy_waits(s, f);
 }
 
 static void fs_unname(struct fs_set *s, struct fs_file *f)
@@ -172,16 +190,6 @@ static void fs_set_cut(struct fs_set *s, struct fs_file *f, uint64_t fp)
     f->cut_fp = fp;
     if (fp && weir__fs_map_add(&s->cut_map, &f->by_cut, fp) == 0)
         f->in_cut = true;
-}
-
-static void fs_set_next(struct fs_set *s, struct fs_file *f, uint64_t fp)
-{
-    if (f->in_next)
-        weir__fs_map_del(&s->next_map, &f->by_next);
-    f->in_next = false;
-    f->next_copy_fp = fp;
-    if (fp && weir__fs_map_add(&s->next_map, &f->by_next, fp) == 0)
-        f->in_next = true;
 }
 
 static void fs_set_fp(struct fs_set *s, struct fs_file *f, uint64_t fp)
@@ -403,14 +411,10 @@ static void fs_forget(struct fs_set *s, struct fs_file *f)
     fs_unino(s, f);
     fs_set_fp(s, f, 0);
     fs_set_cut(s, f, 0);
-    fs_set_next(s, f, 0);
+    weir__fs_copies_free(s, f);
     fs_close(s, f);
     if (f->copy_fd >= 0) {
         close(f->copy_fd);
-        s->nopen--;
-    }
-    if (f->next_copy_fd >= 0) {
-        close(f->next_copy_fd);
         s->nopen--;
     }
     fs_rec_free(s, f);
@@ -709,7 +713,7 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
     s->rotations++;
     f->cut_seen_rt = weir__fs_clock(CLOCK_REALTIME);
     fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, f->read);
-    cfd = weir__fs_find_copy(s, f, f->fp, f->read, &csize);
+    cfd = weir__fs_find_copy(s, f, f->fp, f->read, &csize, NULL);
     if (cfd >= 0) {
         f->copy_fd = cfd;
         f->copy_size = csize;
@@ -732,19 +736,93 @@ static void fs_truncated(struct fs_set *s, struct fs_file *f, uint64_t size)
     fs_ready_update(s, f);
 }
 
+/* The copy of the cut weir just saw of f, which is in copy mode: by the
+ * head f had since the cut before, or, when weir never saw that head (its
+ * events came late), as the first copy named after f made after the copy
+ * before it. */
+static int fs_cut_copy(struct fs_set *s, struct fs_file *f, uint64_t *size,
+                       uint64_t *fp, char **path)
+{
+    int before = f->copy_fd;
+    struct stat copy;
+
+    for (const struct fs_copy *c = f->waiting; c; c = c->next)
+        before = c->fd;
+
+    *fp = f->cut_fp;
+    if (f->cut_fp)
+        return weir__fs_find_copy(s, f, f->cut_fp, 0, size, path);
+    if (before < 0 || fstat(before, &copy) != 0)
+        return -1;
+    return weir__fs_find_later_copy(s, f, &copy, f->cut_seen_rt,
+                                    fs_fingerprint_of(s, f), size, fp, path);
+}
+
+static struct fs_file *fs_add(struct fs_set *s, const char *path,
+                              const struct stat *st);
+
+/* st is a file weir reads as one of its own (not as a copy of another). */
+static bool fs_read_apart(struct fs_set *s, const struct stat *st)
+{
+    struct fs_file *g =
+        fs_find_ino(s, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+
+    return g && !g->alias;
+}
+
+/*
+ * A copy of f that weir does not read as f's: a copy of an earlier cut
+ * waits already, or the patterns name this one and weir found it before
+ * it knew it as a copy. It is read as a file of its own, from its start,
+ * and its bytes are not lost. False when it cannot be (no memory).
+ */
+static bool fs_copy_apart(struct fs_set *s, int fd, const char *path)
+{
+    struct fs_file *g;
+    struct stat st;
+
+    if (fstat(fd, &st) != 0 || !path)
+        return false;
+    if (fs_read_apart(s, &st))
+        return true;
+    g = fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    if (!g) {
+        g = fs_add(s, path, &st);
+        if (!g)
+            return false;
+        /* Not named by the patterns, maybe: read to its end, then let go,
+         * as a rotated file is. */
+        g->rotated = true;
+        s->rotations++;
+        fs_event(s, WEIR_FS_ROTATED, g->path, 0, 0);
+    }
+    /* Known as f's copy until now (its head is the one f had): it is not
+     * f's, and is read from its start. */
+    g->alias = false;
+    g->read = g->consumed = g->acked = 0;
+    g->last_change = fs_now();
+    fs_look(s, g);
+    fs_ready_update(s, g);
+    return true;
+}
+
 /*
  * While f's copy is read, f itself is watched: its head (cut_fp, once it
  * holds fingerprint_len bytes) and its size. A file that shrank or whose
- * head changed was cut again, and what it held since the first cut went
- * into a second copy: found by cut_fp and read after the first, from 0.
- * A third cut before the first copy is done, or one before f's head was
- * seen, is not followed: its bytes are counted as lost. True when f was
- * cut again (f->size is then the size after the cut).
+ * head changed was cut again, and what it held since the cut before went
+ * into a new copy: found by cut_fp (or by when it was made), queued and
+ * read after the copies before it, from 0. A copy that the patterns name
+ * and weir reads already, and one past FS_COPIES_WAITING, are read as
+ * files of their own (fs_copy_apart). A cut whose copy cannot be found
+ * loses what f held: counted as lost. True when f was cut again (f->size
+ * is then the size after the cut).
  */
 static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
 {
-    uint64_t len = s->o.fingerprint_len, csize = 0;
-    int cfd = -1;
+    uint64_t len = s->o.fingerprint_len, csize = 0, next_fp = 0;
+    char *path = NULL;
+    struct stat st;
+    int cfd;
 
     if (f->cut_fp && size > f->size && fs_fingerprint_of(s, f) != f->cut_fp) {
         /* cut and grown past its old size: its head tells */
@@ -756,17 +834,17 @@ static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
     s->rotations++;
     f->cut_seen_rt = weir__fs_clock(CLOCK_REALTIME);
     fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, 0);
-    if (f->next_copy_fd < 0)
-        cfd = weir__fs_find_copy(s, f, f->cut_fp, 0, &csize);
-    if (cfd >= 0) {
-        f->next_copy_fd = cfd;
-        f->next_copy_size = csize;
-        fs_set_next(s, f, f->cut_fp);
-        f->next_lost_mark = f->size;
-        s->nopen++;
+    cfd = fs_cut_copy(s, f, &csize, &next_fp, &path);
+    if (cfd >= 0 && fstat(cfd, &st) == 0 && !fs_read_apart(s, &st) &&
+        weir__fs_copy_push(s, f, cfd, csize, next_fp, f->size)) {
+        cfd = -1; /* f's now */
     } else {
-        fs_lost(s, f, f->size);
+        if (cfd < 0 || !fs_copy_apart(s, cfd, path))
+            fs_lost(s, f, f->size);
+        if (cfd >= 0)
+            close(cfd);
     }
+    free(path);
     f->size = size;
     fs_set_cut(s, f, size >= len ? fs_fingerprint_of(s, f) : 0);
     f->last_change = fs_now();
@@ -786,7 +864,7 @@ static struct fs_file *fs_add(struct fs_set *s, const char *path,
         free(f);
         return NULL;
     }
-    f->fd = f->copy_fd = f->next_copy_fd = -1;
+    f->fd = f->copy_fd = -1;
     f->dev = (uint64_t)st->st_dev;
     f->ino = (uint64_t)st->st_ino;
     f->size = (uint64_t)st->st_size;
@@ -1038,21 +1116,19 @@ static void fs_missed_cut(struct fs_set *s, struct fs_file *f,
     int cfd;
 
     cfd = weir__fs_find_later_copy(s, f, copy, f->cut_seen_rt,
-                                   fs_fingerprint_of(s, f), &size, &fp);
+                                   fs_fingerprint_of(s, f), &size, &fp, NULL);
     if (cfd < 0)
         return;
-    if (fstat(cfd, &st) != 0 ||
-        fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
+    if (fstat(cfd, &st) != 0 || fs_read_apart(s, &st)) {
+        close(cfd);
+        return;
+    }
+    if (!weir__fs_copy_push(s, f, cfd, size, fp, 0)) {
         close(cfd);
         return;
     }
     s->rotations++;
     fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, 0);
-    f->next_copy_fd = cfd;
-    f->next_copy_size = size;
-    f->next_lost_mark = 0;
-    fs_set_next(s, f, fp);
-    s->nopen++;
 }
 
 static void fs_copy_done(struct fs_set *s, struct fs_file *f)
@@ -1060,9 +1136,6 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
     struct stat copy;
     bool have_copy = fstat(f->copy_fd, &copy) == 0;
 
-    close(f->copy_fd);
-    f->copy_fd = -1;
-    s->nopen--;
     fs_event(s, WEIR_FS_COPY_READ, f->path, 0, f->read);
     /* The file had grown past the copy before it was cut: written between
      * the copy and the truncation, those bytes are in neither. */
@@ -1070,8 +1143,9 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
         fs_lost(s, f, f->lost_mark - f->read);
     f->lost_mark = 0;
     /* Cut again since (it may have been while the last bytes of the copy
-     * were read): the next copy is looked for now, before f is read. */
-    if (f->next_copy_fd < 0) {
+     * were read): the next copy is looked for now, before f is read, and
+     * while the copy read is still open (made after it, by time). */
+    if (!f->waiting) {
         struct stat st;
 
         if (f->fd >= 0
@@ -1080,21 +1154,27 @@ static void fs_copy_done(struct fs_set *s, struct fs_file *f)
                       (uint64_t)st.st_ino == f->ino)
             fs_cut_again(s, f, (uint64_t)st.st_size);
     }
-    if (f->next_copy_fd < 0 && have_copy)
+    if (!f->waiting && have_copy)
         fs_missed_cut(s, f, &copy);
-    if (f->next_copy_fd >= 0) {
+    close(f->copy_fd);
+    f->copy_fd = -1;
+    s->nopen--;
+    if (f->waiting) {
+        struct fs_copy *c = weir__fs_copy_pop(s, f);
+
         if (f->rec && weir_records_pending(f->rec))
             weir__fs_flush(s, f);
         if (f->rec)
             weir_records_reset(f->rec, 0);
-        f->copy_fd = f->next_copy_fd;
-        f->copy_size = f->next_copy_size;
-        f->lost_mark = f->next_lost_mark;
-        f->next_copy_fd = -1;
+        f->copy_fd = c->fd;
+        f->copy_size = c->size;
+        f->lost_mark = c->lost_mark;
         f->read = f->consumed = 0;
-        fs_set_cut(s, f, 0);
-        fs_set_fp(s, f, f->next_copy_fp);
-        fs_set_next(s, f, 0);
+        /* cut_fp stays: f's own head has not changed, and a copy of it
+         * made by the next cut is known by it (fs_same_dir_fp) and found
+         * by it (fs_cut_again). */
+        fs_set_fp(s, f, c->fp);
+        free(c);
         fs_ready_update(s, f);
         return;
     }
@@ -1779,8 +1859,8 @@ int weir_file_set_stats(const struct weir_endpoint *ep,
             st->behind += f->read - f->acked;
         if (end > f->read && !f->done && !f->alias)
             st->unread += end - f->read;
-        if (f->next_copy_fd >= 0)
-            st->unread += f->next_copy_size;
+        for (const struct fs_copy *c = f->waiting; c; c = c->next)
+            st->unread += c->size;
         if (f->rec) {
             struct weir_records_stats r;
 

@@ -70,6 +70,7 @@ struct by_head {
     uint32_t len;
     uint64_t fp, size;
     int fd;
+    char *path;
 };
 
 static bool take_by_head(void *arg, const char *name, const char *full,
@@ -88,6 +89,7 @@ static bool take_by_head(void *arg, const char *name, const char *full,
         if (fstat(fd, &now) == 0) {
             h->fd = fd;
             h->size = (uint64_t)now.st_size;
+            h->path = strdup(full);
             return true;
         }
     }
@@ -96,7 +98,7 @@ static bool take_by_head(void *arg, const char *name, const char *full,
 }
 
 int weir__fs_find_copy(const struct fs_set *s, const struct fs_file *f,
-                       uint64_t fp, uint64_t min, uint64_t *size)
+                       uint64_t fp, uint64_t min, uint64_t *size, char **path)
 {
     struct by_head h = {.len = s->o.fingerprint_len, .fp = fp, .fd = -1};
 
@@ -105,6 +107,10 @@ int weir__fs_find_copy(const struct fs_set *s, const struct fs_file *f,
     each_candidate(s, f, min, take_by_head, &h);
     if (h.fd >= 0)
         *size = h.size;
+    if (path)
+        *path = h.path;
+    else
+        free(h.path);
     return h.fd;
 }
 
@@ -136,7 +142,8 @@ static bool take_by_time(void *arg, const char *name, const char *full,
 
 int weir__fs_find_later_copy(const struct fs_set *s, const struct fs_file *f,
                              const struct stat *copy, uint64_t before,
-                             uint64_t head_now, uint64_t *size, uint64_t *fp)
+                             uint64_t head_now, uint64_t *size, uint64_t *fp,
+                             char **path)
 {
     const char *base = strrchr(f->path, '/') + 1;
     struct by_time t = {
@@ -163,5 +170,55 @@ int weir__fs_find_later_copy(const struct fs_set *s, const struct fs_file *f,
         return -1;
     }
     *size = (uint64_t)st.st_size;
+    if (path)
+        *path = strdup(t.best);
     return fd;
+}
+
+/* ---- the copies waiting to be read ---- */
+
+bool weir__fs_copy_push(struct fs_set *s, struct fs_file *f, int fd,
+                        uint64_t size, uint64_t fp, uint64_t lost_mark)
+{
+    struct fs_copy *c, **tail = &f->waiting;
+
+    if (f->nwaiting >= FS_COPIES_WAITING || !(c = calloc(1, sizeof(*c))))
+        return false;
+    *c = (struct fs_copy){
+        .of = f, .fd = fd, .size = size, .fp = fp, .lost_mark = lost_mark};
+    if (fp && weir__fs_map_add(&s->next_map, &c->by_fp, fp) == 0)
+        c->in_map = true;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = c;
+    f->nwaiting++;
+    s->nopen++;
+    return true;
+}
+
+/* The oldest copy waiting, out of the queue; its descriptor is the
+ * caller's (still counted in s->nopen), the rest freed with free(). */
+struct fs_copy *weir__fs_copy_pop(struct fs_set *s, struct fs_file *f)
+{
+    struct fs_copy *c = f->waiting;
+
+    if (!c)
+        return NULL;
+    f->waiting = c->next;
+    f->nwaiting--;
+    if (c->in_map)
+        weir__fs_map_del(&s->next_map, &c->by_fp);
+    c->in_map = false;
+    return c;
+}
+
+void weir__fs_copies_free(struct fs_set *s, struct fs_file *f)
+{
+    struct fs_copy *c;
+
+    while ((c = weir__fs_copy_pop(s, f))) {
+        close(c->fd);
+        s->nopen--;
+        free(c);
+    }
 }

@@ -44,7 +44,7 @@ struct fs_file {
     struct fs_file *prev, *next;   /* every file known (fs_set.files) */
     struct fs_file *rprev, *rnext; /* the ready queue, oldest read first */
     struct fs_file *oprev, *onext; /* open files, least recently read first */
-    struct fs_link by_path, by_ino, by_fp, by_cut, by_next;
+    struct fs_link by_path, by_ino, by_fp, by_cut;
     char *path;
     uint64_t dev, ino;
     uint64_t fp; /* 0: fewer than fp_len bytes seen yet */
@@ -57,7 +57,7 @@ struct fs_file {
     struct weir_records *rec; /* only while open or holding bytes */
     int fd;
     uint32_t refs; /* ledger entries naming it */
-    bool in_ready, in_path, in_ino, in_fp, in_cut, in_next;
+    bool in_ready, in_path, in_ino, in_fp, in_cut;
     bool rotated;    /* renamed away from the patterns, or deleted */
     bool deleted;    /* no name left: it cannot be opened again */
     bool done;       /* finished: closed, never read again */
@@ -75,15 +75,29 @@ struct fs_file {
     /* A truncated file's copy, read from `read` to its end first. */
     int copy_fd;
     uint64_t copy_size;
-    /* Cut again while its copy was read (a rotation before the last one
-     * was followed): the copy of what it held in between, read from 0
-     * once the first is done. cut_fp: the head of what it has held since
-     * it was cut, to find that copy by and to see a second cut. */
-    int next_copy_fd;
-    uint64_t next_copy_size, next_copy_fp, next_lost_mark, cut_fp;
+    /* Cut again while its copy was read (rotations before the last one
+     * was followed): the copies of what it held in between, oldest first,
+     * each read from 0 once the one before is done. cut_fp: the head of
+     * what it has held since it was cut last, to find the next copy by
+     * and to see the next cut. */
+    struct fs_copy *waiting;
+    unsigned nwaiting;
+    uint64_t cut_fp;
     /* When its last cut was seen (ns, CLOCK_REALTIME): a copy made after
      * the one read and before this is of a cut not seen. */
     uint64_t cut_seen_rt;
+};
+
+/* A copy of a cut file, waiting to be read after the one before it. */
+struct fs_copy {
+    struct fs_copy *next;
+    struct fs_file *of;
+    struct fs_link by_fp; /* fs_set.next_map: a copy the patterns name too
+                           * is known as of's by its head */
+    bool in_map;
+    int fd;
+    uint64_t size, fp;
+    uint64_t lost_mark; /* of's size when it was cut: LOST's count */
 };
 
 /* The ledger (file_set_ack.c): per chunk, where it ends in the stream, the
@@ -171,7 +185,7 @@ struct fs_set {
     struct fs_file *files; /* every file known */
     size_t nfiles, nopen;
     struct fs_map path_map, ino_map, fp_map;
-    struct fs_map cut_map, next_map; /* fs_file.cut_fp, next_copy_fp */
+    struct fs_map cut_map, next_map; /* fs_file.cut_fp, fs_copy.fp */
     struct fs_file *ready, *ready_tail;
     struct fs_file *opened, *opened_tail;
 
@@ -230,12 +244,24 @@ uint64_t weir__fs_fingerprint_path(const char *path, uint32_t len,
                                    struct stat *st);
 /* file_set_copy.c: a truncated file's copy by the head it had (at least
  * min bytes), and the copy made after `copy` and before `before` (ns,
- * CLOCK_REALTIME) whose head is not head_now: a cut weir did not see. */
+ * CLOCK_REALTIME) whose head is not head_now: a cut weir did not see.
+ * Each returns the copy open, or -1; and its path in *path (to be freed;
+ * NULL when it could not be kept) unless path is NULL. */
 int weir__fs_find_copy(const struct fs_set *s, const struct fs_file *f,
-                       uint64_t fp, uint64_t min, uint64_t *size);
+                       uint64_t fp, uint64_t min, uint64_t *size, char **path);
 int weir__fs_find_later_copy(const struct fs_set *s, const struct fs_file *f,
                              const struct stat *copy, uint64_t before,
-                             uint64_t head_now, uint64_t *size, uint64_t *fp);
+                             uint64_t head_now, uint64_t *size, uint64_t *fp,
+                             char **path);
+
+/* Copies waiting to be read as f's: at most FS_COPIES_WAITING (a log cut
+ * more often than that before weir read one copy has its later copies
+ * read as files of their own). Each holds a descriptor (s->nopen). */
+#define FS_COPIES_WAITING 16
+bool weir__fs_copy_push(struct fs_set *s, struct fs_file *f, int fd,
+                        uint64_t size, uint64_t fp, uint64_t lost_mark);
+struct fs_copy *weir__fs_copy_pop(struct fs_set *s, struct fs_file *f);
+void weir__fs_copies_free(struct fs_set *s, struct fs_file *f);
 
 int weir__fs_map_add(struct fs_map *m, struct fs_link *l, uint64_t key);
 void weir__fs_map_del(struct fs_map *m, struct fs_link *l);

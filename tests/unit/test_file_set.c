@@ -831,6 +831,61 @@ static void test_copytruncate_twice_behind(void **state)
     expect_clean();
 }
 
+/* Cut five times while weir is behind on the first copy (its collector
+ * down across several rotations): the copies are read in the order they
+ * were made, each from its start, then the file; nothing is lost. */
+static void test_copytruncate_many_behind(void **state)
+{
+    struct stat st;
+    char p[800];
+    uint64_t n = 100;
+    int fd;
+
+    (void)state;
+    env_init("copymany");
+    include("*.log");
+    path_of(p, sizeof(p), "app.log");
+    fd = open_log("app.log");
+    write_lines(fd, "w", 0, n, 50);
+    start();
+    WAIT_FOR(got("w") == n);
+    pause_reader(true);
+    for (int cut = 1; cut <= 5; cut++) {
+        write_lines(fd, "w", n, n + 5000, 50);
+        n += 5000;
+        assert_int_equal(stat(p, &st), 0);
+        /* weir has seen what the file holds before it is cut. */
+        for (int tries = 0;; tries++) {
+            bool seen;
+
+            query();
+            pthread_mutex_lock(&E.mu);
+            seen = E.events[WEIR_FS_TRUNCATED] == (unsigned)cut - 1 &&
+                   E.max_size == (uint64_t)st.st_size;
+            pthread_mutex_unlock(&E.mu);
+            if (seen)
+                break;
+            if (tries == 6000)
+                fail_msg("cut %d: weir never saw the file's size", cut);
+            sleep_ms(5);
+        }
+        sh("cp %s/app.log %s/app.log.%d", dir, dir, cut);
+        sh("truncate -s 0 %s/app.log", dir);
+        WAIT_FOR(E.events[WEIR_FS_TRUNCATED] == (unsigned)cut);
+    }
+    write_lines(fd, "w", n, n + 100, 50);
+    n += 100;
+    pause_reader(false);
+    WAIT_FOR(got("w") == n);
+    pthread_mutex_lock(&E.mu);
+    assert_int_equal(E.events[WEIR_FS_COPY_READ], 5);
+    assert_int_equal(E.lost, 0);
+    pthread_mutex_unlock(&E.mu);
+    close(fd);
+    stop();
+    expect_clean();
+}
+
 /* Lines written between the copy and the truncation are in neither file:
  * weir has them only if it read them in time. Behind (paused), it says
  * how many bytes it lost; caught up, it loses none. */
@@ -1423,6 +1478,7 @@ int main(void)
         cmocka_unit_test(test_rename_late_writer),
         cmocka_unit_test(test_copytruncate_by_hand),
         cmocka_unit_test(test_copytruncate_twice_behind),
+        cmocka_unit_test(test_copytruncate_many_behind),
         cmocka_unit_test(test_renamed_twice_before_read),
         cmocka_unit_test(test_copy_named_after_cut),
         cmocka_unit_test(test_cut_before_first_read),

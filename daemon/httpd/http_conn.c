@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "httpd/access_log.h"
+#include "httpd/http_file_cache.h"
 #include "httpd/http_index.h"
 #include "httpd/http_mime.h"
 #include "httpd/http_path.h"
@@ -62,8 +63,10 @@ struct http_xchg {
     struct http_req req; /* the one being answered */
     char *head;          /* buf + HTTP_REQ_MAX */
     size_t head_len, head_off;
-    /* The file being answered: its fd and the range of it to send. */
+    /* The file being answered: its fd and the range of it to send; held
+     * in the worker's cache of open files, or the answer's own (NULL). */
     int file_fd;
+    struct http_file *held;
     uint64_t body_off, body_len;
     bool close_after; /* the connection ends after this answer */
     struct weir_file_send *send;
@@ -93,6 +96,7 @@ struct http_conn {
     const char *peer;
     _Atomic uint64_t *bytes_out;
     struct weir_tls_session *tls;
+    struct http_file_cache *files; /* its worker's, or NULL */
     weir_done_cb done;
     void *ctx;
     struct http_xchg *x; /* NULL while idle */
@@ -105,8 +109,10 @@ struct http_conn {
     bool reading;        /* a TLS read waits for a request's bytes */
     bool closing;        /* close_notify is on its way; finish follows */
     bool parking;        /* idle, with park_after_ns as its deadline */
-    bool woken;  /* back from the park: it reads before it parks again */
-    int64_t due; /* the next request's header_timeout */
+    bool woken;         /* back from the park: it reads before it parks again */
+    int64_t due;        /* the next request's header_timeout */
+    int64_t idle_since; /* the last answer sent (or the connection made) */
+    int64_t gap;        /* the last wait from an answer to a request */
     bool stopping, finished, destroyed, reaping;
     struct weir_reap reap;
 };
@@ -141,6 +147,18 @@ static void maybe_reap(struct http_conn *c)
     }
 }
 
+/* The answer is done with fd: the cache's hold on it let go, or it is
+ * closed. */
+static void drop_fd(struct http_conn *c, int fd)
+{
+    if (c->x->held) {
+        http_file_put(c->files, c->x->held);
+        c->x->held = NULL;
+    } else {
+        close(fd);
+    }
+}
+
 static void close_file(struct http_conn *c)
 {
     if (!c->x)
@@ -150,7 +168,7 @@ static void close_file(struct http_conn *c)
         c->x->send = NULL;
     }
     if (c->x->file_fd >= 0) {
-        close(c->x->file_fd);
+        drop_fd(c, c->x->file_fd);
         c->x->file_fd = -1;
     }
     free(c->x->tbuf);
@@ -357,7 +375,16 @@ static void next_request(struct http_conn *c)
             c->x = NULL;
         }
         c->due = c->deadline;
+        if (!c->woken) /* a woken one's wait began before its park */
+            c->idle_since = now_ns();
         park_wait = c->o->park_after_ns * park_times(c->requests);
+        /* A client whose requests come further apart than the answers
+         * it has had would say (a large file taken between them, a slow
+         * reader) is waited for as long as its last gap, twice. */
+        if (2 * (uint64_t)c->gap > park_wait)
+            park_wait = 2 * (uint64_t)c->gap < HTTP_PARK_GAP_MAX_NS
+                            ? 2 * (uint64_t)c->gap
+                            : HTTP_PARK_GAP_MAX_NS;
         if (!c->tls && !c->woken && c->o->park_after_ns &&
             park_wait < c->o->header_timeout_ns) {
             if (!park_wait) {
@@ -404,6 +431,8 @@ static void on_readable(struct weir_op *op, int res, uint32_t flags)
         c->deadline = c->due;
     }
     c->woken = false;
+    if ((!c->x || !c->x->len) && c->requests)
+        c->gap = now_ns() - c->idle_since;
     if (!take_buf(c))
         return;
     k = recv(c->fd, c->x->buf + c->x->len, HTTP_REQ_MAX - c->x->len,
@@ -527,11 +556,22 @@ static void answer_error(struct http_conn *c, int status, bool close_after)
     answer_short(c, status, close_after, NULL);
 }
 
-/* The file the request names, open, or the status that says why not. */
+/* The file the request names, open (from the worker's cache of open
+ * files when it has it: c->x->held), or the status that says why not. */
 static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
 {
     int rc = http_path_map(c->x->req.target.p, c->x->req.target.len,
                            c->o->dotfiles, rel);
+    /* Beneath the root: a symlink that leads out of it fails with EXDEV,
+     * unless the operator lets symlinks go anywhere. The path itself has
+     * no ".." (http_path_map). */
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+        .resolve = RESOLVE_NO_MAGICLINKS |
+                   (c->o->follow_symlinks ? 0 : RESOLVE_BENEATH),
+    };
+    int dirfd = c->o->root_fd;
+    const char *path = rel[0] ? rel : ".";
 
     if (rc)
         return rc;
@@ -543,20 +583,14 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
         if (http_path_map(at, strlen(at), true, want) != 0 ||
             strcmp(rel, want) != 0)
             return 404;
-        *fd = open(c->o->file_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    } else {
-        /* Beneath the root: a symlink that leads out of it fails with
-         * EXDEV, unless the operator lets symlinks go anywhere. The path
-         * itself has no ".." (http_path_map). */
-        struct open_how how = {
-            .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-            .resolve = RESOLVE_NO_MAGICLINKS |
-                       (c->o->follow_symlinks ? 0 : RESOLVE_BENEATH),
-        };
-
-        *fd = (int)syscall(SYS_openat2, c->o->root_fd, rel[0] ? rel : ".", &how,
-                           sizeof(how));
+        dirfd = AT_FDCWD;
+        path = c->o->file_path;
+        how.resolve = 0;
     }
+    if (c->files && (c->x->held = http_file_get(c->files, dirfd, path,
+                                                how.resolve, fd, st)))
+        return 0;
+    *fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
     if (*fd < 0)
         return errno == ENOENT || errno == ENOTDIR || errno == EXDEV ||
                        errno == ELOOP || errno == EACCES ||
@@ -570,6 +604,8 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
         *fd = -1;
         return 404; /* a directory (no listing), a device, a FIFO */
     }
+    if (c->files && S_ISREG(st->st_mode))
+        c->x->held = http_file_add(c->files, dirfd, path, how.resolve, *fd, st);
     return 0;
 }
 
@@ -682,7 +718,7 @@ static void answer(struct http_conn *c)
     if (c->x->body_len)
         c->x->file_fd = fd;
     else
-        close(fd);
+        drop_fd(c, fd);
     count(c, h.status);
     head_out(c);
 }
@@ -985,8 +1021,10 @@ int http_conn_start(struct http_conn **out, struct weir_loop *loop, int sock_fd,
     c->peer = cl->peer;
     c->bytes_out = cl->bytes_out;
     c->requests = cl->requests;
+    c->idle_since = cl->idle_since;
     c->woken = cl->requests > 0;
     c->tls = cl->tls;
+    c->files = cl->files;
     c->done = done;
     c->ctx = ctx;
     c->timer.op.fn = timer_fired;
@@ -1023,6 +1061,11 @@ int64_t http_conn_deadline(const struct http_conn *c)
 uint64_t http_conn_requests(const struct http_conn *c)
 {
     return c->requests;
+}
+
+int64_t http_conn_idle_since(const struct http_conn *c)
+{
+    return c->idle_since;
 }
 
 void http_conn_destroy(struct http_conn *c)

@@ -25,6 +25,7 @@
 struct http_conn;
 struct http_mime;
 struct access_log;
+struct http_file_cache;
 
 /* The upper bounds, in microseconds, of the buckets of a request's
  * time (from its whole head to its answer's last byte taken by the
@@ -62,21 +63,24 @@ struct http_conn_options {
     /* A plain connection idle this long before its first request, at
      * once after its first answer, and this long times one less than the
      * requests it has had answered (up to HTTP_PARK_GROWTH times) after
-     * more, ends with HTTP_CONN_PARKED, so that its owner may keep the
-     * socket for less: a client that has shown it comes back soon is
-     * waited for longer. 0 (or a wait not below header_timeout_ns):
-     * never. */
+     * more, or twice its last wait between an answer and the next
+     * request (up to HTTP_PARK_GAP_MAX_NS) when that is longer, ends with
+     * HTTP_CONN_PARKED, so that its owner may keep the socket for less:
+     * a client that has shown it comes back soon is waited for longer.
+     * 0 (or a wait not below header_timeout_ns): never. */
     uint64_t park_after_ns;
     const struct http_mime *mime;
     struct http_counts *counts; /* or NULL */
     struct access_log *log;     /* a line per answer, or NULL */
 };
 
-#define HTTP_PARK_GROWTH 20
+#define HTTP_PARK_GROWTH     20
+#define HTTP_PARK_GAP_MAX_NS (2000ull * 1000 * 1000)
 
 /* What is one client's own. */
 struct http_client {
     uint64_t requests;           /* answered before, on this socket (parked) */
+    int64_t idle_since;          /* and when the last of them was sent */
     const char *peer;            /* for the log; lives as long */
     _Atomic uint64_t *bytes_out; /* bytes of files sent (relaxed), or NULL */
     /* https-listen: the connection's TLS session (weir/tls.h), which the
@@ -84,11 +88,14 @@ struct http_client {
      * answers go through it, a file's bytes read into a buffer taken
      * only while an answer's body is sent. */
     struct weir_tls_session *tls;
+    /* Its worker's open files (httpd/http_file_cache.h), kept between
+     * requests, or NULL: each request opens its file and closes it. */
+    struct http_file_cache *files;
 };
 
-/* done's rc for a connection that idled park_after_ns: nothing of a
- * request has been read, the socket is as it was, and the next request
- * is due by http_conn_deadline. */
+/* done's rc for a connection that idled long enough (see park_after_ns):
+ * nothing of a request has been read, the socket is as it was, and the
+ * next request is due by http_conn_deadline. */
 #define HTTP_CONN_PARKED 1
 
 /*
@@ -113,6 +120,10 @@ int64_t http_conn_deadline(const struct http_conn *c);
 
 /* Requests answered so far. */
 uint64_t http_conn_requests(const struct http_conn *c);
+
+/* When (CLOCK_MONOTONIC ns) the last answer was sent, or the connection
+ * made: what its next request's wait is measured from. */
+int64_t http_conn_idle_since(const struct http_conn *c);
 
 /* Stops (done is not called after this) and frees the connection once
  * the loop has nothing of it. Safe inside done. */

@@ -112,9 +112,10 @@ static int auto_lowat(const char *cc)
 /*
  * The options of every connection the socket accepts, set once on the
  * socket: accepted connections inherit its keepalive, TCP_USER_TIMEOUT,
- * congestion control and TCP_NOTSENT_LOWAT, so a client costs no call of
- * its own. All of them are set, zeros too, so that a socket taken over by
- * a new definition keeps nothing of the old one's.
+ * congestion control, TCP_NOTSENT_LOWAT and (http-listen) TCP_NODELAY,
+ * so a client costs no call of its own. All of them are set, zeros too,
+ * so that a socket taken over by a new definition keeps nothing of the
+ * old one's.
  *
  * A client's socket queues at most notsent_lowat bytes not yet sent, on
  * top of what is in flight, which the window still bounds as usual.
@@ -146,6 +147,13 @@ static void tune_socket(struct listener *l)
         rc == 0)
         rc = -errno;
     l->notsent_lowat = (unsigned)lowat;
+    /* An HTTP answer's last segment goes out at once, not after the
+     * client's acknowledgement of the one before it (Nagle): the head
+     * and the first bytes of a file are joined by MSG_MORE instead. */
+    if (setsockopt(l->fd, IPPROTO_TCP, TCP_NODELAY, &(int){l->addr->serve_http},
+                   sizeof(int)) != 0 &&
+        rc == 0)
+        rc = -errno;
     /* Best effort: a kernel without one of them still serves. */
     if (rc)
         log_warnx("pipeline %s: %s: cannot set every TCP option of its "

@@ -26,6 +26,7 @@
 #include "conf/address.h"
 #include "conf/sockaddr.h"
 #include "httpd/access_log.h"
+#include "httpd/http_file_cache.h"
 #include "httpd/http_mime.h"
 #include "sys/log.h"
 #include "sys/port_holder.h"
@@ -228,6 +229,9 @@ static int http_open(struct pipeline *pl)
                  src->path, strerror(-rc));
         return rc;
     }
+    /* Best effort: without them each request opens its file. */
+    pl->http.files = calloc(pl->env->cx->nworkers, sizeof(*pl->http.files));
+    pl->http.nworkers = pl->http.files ? pl->env->cx->nworkers : 0;
     pl->http.park = http_lot_park;
     pl->http.park_arg = &pl->lot;
     pl->http.park_after_ns = HTTP_PARK_AFTER_NS;
@@ -809,6 +813,9 @@ void pipeline_free(struct pipeline *pl)
         access_log_close(pl->http.logs[i]);
     free(pl->http.logs);
     free(pl->http.conn_opts);
+    for (unsigned w = 0; w < pl->http.nworkers; w++)
+        http_file_cache_free(pl->http.files[w]);
+    free(pl->http.files);
     free(pl->res);
     free(pl->ls);
     broadcast_free(pl->bc);

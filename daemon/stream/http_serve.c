@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "httpd/http_file_cache.h"
 #include "stream/stream_impl.h"
 #include "stream/tail.h"
 #include "sys/log.h"
@@ -36,6 +37,7 @@ static void park(struct stream *s)
         .bytes = s->carried_bytes +
                  atomic_load_explicit(&s->bytes_out, memory_order_relaxed),
         .requests = (uint32_t)http_conn_requests(s->home.http),
+        .idle_since = http_conn_idle_since(s->home.http),
         .fd = fd,
     };
 
@@ -95,10 +97,18 @@ void http_serve_start(struct stream *s)
     const struct http_conn_options *o = &site->conn_opts[0];
     struct http_client cl = {
         .requests = s->carried_requests,
+        .idle_since = s->carried_idle_since,
         .peer = s->peer,
         .bytes_out = &s->bytes_out,
     };
+    unsigned w = s->home.worker;
     int rc;
+
+    if (site->files && w < site->nworkers) {
+        if (!site->files[w])
+            site->files[w] = http_file_cache_new(); /* NULL: none kept */
+        cl.files = site->files[w];
+    }
 
     for (size_t i = 0; i < p->nsinks; i++)
         if (p->sinks[i] == a)

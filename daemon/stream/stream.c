@@ -458,6 +458,7 @@ void stream_set_carried(struct stream *s, const struct http_parked *pc)
     s->t_start_ns = pc->started_ns;
     s->carried_bytes = pc->bytes;
     s->carried_requests = pc->requests;
+    s->carried_idle_since = pc->idle_since;
 }
 
 uint64_t stream_carried_bytes(const struct stream *s)

@@ -118,6 +118,7 @@ struct http_parked {
     int64_t deadline;
     int64_t started_ns;
     uint64_t bytes;
+    int64_t idle_since; /* when its last answer was sent (http_conn.h) */
     uint32_t requests;
     int fd; /* the client's socket: a dup, the park's from then on */
 };
@@ -137,6 +138,11 @@ struct stream_http {
                  const struct http_parked *pc);
     void *park_arg;
     uint64_t park_after_ns;
+    /* Each worker's open files, kept between requests; [nworkers], each
+     * made by its worker at its first client and used by it alone; NULL:
+     * none kept. The maker frees them once no client is left. */
+    struct http_file_cache **files;
+    unsigned nworkers;
     /* What each sink's connections share, made by stream_http_prepare
      * once the fields above are set; [p->nsinks]. */
     struct http_conn_options *conn_opts;

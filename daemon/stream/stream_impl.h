@@ -106,6 +106,7 @@ struct stream {
     /* Its end is not reported (stream_set_quiet). */
     bool quiet;
     uint64_t carried_bytes, carried_requests; /* stream_set_carried */
+    int64_t carried_idle_since;
     _Atomic uint64_t bytes_in;
     struct weir_jetstream_source_counters src_js; /* a jetstream source's */
     _Atomic uint64_t bytes_out;                   /* sink 0's */

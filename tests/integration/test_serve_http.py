@@ -517,8 +517,8 @@ def test_index():
     assert code == b"404", code
 
 
-def get_on(sock, name):
-    """One keep-alive GET on sock; the answer's body."""
+def answer_on(sock, name):
+    """One keep-alive GET on sock; the answer's status and body."""
     sock.sendall(b"GET /" + name.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     got = b""
     while b"\r\n\r\n" not in got:
@@ -531,8 +531,50 @@ def get_on(sock, name):
         b = sock.recv(65536)
         assert b, "closed in a body"
         body += b
-    assert head.startswith(b"HTTP/1.1 200"), head
+    return int(head.split()[1]), body
+
+
+def get_on(sock, name):
+    """One keep-alive GET on sock; the answer's body (a 200's)."""
+    status, body = answer_on(sock, name)
+    assert status == 200, (name, status)
     return body
+
+
+def test_files_kept_fresh():
+    """Each worker keeps the files it served open for the next requests;
+    what a path leads to now is what is served: a file rewritten in
+    place, renamed over, deleted, or made a symlink out of the root (404)
+    or within it. One connection, so one worker and its kept files."""
+    port = W["dir"]
+    name = path("root", "fresh.txt")
+    s = socket.create_connection(("127.0.0.1", port), 30)
+    s.settimeout(30)
+    with open(name, "wb") as f:
+        f.write(b"first\n")
+    assert get_on(s, "fresh.txt") == b"first\n"
+    assert get_on(s, "fresh.txt") == b"first\n"
+    with open(name, "r+b") as f:  # the same inode, longer
+        f.write(b"second, in place\n")
+    assert get_on(s, "fresh.txt") == b"second, in place\n"
+    with open(name + ".new", "wb") as f:
+        f.write(b"third, renamed over\n")
+    os.replace(name + ".new", name)
+    assert get_on(s, "fresh.txt") == b"third, renamed over\n"
+    os.unlink(name)
+    assert answer_on(s, "fresh.txt")[0] == 404
+    with open(name, "wb") as f:
+        f.write(b"fourth\n")
+    assert get_on(s, "fresh.txt") == b"fourth\n"
+    os.unlink(name)
+    os.symlink("../secret.txt", name)
+    status, body = answer_on(s, "fresh.txt")
+    assert status == 404 and SECRET not in body, (status, body)
+    os.unlink(name)
+    os.symlink("a.txt", name)
+    assert get_on(s, "fresh.txt") == content("a.txt")
+    os.unlink(name)
+    s.close()
 
 
 def test_parked_keepalive():
@@ -706,7 +748,8 @@ def main():
              test_traversal_refused, test_slow_head_cut, test_shrinking_file,
              test_access_log, test_metrics, test_https_curl,
              test_https_s_client, test_https_bad_cert_check, test_index,
-             test_parked_keepalive, test_parked_stop_and_max_clients]
+             test_parked_keepalive, test_parked_stop_and_max_clients,
+             test_files_kept_fresh]
     for tool in ("curl", "wget", "openssl"):
         if shutil.which(tool) is None:
             print("SKIP: %s is not installed (tools/install-deps)" % tool)

@@ -591,6 +591,9 @@ static int open_target(struct http_conn *c, char *rel, struct stat *st, int *fd)
                                                 how.resolve, fd, st)))
         return 0;
     *fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    if (*fd < 0 && (errno == EMFILE || errno == ENFILE) && c->files &&
+        http_file_cache_trim(c->files))
+        *fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
     if (*fd < 0)
         return errno == ENOENT || errno == ENOTDIR || errno == EXDEV ||
                        errno == ELOOP || errno == EACCES ||

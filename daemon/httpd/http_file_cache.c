@@ -89,12 +89,20 @@ static void let_go(struct http_file_cache *fc, struct http_file *f)
     }
 }
 
+bool http_file_cache_trim(struct http_file_cache *fc)
+{
+    bool any = fc->head != NULL;
+
+    while (fc->head)
+        let_go(fc, fc->head);
+    return any;
+}
+
 void http_file_cache_free(struct http_file_cache *fc)
 {
     if (!fc)
         return;
-    while (fc->head)
-        let_go(fc, fc->head);
+    http_file_cache_trim(fc);
     free(fc);
 }
 

@@ -22,6 +22,7 @@
 #ifndef WEIR_DAEMON_HTTP_FILE_CACHE_H
 #define WEIR_DAEMON_HTTP_FILE_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -53,6 +54,11 @@ struct http_file *http_file_get(struct http_file_cache *fc, int dirfd,
 struct http_file *http_file_add(struct http_file_cache *fc, int dirfd,
                                 const char *path, uint64_t resolve, int fd,
                                 const struct stat *st);
+
+/* Lets go of every file kept (those an answer holds, at its put): at the
+ * fd limit, the kept files give way to a request's. False when none was
+ * kept. */
+bool http_file_cache_trim(struct http_file_cache *fc);
 
 /* Lets go of a hold taken by http_file_get or http_file_add. */
 void http_file_put(struct http_file_cache *fc, struct http_file *f);

@@ -665,8 +665,8 @@ static void test_hup_storm(void **state)
  * this process and the daemon share the network namespace. The largest
  * queue, and how many connections were seen.
  */
-/* Whether one of the swarm's clients has local port p. */
-static bool swarm_port(const struct swarm *s, unsigned p)
+/* The swarm's client whose local port is p, or -1. */
+static int swarm_client(const struct swarm *s, unsigned p)
 {
     for (unsigned i = 0; i < s->n; i++) {
         struct sockaddr_in a;
@@ -675,34 +675,38 @@ static bool swarm_port(const struct swarm *s, unsigned p)
         if (s->c[i].fd >= 0 &&
             getsockname(s->c[i].fd, (struct sockaddr *)&a, &len) == 0 &&
             ntohs(a.sin_port) == p)
-            return true;
+            return (int)i;
     }
-    return false;
+    return -1;
 }
 
-/* The largest send queue of weir's ends of the swarm's connections, and
- * how many of them there are. Only those: the tests running beside this
- * one have sockets of their own in the same table. */
-static unsigned long max_tx_queue(const struct swarm *s, unsigned *conns)
+/*
+ * The largest send queue of weir's ends of the swarm's connections; each
+ * client whose connection was seen is marked in seen[]. Only those: the
+ * tests running beside this one have sockets of their own in the same
+ * table, and a table read while it changes may list a socket twice or
+ * not at all, so the caller counts the clients seen over its samples.
+ */
+static unsigned long max_tx_queue(const struct swarm *s, bool *seen)
 {
     unsigned long most = 0;
     char line[512];
     FILE *f = fopen("/proc/self/net/tcp", "r");
 
-    *conns = 0;
     assert_non_null(f);
     while (fgets(line, sizeof(line), f)) {
         unsigned lport, rport, st;
         unsigned long tx, rx;
+        int i;
 
         if (sscanf(line, " %*d: %*8x:%x %*8x:%x %x %lx:%lx", &lport, &rport,
                    &st, &tx, &rx) != 5 ||
             lport != s->port ||
             /* ESTABLISHED, or FIN_WAIT1 when weir sent all and shut
              * its side down, with the bytes still queued */
-            (st != 0x01 && st != 0x04) || !swarm_port(s, rport))
+            (st != 0x01 && st != 0x04) || (i = swarm_client(s, rport)) < 0)
             continue;
-        (*conns)++;
+        seen[i] = true;
         if (tx > most)
             most = tx;
     }
@@ -756,6 +760,7 @@ static void test_unread_queue(void **state)
         uint16_t port = h_free_port(false);
         unsigned long most = 0;
         unsigned conns = 0;
+        bool seen[20];
         int64_t end;
         struct swarm s;
         struct h_weir w;
@@ -775,13 +780,16 @@ static void test_unread_queue(void **state)
         swarm_run(&s, &w);
         /* The queues fill as far as they may; take the largest seen. */
         end = h_now_ms() + 1500;
+        memset(seen, 0, sizeof(seen));
         while (h_now_ms() < end) {
-            unsigned long m = max_tx_queue(&s, &conns);
+            unsigned long m = max_tx_queue(&s, seen);
 
             if (m > most)
                 most = m;
             h_sleep_ms(50);
         }
+        for (unsigned i = 0; i < 20; i++)
+            conns += seen[i];
         printf("unread: %s: largest send queue %lu bytes over %u "
                "connections\n",
                cases[k].log, most, conns);

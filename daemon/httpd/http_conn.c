@@ -357,7 +357,7 @@ static uint64_t park_times(uint64_t requests)
 /* The next request: the bytes after the last one, or a wait for some. */
 static void next_request(struct http_conn *c)
 {
-    uint64_t park_wait;
+    uint64_t park_wait, gap_wait;
 
     if (c->stopping) {
         finish(c, 0);
@@ -381,10 +381,11 @@ static void next_request(struct http_conn *c)
         /* A client whose requests come further apart than the answers
          * it has had would say (a large file taken between them, a slow
          * reader) is waited for as long as its last gap, twice. */
-        if (2 * (uint64_t)c->gap > park_wait)
-            park_wait = 2 * (uint64_t)c->gap < HTTP_PARK_GAP_MAX_NS
-                            ? 2 * (uint64_t)c->gap
-                            : HTTP_PARK_GAP_MAX_NS;
+        gap_wait = 2 * (uint64_t)c->gap < HTTP_PARK_GAP_MAX_NS
+                       ? 2 * (uint64_t)c->gap
+                       : HTTP_PARK_GAP_MAX_NS;
+        if (gap_wait > park_wait)
+            park_wait = gap_wait;
         if (!c->tls && !c->woken && c->o->park_after_ns &&
             park_wait < c->o->header_timeout_ns) {
             if (!park_wait) {

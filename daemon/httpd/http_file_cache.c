@@ -12,12 +12,14 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "weir/util.h"
+
 /* Chains: twice the entries, a power of two. */
 #define BUCKETS (2 * HTTP_FILE_CACHE_MAX)
 
 struct http_file {
-    struct http_file *chain;       /* the bucket's next */
-    struct http_file *prev, *next; /* most recently asked for first */
+    struct http_file *chain; /* the bucket's next */
+    struct weir_list lru;    /* most recently asked for first */
     uint64_t hash, resolve;
     int dirfd, fd;
     dev_t dev;
@@ -29,7 +31,7 @@ struct http_file {
 
 struct http_file_cache {
     struct http_file *bucket[BUCKETS];
-    struct http_file *head, *tail;
+    struct weir_list lru; /* its tail goes first */
     unsigned n;
 };
 
@@ -45,31 +47,16 @@ static uint64_t key_hash(int dirfd, const char *path, uint64_t resolve)
 
 struct http_file_cache *http_file_cache_new(void)
 {
-    return calloc(1, sizeof(struct http_file_cache));
+    struct http_file_cache *fc = calloc(1, sizeof(*fc));
+
+    if (fc)
+        weir_list_init(&fc->lru);
+    return fc;
 }
 
-static void unlist(struct http_file_cache *fc, struct http_file *f)
+static struct http_file *of_lru(struct weir_list *l)
 {
-    if (f->prev)
-        f->prev->next = f->next;
-    else
-        fc->head = f->next;
-    if (f->next)
-        f->next->prev = f->prev;
-    else
-        fc->tail = f->prev;
-    f->prev = f->next = NULL;
-}
-
-static void push_front(struct http_file_cache *fc, struct http_file *f)
-{
-    f->prev = NULL;
-    f->next = fc->head;
-    if (fc->head)
-        fc->head->prev = f;
-    else
-        fc->tail = f;
-    fc->head = f;
+    return weir_list_entry(l, struct http_file, lru);
 }
 
 /* Out of the table; closed now, or by the last hold's put. */
@@ -80,7 +67,7 @@ static void let_go(struct http_file_cache *fc, struct http_file *f)
     while (*pp != f)
         pp = &(*pp)->chain;
     *pp = f->chain;
-    unlist(fc, f);
+    weir_list_remove(&f->lru);
     fc->n--;
     f->kept = false;
     if (!f->holds) {
@@ -91,10 +78,10 @@ static void let_go(struct http_file_cache *fc, struct http_file *f)
 
 bool http_file_cache_trim(struct http_file_cache *fc)
 {
-    bool any = fc->head != NULL;
+    bool any = !weir_list_empty(&fc->lru);
 
-    while (fc->head)
-        let_go(fc, fc->head);
+    while (!weir_list_empty(&fc->lru))
+        let_go(fc, of_lru(fc->lru.next));
     return any;
 }
 
@@ -136,8 +123,8 @@ struct http_file *http_file_get(struct http_file_cache *fc, int dirfd,
     st->st_size = (off_t)sx.stx_size;
     st->st_mtim.tv_sec = sx.stx_mtime.tv_sec;
     st->st_mtim.tv_nsec = sx.stx_mtime.tv_nsec;
-    unlist(fc, f);
-    push_front(fc, f);
+    weir_list_remove(&f->lru);
+    weir_list_push_head(&fc->lru, &f->lru);
     f->holds++;
     *fd = f->fd;
     return f;
@@ -153,7 +140,7 @@ struct http_file *http_file_add(struct http_file_cache *fc, int dirfd,
     if (!f)
         return NULL;
     if (fc->n >= HTTP_FILE_CACHE_MAX)
-        let_go(fc, fc->tail);
+        let_go(fc, of_lru(fc->lru.prev));
     *f = (struct http_file){
         .hash = key_hash(dirfd, path, resolve),
         .resolve = resolve,
@@ -167,7 +154,7 @@ struct http_file *http_file_add(struct http_file_cache *fc, int dirfd,
     memcpy(f->path, path, len + 1);
     f->chain = fc->bucket[f->hash & (BUCKETS - 1)];
     fc->bucket[f->hash & (BUCKETS - 1)] = f;
-    push_front(fc, f);
+    weir_list_push_head(&fc->lru, &f->lru);
     fc->n++;
     return f;
 }

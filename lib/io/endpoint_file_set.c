@@ -117,21 +117,24 @@ static struct fs_file *fs_find_ino(struct fs_set *s, uint64_t dev, uint64_t ino)
     return NULL;
 }
 
-/* A known file of f's directory with f's fingerprint: f is its copy. */
-/* A known file of f's directory, not f, linked in map m under key fp
- * (the link is the member at offset off of struct fs_file). */
+/* g is another file of f's directory, still followed. */
+static bool fs_dir_mate(const struct fs_file *g, const struct fs_file *f)
+{
+    size_t dlen = (size_t)(strrchr(f->path, '/') - f->path);
+
+    return g != f && !g->done && strncmp(g->path, f->path, dlen + 1) == 0 &&
+           !strchr(g->path + dlen + 1, '/');
+}
+
+/* A known file of f's directory, not a copy itself, linked in map m under
+ * key fp (the link is the member at offset off of struct fs_file). */
 static bool fs_same_dir_in(struct fs_map *m, size_t off, uint64_t fp,
                            const struct fs_file *f)
 {
-    const char *slash = strrchr(f->path, '/');
-    size_t dlen = (size_t)(slash - f->path);
-
     for (struct fs_link *l = weir__fs_map_find(m, fp); l; l = l->next) {
         struct fs_file *g = (struct fs_file *)(void *)((char *)l - off);
 
-        if (l->key == fp && g != f && !g->done && !g->alias &&
-            strncmp(g->path, f->path, dlen + 1) == 0 &&
-            !strchr(g->path + dlen + 1, '/'))
+        if (l->key == fp && !g->alias && fs_dir_mate(g, f))
             return true;
     }
     return false;
@@ -141,18 +144,11 @@ static bool fs_same_dir_in(struct fs_map *m, size_t off, uint64_t fp,
  * directory: it is that copy (or a copy of it). */
 static bool fs_copy_waits(struct fs_set *s, const struct fs_file *f)
 {
-    const char *slash = strrchr(f->path, '/');
-    size_t dlen = (size_t)(slash - f->path);
-
     for (struct fs_link *l = weir__fs_map_find(&s->next_map, f->fp); l;
-         l = l->next) {
-        const struct fs_file *g = EP_CONTAINER(l, struct fs_copy, by_fp)->of;
-
-        if (l->key == f->fp && g != f && !g->done &&
-            strncmp(g->path, f->path, dlen + 1) == 0 &&
-            !strchr(g->path + dlen + 1, '/'))
+         l = l->next)
+        if (l->key == f->fp &&
+            fs_dir_mate(EP_CONTAINER(l, struct fs_copy, by_fp)->of, f))
             return true;
-    }
     return false;
 }
 
@@ -771,23 +767,24 @@ static bool fs_read_apart(struct fs_set *s, const struct stat *st)
 }
 
 /*
- * A copy of f that weir does not read as f's: a copy of an earlier cut
- * waits already, or the patterns name this one and weir found it before
- * it knew it as a copy. It is read as a file of its own, from its start,
- * and its bytes are not lost. False when it cannot be (no memory).
+ * A copy of f (st, at path) that weir does not read as f's: the copies
+ * waiting are FS_COPIES_WAITING already, or the patterns name this one
+ * and weir found it before it knew it as a copy. It is read as a file of
+ * its own, from its start, and its bytes are not lost. False when it
+ * cannot be (no memory).
  */
-static bool fs_copy_apart(struct fs_set *s, int fd, const char *path)
+static bool fs_copy_apart(struct fs_set *s, const struct stat *st,
+                          const char *path)
 {
-    struct fs_file *g;
-    struct stat st;
+    struct fs_file *g =
+        fs_find_ino(s, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
 
-    if (fstat(fd, &st) != 0 || !path)
-        return false;
-    if (fs_read_apart(s, &st))
-        return true;
-    g = fs_find_ino(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    if (g && !g->alias)
+        return true; /* read as its own already */
     if (!g) {
-        g = fs_add(s, path, &st);
+        if (!path)
+            return false;
+        g = fs_add(s, path, st);
         if (!g)
             return false;
         /* Not named by the patterns, maybe: read to its end, then let go,
@@ -822,6 +819,7 @@ static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
     uint64_t len = s->o.fingerprint_len, csize = 0, next_fp = 0;
     char *path = NULL;
     struct stat st;
+    bool have;
     int cfd;
 
     if (f->cut_fp && size > f->size && fs_fingerprint_of(s, f) != f->cut_fp) {
@@ -835,15 +833,15 @@ static bool fs_cut_again(struct fs_set *s, struct fs_file *f, uint64_t size)
     f->cut_seen_rt = weir__fs_clock(CLOCK_REALTIME);
     fs_event(s, WEIR_FS_TRUNCATED, f->path, 0, 0);
     cfd = fs_cut_copy(s, f, &csize, &next_fp, &path);
-    if (cfd >= 0 && fstat(cfd, &st) == 0 && !fs_read_apart(s, &st) &&
+    have = cfd >= 0 && fstat(cfd, &st) == 0;
+    if (have && !fs_read_apart(s, &st) &&
         weir__fs_copy_push(s, f, cfd, csize, next_fp, f->size)) {
         cfd = -1; /* f's now */
-    } else {
-        if (cfd < 0 || !fs_copy_apart(s, cfd, path))
-            fs_lost(s, f, f->size);
-        if (cfd >= 0)
-            close(cfd);
+    } else if (!have || !fs_copy_apart(s, &st, path)) {
+        fs_lost(s, f, f->size);
     }
+    if (cfd >= 0)
+        close(cfd);
     free(path);
     f->size = size;
     fs_set_cut(s, f, size >= len ? fs_fingerprint_of(s, f) : 0);
@@ -1119,11 +1117,8 @@ static void fs_missed_cut(struct fs_set *s, struct fs_file *f,
                                    fs_fingerprint_of(s, f), &size, &fp, NULL);
     if (cfd < 0)
         return;
-    if (fstat(cfd, &st) != 0 || fs_read_apart(s, &st)) {
-        close(cfd);
-        return;
-    }
-    if (!weir__fs_copy_push(s, f, cfd, size, fp, 0)) {
+    if (fstat(cfd, &st) != 0 || fs_read_apart(s, &st) ||
+        !weir__fs_copy_push(s, f, cfd, size, fp, 0)) {
         close(cfd);
         return;
     }

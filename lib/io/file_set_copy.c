@@ -182,7 +182,7 @@ bool weir__fs_copy_push(struct fs_set *s, struct fs_file *f, int fd,
 {
     struct fs_copy *c, **tail = &f->waiting;
 
-    if (f->nwaiting >= FS_COPIES_WAITING || !(c = calloc(1, sizeof(*c))))
+    if (f->nwaiting >= FS_COPIES_WAITING || !(c = malloc(sizeof(*c))))
         return false;
     *c = (struct fs_copy){
         .of = f, .fd = fd, .size = size, .fp = fp, .lost_mark = lost_mark};

@@ -780,12 +780,35 @@ static void test_renamed_twice_before_read(void **state)
     expect_clean();
 }
 
+/* Waits until weir has seen `truncated` cuts and the size the file at
+ * path has now (asked with query, every 5 ms, for at most 30 s). */
+static void wait_seen(const char *path, unsigned truncated)
+{
+    struct stat st;
+
+    assert_int_equal(stat(path, &st), 0);
+    for (int tries = 0;; tries++) {
+        bool seen;
+
+        query();
+        pthread_mutex_lock(&E.mu);
+        seen = E.events[WEIR_FS_TRUNCATED] == truncated &&
+               E.max_size == (uint64_t)st.st_size;
+        pthread_mutex_unlock(&E.mu);
+        if (seen)
+            return;
+        if (tries == 6000)
+            fail_msg("weir never saw %s at %lld bytes after %u cuts", path,
+                     (long long)st.st_size, truncated);
+        sleep_ms(5);
+    }
+}
+
 /* Cut twice while weir is behind on the first copy (rotations faster than
  * it reads): the second copy holds what the file got between the cuts,
  * and is read after the first, before the file itself. */
 static void test_copytruncate_twice_behind(void **state)
 {
-    struct stat st;
     char p[800];
     int fd;
 
@@ -802,20 +825,8 @@ static void test_copytruncate_twice_behind(void **state)
     sh("cp %s/app.log %s/app.log.1", dir, dir);
     sh("truncate -s 0 %s/app.log", dir);
     write_lines(fd, "w", 30000, 31000, 50);
-    assert_int_equal(stat(p, &st), 0);
     /* weir has seen the cut, and what the file holds since. */
-    for (;;) {
-        bool seen;
-
-        query();
-        pthread_mutex_lock(&E.mu);
-        seen = E.events[WEIR_FS_TRUNCATED] == 1 &&
-               E.max_size == (uint64_t)st.st_size;
-        pthread_mutex_unlock(&E.mu);
-        if (seen)
-            break;
-        sleep_ms(5);
-    }
+    wait_seen(p, 1);
     sh("cp %s/app.log %s/app.log.2", dir, dir);
     sh("truncate -s 0 %s/app.log", dir);
     write_lines(fd, "w", 31000, 31100, 50);
@@ -836,7 +847,6 @@ static void test_copytruncate_twice_behind(void **state)
  * were made, each from its start, then the file; nothing is lost. */
 static void test_copytruncate_many_behind(void **state)
 {
-    struct stat st;
     char p[800];
     uint64_t n = 100;
     int fd;
@@ -853,22 +863,8 @@ static void test_copytruncate_many_behind(void **state)
     for (int cut = 1; cut <= 5; cut++) {
         write_lines(fd, "w", n, n + 5000, 50);
         n += 5000;
-        assert_int_equal(stat(p, &st), 0);
         /* weir has seen what the file holds before it is cut. */
-        for (int tries = 0;; tries++) {
-            bool seen;
-
-            query();
-            pthread_mutex_lock(&E.mu);
-            seen = E.events[WEIR_FS_TRUNCATED] == (unsigned)cut - 1 &&
-                   E.max_size == (uint64_t)st.st_size;
-            pthread_mutex_unlock(&E.mu);
-            if (seen)
-                break;
-            if (tries == 6000)
-                fail_msg("cut %d: weir never saw the file's size", cut);
-            sleep_ms(5);
-        }
+        wait_seen(p, (unsigned)cut - 1);
         sh("cp %s/app.log %s/app.log.%d", dir, dir, cut);
         sh("truncate -s 0 %s/app.log", dir);
         WAIT_FOR(E.events[WEIR_FS_TRUNCATED] == (unsigned)cut);

@@ -73,7 +73,7 @@ static void answer(const struct http_req *r)
     st.st_mtim.tv_sec = 1700000000;
     h.status = http_reply_status(r, &st, &off, &len);
     if (h.status != 200 && h.status != 206 && h.status != 304 &&
-        h.status != 416)
+        h.status != 412 && h.status != 416)
         abort();
     if ((h.status == 200 || h.status == 206) &&
         (off + len > (uint64_t)st.st_size || (h.status == 206 && len == 0)))
@@ -103,6 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         span_inside(&r.if_range, buf, len);
         span_inside(&r.if_none_match, buf, len);
         span_inside(&r.if_modified_since, buf, len);
+        span_inside(&r.if_match, buf, len);
+        span_inside(&r.if_unmodified_since, buf, len);
         for (int dot = 0; dot < 2; dot++) {
             rc = http_path_map(r.target.p, r.target.len, dot, rel);
             if (rc == 0)

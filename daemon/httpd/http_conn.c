@@ -689,9 +689,13 @@ static void answer(struct http_conn *c)
         .head_only = r->method == HTTP_M_HEAD,
     };
 
-    /* HTTP/1.1 names its host; a body is never read, so the connection
-     * cannot go on after one. */
-    if (r->major != 1 || (r->minor >= 1 && !r->has_host)) {
+    /* HTTP/1.1 names its host, once; a body is never read, so the
+     * connection cannot go on after one. */
+    if (r->major != 1) {
+        answer_error(c, 505, true);
+        return;
+    }
+    if (r->minor >= 1 ? r->hosts != 1 : r->hosts > 1) {
         answer_error(c, 400, true);
         return;
     }
@@ -709,6 +713,11 @@ static void answer(struct http_conn *c)
         return;
     }
     h.status = http_reply_status(r, &st, &h.off, &h.len);
+    if (h.status == 412) {
+        drop_fd(c, fd);
+        answer_error(c, 412, r->has_body);
+        return;
+    }
     h.keep_alive = r->keep_alive && !r->has_body;
     h.st = &st;
     h.type =

@@ -30,6 +30,8 @@ const char *http_reply_reason(int status)
         return "Method Not Allowed";
     case 414:
         return "URI Too Long";
+    case 412:
+        return "Precondition Failed";
     case 416:
         return "Range Not Satisfiable";
     case 431:
@@ -38,6 +40,8 @@ const char *http_reply_reason(int status)
         return "Internal Server Error";
     case 503:
         return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
     }
     return "";
 }
@@ -51,22 +55,32 @@ static int etag(char *buf, size_t len, const struct stat *st)
                     (uint64_t)st->st_ino, (uint64_t)st->st_size, mt);
 }
 
-/* An HTTP date (IMF-fixdate) into a time; -1 when it is not one. */
+/* An HTTP date into a time; -1 when it is not one. Senders write the
+ * IMF-fixdate; the two obsolete forms (RFC 850's and asctime's) are still
+ * read, as RFC 9110 asks of a recipient. */
 static time_t http_date_parse(const struct http_span *s)
 {
+    static const char *const forms[] = {
+        "%a, %d %b %Y %H:%M:%S GMT", /* Sun, 06 Nov 1994 08:49:37 GMT */
+        "%A, %d-%b-%y %H:%M:%S GMT", /* Sunday, 06-Nov-94 08:49:37 GMT */
+        "%a %b %e %H:%M:%S %Y",      /* Sun Nov  6 08:49:37 1994 */
+    };
     char buf[64];
-    struct tm tm;
-    const char *end;
 
     if (s->len == 0 || s->len >= sizeof(buf))
         return -1;
     memcpy(buf, s->p, s->len);
     buf[s->len] = '\0';
-    memset(&tm, 0, sizeof(tm));
-    end = strptime(buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    if (!end || *end)
-        return -1;
-    return timegm(&tm);
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        struct tm tm;
+        const char *end;
+
+        memset(&tm, 0, sizeof(tm));
+        end = strptime(buf, forms[i], &tm);
+        if (end && !*end)
+            return timegm(&tm);
+    }
+    return -1;
 }
 
 static size_t http_date(char *buf, size_t len, time_t t)
@@ -77,28 +91,33 @@ static size_t http_date(char *buf, size_t len, time_t t)
     return strftime(buf, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
-/* Whether one of If-None-Match's tags is ours (the weak comparison:
- * a W/ prefix does not matter). */
-static bool none_match_hits(const struct http_span *s, const char *ours)
+/* Whether a list of entity tags (If-Match, If-None-Match) names ours or
+ * is "*". The weak comparison (If-None-Match's) lets a W/ tag match; the
+ * strong one (If-Match's) never does. */
+static bool tag_listed(const struct http_span *s, const char *ours, bool weak)
 {
     const char *p = s->p, *end = s->p + s->len;
     size_t olen = strlen(ours);
 
     while (p < end) {
         const char *q;
+        bool w = false;
 
         while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
             p++;
         if (p < end && *p == '*')
             return true;
-        if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
+        if (end - p >= 2 && p[0] == 'W' && p[1] == '/') {
             p += 2;
+            w = true;
+        }
         q = p;
         while (q < end && *q != ',')
             q++;
         while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
             q--;
-        if ((size_t)(q - p) == olen && memcmp(p, ours, olen) == 0)
+        if ((weak || !w) && (size_t)(q - p) == olen &&
+            memcmp(p, ours, olen) == 0)
             return true;
         while (p < end && *p != ',')
             p++;
@@ -182,8 +201,19 @@ int http_reply_status(const struct http_req *r, const struct stat *st,
     etag(tag, sizeof(tag), st);
     *off = 0;
     *len = size;
+    /* RFC 9110's order: the client's preconditions on changing nothing
+     * (If-Match, else If-Unmodified-Since) first, then those on having a
+     * current copy, then the range. */
+    if (r->if_match.len) {
+        if (!tag_listed(&r->if_match, tag, false))
+            return 412;
+    } else if (r->if_unmodified_since.len &&
+               (since = http_date_parse(&r->if_unmodified_since)) != -1 &&
+               st->st_mtim.tv_sec > since) {
+        return 412;
+    }
     if (r->if_none_match.len) {
-        if (none_match_hits(&r->if_none_match, tag))
+        if (tag_listed(&r->if_none_match, tag, true))
             return 304;
     } else if (r->if_modified_since.len &&
                (since = http_date_parse(&r->if_modified_since)) != -1 &&

@@ -16,7 +16,9 @@
 /* Room for any head this file writes. */
 #define HTTP_HEAD_MAX 1024
 
-/* The status for a GET or HEAD of the file st describes: 304 when a
+/* The status for a GET or HEAD of the file st describes: 412 when
+ * If-Match (strong comparison), else If-Unmodified-Since, says the file
+ * is not the one the client meant; 304 when a
  * condition says the client's copy is current (If-None-Match, else
  * If-Modified-Since), 206 for one satisfiable range (unless If-Range says
  * the client's copy is another), 416 for an unsatisfiable one, else 200.

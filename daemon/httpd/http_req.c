@@ -49,13 +49,15 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
         {"if-range", offsetof(struct http_req, if_range)},
         {"if-none-match", offsetof(struct http_req, if_none_match)},
         {"if-modified-since", offsetof(struct http_req, if_modified_since)},
+        {"if-match", offsetof(struct http_req, if_match)},
+        {"if-unmodified-since", offsetof(struct http_req, if_unmodified_since)},
         {"user-agent", offsetof(struct http_req, user_agent)},
     };
 
     ps->in_heads = true;
     ps->field = NULL;
     if (len == 4 && strncasecmp(at, "host", 4) == 0)
-        r->has_host = true;
+        r->hosts++;
     for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
         if (strlen(wanted[i].name) == len &&
             strncasecmp(at, wanted[i].name, len) == 0)

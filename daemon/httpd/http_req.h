@@ -36,9 +36,10 @@ struct http_req {
     unsigned major, minor;
     bool keep_alive; /* the version's default, or what Connection said */
     bool has_body;   /* Content-Length > 0 or chunked */
-    bool has_host;
+    unsigned hosts;  /* Host headers sent: HTTP/1.1 needs exactly one */
     struct http_span target; /* as sent: "/a%20b?q" or "http://h/a" */
     struct http_span range, if_range, if_none_match, if_modified_since;
+    struct http_span if_match, if_unmodified_since;
     struct http_span user_agent;
     size_t size; /* bytes of the buffer the request took */
 };

@@ -285,6 +285,22 @@ def test_conditional():
     # If-Range: the range only while the file is the one named.
     assert curl("-r", "0-4", "-H", "If-Range: " + tag, u) == b"hello"
     assert curl("-r", "0-4", "-H", 'If-Range: "old"', u) == content("a.txt")
+    # If-Match (strong comparison) and If-Unmodified-Since: 412 when the
+    # file is not the one the client meant.
+    assert curl("-H", "If-Match: " + tag, u) == content("a.txt")
+    assert curl("-H", 'If-Match: "x", ' + tag, u) == content("a.txt")
+    assert curl("-H", "If-Match: *", u) == content("a.txt")
+    assert curl(*code, "-H", 'If-Match: "other"', u) == b"412"
+    assert curl(*code, "-H", "If-Match: W/" + tag, u) == b"412"
+    assert curl(*code, "-H", "If-Unmodified-Since: " + earlier, u) == b"412"
+    assert curl("-H", "If-Unmodified-Since: " + later, u) == content("a.txt")
+    assert curl("-r", "0-4", "-H", "If-Match: " + tag, u) == b"hello"
+    # The obsolete date forms a recipient still reads: RFC 850's and
+    # asctime's.
+    t = time.gmtime(mtime + 3600)
+    for form in ("%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"):
+        assert curl(*code, "-H", "If-Modified-Since: " +
+                    time.strftime(form, t), u) == b"304", form
 
 
 def test_http10_and_keepalive():
@@ -330,6 +346,8 @@ def test_errors():
             (b"GET /sub HTTP/1.1\r\n" + host + b"\r\n", 404),
             (b"GET /nope HTTP/1.1\r\n" + host + b"\r\n", 404),
             (b"GET /a.txt HTTP/1.1\r\n\r\n", 400),  # no Host
+            (b"GET /a.txt HTTP/1.1\r\n" + host + host + b"\r\n", 400),
+            (b"GET /a.txt HTTP/2.0\r\n" + host + b"\r\n", 505),
             (b"BLAH\r\n\r\n", 400),
             (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", 414),
             (b"GET /a.txt HTTP/1.1\r\n" + host +

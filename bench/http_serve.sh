@@ -9,6 +9,8 @@
 #   IDLE_PACE_US=N (default 0): microseconds between two of their
 #       connects (0: all at once, a burst)
 #   BIG=N (default 1000; 0: none): the clients of the big-file rows
+#   ROUNDS=N (default 1): each wrk row N times, weir and nginx in turn,
+#       then the ratio of their summed requests/s (and each round's)
 #
 # Rows: each server, each file (4 KiB and 1 MiB), each connection count,
 # wrk -t2 on keep-alive connections for SECONDS. Columns: requests/s and
@@ -47,8 +49,10 @@ chmod 644 "$tmp"/root/*
 # nginx as a static file server is usually tuned: sendfile with
 # tcp_nopush (headers and the first bytes in one segment), long
 # keep-alive, no access log (weir's per-client line is at debug here
-# too), a worker per core, and open_file_cache so that it does not even
-# open the file per request (weir opens it per request).
+# too), a worker per core with a listening socket each (reuseport: the
+# kernel spreads connections evenly, where workers racing for one socket
+# can leave one of them most of a burst), and open_file_cache so that it
+# does not open the file per request.
 cat >"$tmp/nginx.conf" <<EOF
 worker_processes auto;
 worker_rlimit_nofile 20000;
@@ -66,7 +70,7 @@ http {
     types { application/octet-stream bin; }
     client_body_temp_path $tmp/body;
     server {
-        listen 127.0.0.1:$nport backlog=4096;
+        listen 127.0.0.1:$nport backlog=4096 reuseport;
         root $tmp/root;
     }
 }
@@ -116,25 +120,38 @@ bytes() {
 }
 
 printf '%-6s %-7s %6s %12s %12s %10s\n' server file conns 'req/s' 'MiB/s' 'CPU-s/GiB'
+rounds=${ROUNDS:-1}
 for file in 4k.bin 1m.bin; do
 	for c in "${conns[@]}"; do
-		for srv in weir nginx; do
-			port=$([ $srv = weir ] && echo "$wport" || echo "$nport")
-			pids=$(pids_of $srv)
-			# shellcheck disable=SC2086 # a list of pids
-			c0=$(cpu $pids)
-			wrk -t2 -c"$c" -d"${secs}s" "http://127.0.0.1:$port/$file" >"$tmp/wrk.out"
-			# shellcheck disable=SC2086
-			c1=$(cpu $pids)
-			rps=$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out")
-			bps=$(bytes <"$tmp/wrk.out")
-			per=$(echo "scale=2; ($c1 - $c0) / ($bps * $secs / 1073741824)" | bc)
-			printf '%-6s %-7s %6s %12s %12s %10s\n' $srv $file "$c" "$rps" \
-				$((bps / 1048576)) "$per"
-			if grep -q "Non-2xx\|Socket errors" "$tmp/wrk.out"; then
-				grep "Non-2xx\|Socket errors" "$tmp/wrk.out" | sed 's/^/       /'
-			fi
+		sums=""
+		for _ in $(seq "$rounds"); do
+			pair=""
+			for srv in weir nginx; do
+				port=$([ $srv = weir ] && echo "$wport" || echo "$nport")
+				pids=$(pids_of $srv)
+				# shellcheck disable=SC2086 # a list of pids
+				c0=$(cpu $pids)
+				wrk -t2 -c"$c" -d"${secs}s" "http://127.0.0.1:$port/$file" >"$tmp/wrk.out"
+				# shellcheck disable=SC2086
+				c1=$(cpu $pids)
+				rps=$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out")
+				bps=$(bytes <"$tmp/wrk.out")
+				per=$(echo "scale=2; ($c1 - $c0) / ($bps * $secs / 1073741824)" | bc)
+				printf '%-6s %-7s %6s %12s %12s %10s\n' $srv $file "$c" "$rps" \
+					$((bps / 1048576)) "$per"
+				if grep -q "Non-2xx\|Socket errors" "$tmp/wrk.out"; then
+					grep "Non-2xx\|Socket errors" "$tmp/wrk.out" | sed 's/^/       /'
+				fi
+				pair="$pair $rps"
+			done
+			sums="$sums$pair
+"
 		done
+		if [ "$rounds" -gt 1 ]; then
+			printf '%s' "$sums" | awk -v f=$file -v c="$c" '
+				NF == 2 { w += $1; n += $2; r = r sprintf(" %.2f", $1 / $2) }
+				END { printf "ratio  %-7s %6s  weir/nginx %.2fx (rounds:%s)\n", f, c, w / n, r }'
+		fi
 	done
 done
 
@@ -189,7 +206,8 @@ done
 # BIG clients each fetch a 64 MiB file once, all at once, in two waves:
 # weir-bench serve (bench/serve.c) starts each server afresh (weir-http:
 # a file source at /f of an http-listen sink; nginx with sendfile on and
-# tcp_nopush, the rest as its defaults), opens every connection from one
+# tcp_nopush, the rest as its defaults, and nginx-reuseport, the same with
+# a listening socket per worker), opens every connection from one
 # epoll loop, counts each body without copying it (MSG_TRUNC) and fails
 # a wave in which a client did not get the whole file. 64 MiB of /tmp
 # for the file; bounded by BIG_TIMEOUT seconds (default 900).
@@ -197,6 +215,6 @@ big=${BIG:-1000}
 if [ "$big" -gt 0 ]; then
 	echo
 	timeout "${BIG_TIMEOUT:-900}" "$root/$build/bench/weir-bench" serve \
-		clients="$big" size=64MiB waves=2 hold=0 server=weir-http,nginx 2>&1 |
+		clients="$big" size=64MiB waves=2 hold=0 server=weir-http,nginx,nginx-reuseport 2>&1 |
 		grep '^serve server=' || echo "big-file rows: failed or cut at the timeout"
 fi

@@ -45,17 +45,38 @@
 #define NO_ACCESS_LOG "access_log = no\\n"
 
 /* weir's HTTP file server: the file at /f, as nginx serves it below. */
-#define WEIR_HTTP_SERVER(name, envset)                                         \
+#define WEIR_HTTP_SERVER(name, opts, envset)                                   \
     {                                                                          \
         name,                                                                  \
         {                                                                      \
             "sh", "-c",                                                        \
                 "printf '[daemon]\\n" NO_ACCESS_LOG                            \
                 "[pipeline serve]\\nsource = file:%s\\n"                       \
-                "sink = http-listen:127.0.0.1:%s,path=/f\\n' \"$1\" \"$2\" "   \
+                "sink = http-listen:127.0.0.1:%s,path=/f" opts "\\n' \"$1\" "  \
+                "\"$2\" "                                                      \
                 ">\"$1.serve.conf\" && " envset                                \
                 " exec \"$3\" -c \"$1.serve.conf\"",                           \
                 "sh", "{file}", "{port}", "{builddir}/daemon/weir"             \
+        }                                                                      \
+    }
+
+/* Debian's nginx serving the file at /f; listen_opts follow the
+ * listen directive's backlog. */
+#define NGINX_SERVER(name, listen_opts)                                        \
+    {                                                                          \
+        name,                                                                  \
+        {                                                                      \
+            "sh", "-c",                                                        \
+                "d=$1.nginx; mkdir -p $d && ln -sf \"$1\" $d/f && printf '"    \
+                "daemon off; worker_processes auto; pid %s/pid; "              \
+                "error_log stderr; worker_rlimit_nofile 65536; "               \
+                "events { worker_connections 65536; }"                         \
+                "http { access_log off; sendfile on; tcp_nopush on; "          \
+                "client_body_temp_path %s; proxy_temp_path %s; "               \
+                "server { listen 127.0.0.1:%s backlog=511" listen_opts         \
+                "; root %s; } }' "                                             \
+                "$d $d $d \"$2\" $d >$d/conf && exec nginx -p $d -c $d/conf",  \
+                "sh", "{file}", "{port}"                                       \
         }                                                                      \
     }
 
@@ -80,23 +101,18 @@ const struct e2e_sender serve_servers[] = {
                 ",notsent_lowat=0", "WEIR_SENDPATH=stream"),
     WEIR_SERVER("weir-b1024", NO_ACCESS_LOG, ",backlog=1024", ""),
     WEIR_SERVER("weir-b4096", NO_ACCESS_LOG, ",backlog=4096", ""),
-    WEIR_HTTP_SERVER("weir-http", ""),
-    WEIR_HTTP_SERVER("weir-http-epoll", "WEIR_ENGINE=epoll"),
+    WEIR_HTTP_SERVER("weir-http", "", ""),
+    WEIR_HTTP_SERVER("weir-http-epoll", "", "WEIR_ENGINE=epoll"),
+    WEIR_HTTP_SERVER("weir-http-lowat0", ",notsent_lowat=0", ""),
     {"socat-fork",
      {"socat", "-U", "-b", "65536",
       "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,backlog=511",
       "OPEN:{file},rdonly"}},
     /* Debian's nginx-light, sendfile on, as many workers as cores. */
-    {"nginx",
-     {"sh", "-c",
-      "d=$1.nginx; mkdir -p $d && ln -sf \"$1\" $d/f && printf '"
-      "daemon off; worker_processes auto; pid %s/pid; error_log stderr;"
-      "worker_rlimit_nofile 65536; events { worker_connections 65536; }"
-      "http { access_log off; sendfile on; tcp_nopush on; "
-      "client_body_temp_path %s; proxy_temp_path %s; "
-      "server { listen 127.0.0.1:%s backlog=511; root %s; } }' "
-      "$d $d $d \"$2\" $d >$d/conf && exec nginx -p $d -c $d/conf",
-      "sh", "{file}", "{port}"}},
+    NGINX_SERVER("nginx", ""),
+    /* The same with a listening socket per worker (SO_REUSEPORT): the
+     * kernel spreads the connections instead of the workers racing. */
+    NGINX_SERVER("nginx-reuseport", " reuseport"),
 };
 const size_t serve_nservers = sizeof(serve_servers) / sizeof(serve_servers[0]);
 
@@ -104,7 +120,7 @@ const char serve_http_get[] = "GET /f HTTP/1.0\r\n\r\n";
 
 bool serve_speaks_http(const char *name)
 {
-    return strcmp(name, "nginx") == 0 || strncmp(name, "weir-http", 9) == 0;
+    return strncmp(name, "nginx", 5) == 0 || strncmp(name, "weir-http", 9) == 0;
 }
 const size_t serve_http_get_len = sizeof(serve_http_get) - 1;
 

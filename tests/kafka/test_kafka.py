@@ -20,6 +20,7 @@ Skips (77), saying why, when kcat is not installed, and in a TSan build
 (librdkafka's threads come from thrd_create, which TSan does not see).
 The engine is whatever WEIR_ENGINE says (meson test --setup epoll).
 """
+import collections
 import json
 import os
 import re
@@ -221,12 +222,33 @@ def case_follow():
         parts.setdefault(part, []).append(rec)
     assert len(parts) > 1, "one partition only: %s" % list(parts)
     want = (first + rest).splitlines()
-    # Nothing lost, nothing twice ...
-    assert sorted(r for v in parts.values() for r in v) == sorted(want), \
-        "the topic's records are not the file's lines"
-    # ... and each partition in the file's order.
+    # Nothing lost ...
+    have = collections.Counter(r for v in parts.values() for r in v)
+    lost = collections.Counter(want) - have
+    twice = have - collections.Counter(want)
+    assert not lost, \
+        "the topic's records are not the file's lines: %d lost (%r); " \
+        "the sink's figures: %r" % (sum(lost.values()), sorted(lost)[:3], k)
+    # ... and none produced twice by weir: the sink gave each record to
+    # librdkafka once (no retries of its own, every record acknowledged
+    # once). The mock cluster may still hold a batch twice: after the
+    # connection it dropped (the injected transport errors), librdkafka
+    # sends the batches that were in flight again under their producer id
+    # and sequence, and the mock, unlike a broker, does not always refuse
+    # one it had stored (seen in about 1 run in 25 on a loaded machine,
+    # 61 to 3,100 records, with the sink's retries at 0). Such a copy is
+    # in its first's partition; a record weir produced again (key=none)
+    # could land in any.
+    assert k["retries"] == 0 and k["records_acked"] == n, k
+    for rec in twice:
+        where = [p for p, v in parts.items() if rec in v]
+        assert len(where) == 1, "%r stored in partitions %r" % (rec, where)
+    if twice:
+        print("the mock cluster stored %d records twice (a batch sent again "
+              "after a dropped connection)" % sum(twice.values()))
+    # Each partition in the file's order, as first stored.
     for part, recs in parts.items():
-        idx = [int(r[1:8]) for r in recs]
+        idx = [int(r[1:8]) for r in dict.fromkeys(recs)]
         assert idx == sorted(idx), "partition %s out of order" % part
     # The checkpoint moved with the acknowledgements to the file's end.
     with open(os.path.join(state, "pipeline-p.ckpt")) as f:
@@ -248,6 +270,14 @@ def main():
     cases = {"pipe": case_pipe, "follow": case_follow}
     try:
         cases[sys.argv[3]]()
+    except BaseException:
+        # weir's own account of what it did, for the failure's reader.
+        try:
+            with open(path("weir.log"), "rb") as f:
+                sys.stderr.write(f.read()[-6000:].decode("utf-8", "replace"))
+        except OSError:
+            pass
+        raise
     finally:
         for p in PROCS:
             if p.poll() is None:

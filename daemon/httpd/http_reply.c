@@ -28,10 +28,10 @@ const char *http_reply_reason(int status)
         return "Not Found";
     case 405:
         return "Method Not Allowed";
-    case 414:
-        return "URI Too Long";
     case 412:
         return "Precondition Failed";
+    case 414:
+        return "URI Too Long";
     case 416:
         return "Range Not Satisfiable";
     case 431:

@@ -18,12 +18,12 @@
 
 /* The status for a GET or HEAD of the file st describes: 412 when
  * If-Match (strong comparison), else If-Unmodified-Since, says the file
- * is not the one the client meant; 304 when a
- * condition says the client's copy is current (If-None-Match, else
- * If-Modified-Since), 206 for one satisfiable range (unless If-Range says
- * the client's copy is another), 416 for an unsatisfiable one, else 200.
- * *off and *len: the body's bytes of the file (for 200 and 206). A Range
- * of several ranges, or one not understood, is ignored: 200. */
+ * is not the one the client meant; 304 when a condition says the
+ * client's copy is current (If-None-Match, else If-Modified-Since); 206
+ * for one satisfiable range (unless If-Range says the client's copy is
+ * another), 416 for an unsatisfiable one, else 200. *off and *len: the
+ * body's bytes of the file (for 200 and 206). A Range of several ranges,
+ * or one not understood, is ignored: 200. */
 int http_reply_status(const struct http_req *r, const struct stat *st,
                       uint64_t *off, uint64_t *len);
 
